@@ -1,0 +1,1 @@
+//! Shared test support for the workspace's tests, `cargo repro` and the benches.

@@ -1,0 +1,84 @@
+//! `cargo xtask check`: the generated folders are exactly the published crate + `patches/`, and
+//! cargo builds the patched crate. Offline: it needs the `.crate` in cargo's cache.
+
+use anyhow::{bail, Context, Result};
+
+use crate::generate;
+use crate::patch_use;
+use crate::pin::Pin;
+use crate::project::Layout;
+use crate::published::{self, Published};
+use crate::series;
+use crate::trees::Scratch;
+
+pub fn run(layout: &Layout) -> Result<()> {
+    let pin = Pin::read(&layout.pin())?;
+    let published = published::load_pinned(&pin)?;
+    check_generated(layout, &published)?;
+    let lock = std::fs::read_to_string(layout.lockfile()).context("cannot read Cargo.lock")?;
+    patch_use::check_lock(&lock, &pin.name, &pin.version)?;
+    patch_use::check_cargo(&layout.root, &pin.name, &layout.vendored())?;
+    eprintln!(
+        "ok: cargo builds {} from {}",
+        pin.name,
+        layout.show(&layout.vendored())
+    );
+    Ok(())
+}
+
+/// Fails, naming what differs and the command that fixes it, unless every generated folder of
+/// `layout` holds the tree that `published` and the patches give.
+pub fn check_generated(layout: &Layout, published: &Published) -> Result<()> {
+    let patches = series::load(&layout.patches())?;
+    for patch in &patches {
+        patch.message()?;
+    }
+    let scratch = Scratch::new()?;
+    let expected = generate::expected_trees(&scratch, published, &patches, &layout.generated)?;
+    let mut problems = Vec::new();
+    for (generated, expected) in layout.generated.iter().zip(expected) {
+        let dir = layout.root.join(generated.dir);
+        if !dir.is_dir() {
+            problems.push(format!("{} is missing", generated.dir));
+            continue;
+        }
+        let actual = scratch.tree_of_dir(&dir)?;
+        if actual == expected {
+            let what = if generated.patched {
+                match patches.len() {
+                    1 => "+ 1 patch".to_string(),
+                    n => format!("+ {n} patches"),
+                }
+            } else {
+                "as published".to_string()
+            };
+            eprintln!(
+                "ok: {} is {} {what} (tree {actual})",
+                generated.dir,
+                published.pin.label()
+            );
+            continue;
+        }
+        let mut changes = scratch.changes(expected, actual)?;
+        if changes.len() > 20 {
+            let more = changes.len() - 20;
+            changes.truncate(20);
+            changes.push(format!("and {more} more"));
+        }
+        problems.push(format!(
+            "{} differs from {}{}:\n    {}",
+            generated.dir,
+            published.pin.label(),
+            if generated.patched { " + patches/" } else { "" },
+            changes.join("\n    ")
+        ));
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{}\nrun `cargo xtask vendor` to regenerate them; a change made there by hand \
+             belongs in a patch (README: \"After review comments\")",
+            problems.join("\n")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! The workspace's tool: `cargo xtask <command>`. `main.rs` only dispatches; each command is a
+//! module with a `run`.
+
+pub mod check;
+pub mod flags;
+pub mod fsutil;
+pub mod generate;
+pub mod patch_use;
+pub mod pin;
+pub mod project;
+pub mod published;
+pub mod series;
+pub mod trees;
+pub mod vendor;

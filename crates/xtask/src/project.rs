@@ -1,0 +1,98 @@
+//! Where things are in the workspace.
+
+use std::path::{Path, PathBuf};
+
+/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares: a folder of the
+/// published crate, with `patches/` applied or as published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generated {
+    /// Relative to the workspace root.
+    pub dir: &'static str,
+    /// The folder of the published crate it holds, `""` for the whole crate.
+    pub crate_dir: &'static str,
+    pub patched: bool,
+}
+
+/// The patched crate that `[patch.crates-io]` points at, and the unpatched `generation` module
+/// that tests and benches compare it with.
+pub const GENERATED: [Generated; 2] = [
+    Generated {
+        dir: "crates/candle-transformers",
+        crate_dir: "",
+        patched: true,
+    },
+    Generated {
+        dir: "crates/upstream/src/generation",
+        crate_dir: "src/generation",
+        patched: false,
+    },
+];
+
+/// The paths the commands work on; tests point one at a temporary workspace.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub root: PathBuf,
+    pub generated: Vec<Generated>,
+}
+
+impl Layout {
+    /// This workspace, found from the xtask crate's own manifest.
+    pub fn workspace() -> Layout {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .nth(2)
+            .expect("crates/xtask sits two folders below the workspace root")
+            .to_path_buf();
+        Layout::at(root)
+    }
+
+    pub fn at(root: PathBuf) -> Layout {
+        Layout {
+            root,
+            generated: GENERATED.to_vec(),
+        }
+    }
+
+    pub fn patches(&self) -> PathBuf {
+        self.root.join("patches")
+    }
+
+    pub fn pin(&self) -> PathBuf {
+        self.patches().join("upstream.toml")
+    }
+
+    pub fn lockfile(&self) -> PathBuf {
+        self.root.join("Cargo.lock")
+    }
+
+    /// Cargo's target folder, where the tools keep their scratch files and reports.
+    pub fn target(&self) -> PathBuf {
+        match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(dir) => self.root.join(dir),
+            None => self.root.join("target"),
+        }
+    }
+
+    /// The patched crate's folder.
+    pub fn vendored(&self) -> PathBuf {
+        let generated = self
+            .generated
+            .iter()
+            .find(|g| g.patched && g.crate_dir.is_empty());
+        self.root
+            .join(generated.map_or(GENERATED[0].dir, |g| g.dir))
+    }
+
+    /// A path relative to the root, for messages.
+    pub fn show(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}
+
+/// The program that runs cargo: the one that started us, if any.
+pub fn cargo() -> std::process::Command {
+    std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}

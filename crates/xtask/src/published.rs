@@ -1,0 +1,297 @@
+//! The published crate: the `.crate` file that cargo downloads from crates.io.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::pin::Pin;
+use crate::project::{self, Layout};
+
+/// A file of the crate, its path relative to the crate's root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrateFile {
+    pub path: String,
+    pub data: Vec<u8>,
+    pub executable: bool,
+}
+
+/// An unpacked `.crate`.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub pin: Pin,
+    pub files: Vec<CrateFile>,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn cargo_home() -> PathBuf {
+    if let Some(home) = std::env::var_os("CARGO_HOME") {
+        return home.into();
+    }
+    let home = std::env::var_os("HOME").unwrap_or_default();
+    Path::new(&home).join(".cargo")
+}
+
+/// Where cargo keeps downloaded `.crate` files: one folder per registry index.
+pub fn cache_dirs() -> Vec<PathBuf> {
+    let cache = cargo_home().join("registry").join("cache");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+pub fn archive_name(name: &str, version: &str) -> String {
+    format!("{name}-{version}.crate")
+}
+
+/// The `.crate` in cargo's cache, if any.
+pub fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
+    cache_dirs()
+        .into_iter()
+        .map(|dir| dir.join(archive_name(name, version)))
+        .find(|path| path.is_file())
+}
+
+/// The pinned crate from cargo's cache, checked against the pin; never goes online.
+pub fn load_pinned(pin: &Pin) -> Result<Published> {
+    let Some(path) = find_cached(&pin.name, &pin.version) else {
+        bail!(
+            "{} is not in cargo's cache (no {} under {}): run `cargo xtask fetch` once while online",
+            pin.label(),
+            archive_name(&pin.name, &pin.version),
+            cargo_home().join("registry").join("cache").display()
+        );
+    };
+    let published = read_archive(&path, &pin.name, &pin.version)?;
+    if published.pin.sha256 != pin.sha256 {
+        bail!(
+            "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
+             `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version {}` \
+             records the published crate again",
+            path.display(),
+            published.pin.sha256,
+            pin.sha256,
+            pin.version
+        );
+    }
+    if published.pin != *pin {
+        bail!(
+            "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
+             `{}`: run `cargo xtask vendor --version {}` to record it again",
+            path.display(),
+            published.pin.commit,
+            published.pin.path_in_vcs,
+            pin.commit,
+            pin.path_in_vcs,
+            pin.version
+        );
+    }
+    Ok(published)
+}
+
+/// The pinned crate: from cargo's cache, or downloaded by cargo.
+pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
+    if find_cached(&pin.name, &pin.version).is_none() {
+        fetch(layout, &pin.name, &pin.version)?;
+    }
+    load_pinned(pin)
+}
+
+/// Unpacks a `.crate` (a gzipped tar whose entries sit under `name-version/`).
+pub fn read_archive(path: &Path, name: &str, version: &str) -> Result<Published> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    unpack(&bytes, name, version).with_context(|| format!("in {}", path.display()))
+}
+
+pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
+    let prefix = format!("{name}-{version}/");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut files = Vec::new();
+    for entry in archive.entries().context("not a gzipped tar archive")? {
+        let mut entry = entry.context("not a gzipped tar archive")?;
+        let kind = entry.header().entry_type();
+        let path = entry.path()?.to_string_lossy().replace('\\', "/");
+        if kind.is_dir() {
+            continue;
+        }
+        if !kind.is_file() {
+            bail!("`{path}` is not a plain file");
+        }
+        let Some(relative) = path.strip_prefix(&prefix) else {
+            bail!("`{path}` is outside `{prefix}`");
+        };
+        if relative
+            .split('/')
+            .any(|part| part.is_empty() || part == "..")
+        {
+            bail!("`{path}` is not a plain relative path");
+        }
+        let executable = entry.header().mode()? & 0o111 != 0;
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data)?;
+        files.push(CrateFile {
+            path: relative.to_string(),
+            data,
+            executable,
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let vcs_info = files
+        .iter()
+        .find(|f| f.path == ".cargo_vcs_info.json")
+        .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
+    let vcs_info = String::from_utf8_lossy(&vcs_info.data);
+    let commit = json_string(&vcs_info, "sha1").context("no `sha1` in .cargo_vcs_info.json")?;
+    let path_in_vcs = json_string(&vcs_info, "path_in_vcs").unwrap_or_default();
+    Ok(Published {
+        pin: Pin {
+            name: name.to_string(),
+            version: version.to_string(),
+            sha256: sha256_hex(bytes),
+            commit,
+            path_in_vcs,
+        },
+        files,
+    })
+}
+
+/// The string value of `"key": "..."` in the small JSON file cargo writes (no escapes in it).
+fn json_string(json: &str, key: &str) -> Option<String> {
+    let after_key = &json[json.find(&format!("\"{key}\""))? + key.len() + 2..];
+    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
+    let value = value.strip_prefix('"')?;
+    Some(value[..value.find('"')?].to_string())
+}
+
+/// Has cargo download `name` `version` into its cache, through whatever registry and proxy
+/// settings the user has. Cargo has no command for one crate, so this fetches a throwaway
+/// package that depends on it exactly, seeded with the workspace's lock file so that nothing
+/// else is resolved anew.
+pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
+    let dir = layout
+        .target()
+        .join("xtask")
+        .join(format!("fetch-{name}-{version}"));
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"xtask-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
+        ),
+    )?;
+    std::fs::write(dir.join("src").join("lib.rs"), "")?;
+    if let Ok(lock) = std::fs::read(layout.lockfile()) {
+        std::fs::write(dir.join("Cargo.lock"), lock)?;
+    }
+    eprintln!("fetching {name} {version} with cargo");
+    let status = project::cargo()
+        .args(["fetch", "--target", &host_triple()?, "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("`cargo fetch` could not download {name} {version} ({status})");
+    }
+    find_cached(name, version).with_context(|| {
+        format!(
+            "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"
+        )
+    })
+}
+
+fn host_triple() -> Result<String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .context("cannot run rustc")?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(str::to_string)
+        .context("`rustc -vV` printed no host")
+}
+
+/// A `.crate` made from `files`, for tests.
+pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for file in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(file.data.len() as u64);
+        header.set_mode(if file.executable { 0o755 } else { 0o644 });
+        header.set_cksum();
+        let path = format!("{name}-{version}/{}", file.path);
+        builder.append_data(&mut header, path, file.data.as_slice())?;
+    }
+    Ok(builder.into_inner()?.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(path: &str, data: &str) -> CrateFile {
+        CrateFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
+        }
+    }
+
+    #[test]
+    fn unpack_reads_files_and_vcs_info() -> Result<()> {
+        let vcs = r#"{
+  "git": {
+    "sha1": "59f8e903ca80a32ea7f8514b39748fc979e69e82"
+  },
+  "path_in_vcs": "candle-transformers"
+}"#;
+        let files = vec![
+            file(".cargo_vcs_info.json", vcs),
+            file("src/lib.rs", "//! x\n"),
+        ];
+        let bytes = pack("demo", "0.1.0", &files)?;
+        let published = unpack(&bytes, "demo", "0.1.0")?;
+        assert_eq!(published.files, files);
+        assert_eq!(
+            published.pin.commit,
+            "59f8e903ca80a32ea7f8514b39748fc979e69e82"
+        );
+        assert_eq!(published.pin.path_in_vcs, "candle-transformers");
+        assert_eq!(published.pin.sha256, sha256_hex(&bytes));
+        Ok(())
+    }
+
+    #[test]
+    fn unpack_refuses_paths_outside_the_crate() -> Result<()> {
+        let bytes = pack("other", "0.1.0", &[file("src/lib.rs", "")])?;
+        let err = unpack(&bytes, "demo", "0.1.0").unwrap_err().to_string();
+        assert_eq!(err, "`other-0.1.0/src/lib.rs` is outside `demo-0.1.0/`");
+        Ok(())
+    }
+
+    #[test]
+    fn sha256_of_empty_input() {
+        assert_eq!(
+            sha256_hex(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}

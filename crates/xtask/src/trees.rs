@@ -1,0 +1,234 @@
+//! Git trees for whole folders: built from files or from disk in a scratch repository, so that
+//! "is this folder exactly that?" is one comparison of tree ids.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, TreeWalkMode};
+
+use crate::published::CrateFile;
+
+/// An in-memory repository: hashing and patching write nothing to disk.
+pub struct Scratch {
+    pub repo: Repository,
+}
+
+impl Scratch {
+    pub fn new() -> Result<Scratch> {
+        let odb = git2::Odb::new()?;
+        odb.add_new_mempack_backend(1)?;
+        Ok(Scratch {
+            repo: Repository::from_odb(odb)?,
+        })
+    }
+
+    /// The tree of `files`, each placed under `prefix` (a folder, or "").
+    pub fn tree(&self, prefix: &str, files: &[CrateFile]) -> Result<Oid> {
+        let mut index = Index::new()?;
+        for file in files {
+            let path = join(prefix, &file.path);
+            let id = self.repo.blob(&file.data)?;
+            index.add(&entry(&path, id, file.executable, file.data.len()))?;
+        }
+        Ok(index.write_tree_to(&self.repo)?)
+    }
+
+    /// The tree of the folder `dir` as it is on disk.
+    pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
+        let mut files = Vec::new();
+        read_dir_files(dir, "", &mut files)?;
+        self.tree("", &files)
+    }
+
+    /// The tree at `path` inside `tree` ("" for `tree` itself).
+    pub fn subtree(&self, tree: Oid, path: &str) -> Result<Oid> {
+        if path.is_empty() {
+            return Ok(tree);
+        }
+        let entry = self
+            .repo
+            .find_tree(tree)?
+            .get_path(Path::new(path))
+            .with_context(|| format!("no folder `{path}`"))?;
+        if entry.kind() != Some(ObjectType::Tree) {
+            bail!("`{path}` is not a folder");
+        }
+        Ok(entry.id())
+    }
+
+    /// Writes `tree` into the new folder `dir`.
+    pub fn write_tree(&self, tree: Oid, dir: &Path) -> Result<()> {
+        write_tree(&self.repo, tree, dir)
+    }
+
+    /// What differs from `from` to `to`, one "status path" line each.
+    pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
+        changes(&self.repo, from, to)
+    }
+}
+
+/// Writes `tree` of `repo` into the new folder `dir`.
+pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
+    std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tree = repo.find_tree(tree)?;
+    let mut failure = None;
+    tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
+        let path = dir.join(parent).join(entry.name().unwrap_or_default());
+        let written = match entry.kind() {
+            Some(ObjectType::Tree) => std::fs::create_dir(&path).map_err(anyhow::Error::from),
+            Some(ObjectType::Blob) => write_blob(repo, entry.id(), entry.filemode(), &path),
+            _ => Err(anyhow::anyhow!("unexpected entry")),
+        };
+        match written {
+            Ok(()) => git2::TreeWalkResult::Ok,
+            Err(err) => {
+                failure = Some(err.context(format!("cannot write {}", path.display())));
+                git2::TreeWalkResult::Abort
+            }
+        }
+    })
+    .or_else(|err| if failure.is_some() { Ok(()) } else { Err(err) })?;
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
+    if mode == i32::from(FileMode::Link) {
+        bail!("symbolic links are not written");
+    }
+    std::fs::write(path, repo.find_blob(id)?.content())?;
+    #[cfg(unix)]
+    if mode == i32::from(FileMode::BlobExecutable) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+/// What differs from `from` to `to` in `repo`, one "status path" line each.
+pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
+    let from = repo.find_tree(from)?;
+    let to = repo.find_tree(to)?;
+    let diff = repo.diff_tree_to_tree(Some(&from), Some(&to), None)?;
+    Ok(diff
+        .deltas()
+        .map(|delta| {
+            let path = delta.new_file().path().or(delta.old_file().path());
+            let status = match delta.status() {
+                git2::Delta::Added => "added",
+                git2::Delta::Deleted => "deleted",
+                git2::Delta::Typechange => "changed type",
+                _ => "modified",
+            };
+            format!("{status} {}", path.unwrap_or(Path::new("?")).display())
+        })
+        .collect())
+}
+
+fn join(prefix: &str, path: &str) -> String {
+    if prefix.is_empty() {
+        path.to_string()
+    } else {
+        format!("{prefix}/{path}")
+    }
+}
+
+fn entry(path: &str, id: Oid, executable: bool, size: usize) -> IndexEntry {
+    IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: if executable { 0o100755 } else { 0o100644 },
+        uid: 0,
+        gid: 0,
+        file_size: size as u32,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+fn read_dir_files(dir: &Path, prefix: &str, files: &mut Vec<CrateFile>) -> Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            bail!("{}: the name is not UTF-8", entry.path().display());
+        };
+        let path = join(prefix, name);
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            read_dir_files(&entry.path(), &path, files)?;
+        } else if kind.is_file() {
+            files.push(CrateFile {
+                executable: is_executable(&entry.metadata()?),
+                data: std::fs::read(entry.path())?,
+                path,
+            });
+        } else {
+            bail!("{}: not a plain file or folder", entry.path().display());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn is_executable(metadata: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    metadata.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsutil::TempDir;
+
+    fn file(path: &str, data: &str) -> CrateFile {
+        CrateFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
+        }
+    }
+
+    #[test]
+    fn a_written_tree_hashes_back_to_itself() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let files = [
+            file("src/lib.rs", "pub mod a;\n"),
+            file("src/a/mod.rs", ""),
+            file("README.md", "x"),
+        ];
+        let tree = scratch.tree("", &files)?;
+        let temp = TempDir::new("trees")?;
+        let dir = temp.path().join("out");
+        scratch.write_tree(tree, &dir)?;
+        assert_eq!(scratch.tree_of_dir(&dir)?, tree);
+        std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
+        let edited = scratch.tree_of_dir(&dir)?;
+        assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
+        Ok(())
+    }
+
+    #[test]
+    fn subtree_of_a_prefixed_tree_is_the_unprefixed_tree() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let files = [file("src/lib.rs", "")];
+        let prefixed = scratch.tree("candle-transformers", &files)?;
+        let plain = scratch.tree("", &files)?;
+        assert_eq!(scratch.subtree(prefixed, "candle-transformers")?, plain);
+        assert!(scratch.subtree(prefixed, "missing").is_err());
+        Ok(())
+    }
+}
