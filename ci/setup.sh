@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# What a fresh machine lacks: rustfmt and clippy, and the pinned crate in cargo's cache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$component"
+  fi
+done
+# `cargo xtask check` works offline from cargo's cache: put the published crate there.
+cargo xtask fetch

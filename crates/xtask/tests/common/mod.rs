@@ -1,0 +1,172 @@
+//! Fixtures for the xtask tests: a small crate archive shaped like candle-transformers, around
+//! the real published `generation/mod.rs`, and patches made by git2 from real commits.
+#![allow(dead_code)]
+
+use std::path::Path;
+
+use anyhow::Result;
+use git2::{Oid, Repository, Signature};
+use xtask::fsutil::TempDir;
+use xtask::project::Layout;
+use xtask::published::{self, CrateFile, Published};
+
+/// The published `generation/mod.rs`: `cargo xtask check` proves this copy is byte for byte the
+/// one in the pinned `.crate`.
+pub fn published_generation() -> Vec<u8> {
+    let path = Layout::workspace()
+        .root
+        .join("crates/upstream/src/generation/mod.rs");
+    std::fs::read(path).expect("the upstream copy of generation/mod.rs")
+}
+
+pub fn file(path: &str, data: impl Into<Vec<u8>>) -> CrateFile {
+    CrateFile {
+        path: path.into(),
+        data: data.into(),
+        executable: false,
+    }
+}
+
+/// The files of the fixture crate, as `cargo package` lays them out.
+pub fn crate_files() -> Vec<CrateFile> {
+    vec![
+        file(
+            ".cargo_vcs_info.json",
+            "{\n  \"git\": {\n    \"sha1\": \"59f8e903ca80a32ea7f8514b39748fc979e69e82\"\n  },\n  \"path_in_vcs\": \"candle-transformers\"\n}",
+        ),
+        file("Cargo.toml", "[package]\nname = \"candle-transformers\"\nversion = \"0.11.1\"\n"),
+        file("src/generation/mod.rs", published_generation()),
+        file("src/lib.rs", "pub mod generation;\n"),
+    ]
+}
+
+pub fn published() -> Result<Published> {
+    let bytes = published::pack("candle-transformers", "0.11.1", &crate_files())?;
+    published::unpack(&bytes, "candle-transformers", "0.11.1")
+}
+
+/// A temporary workspace: `patches/` with the pin of the fixture crate, nothing generated yet.
+pub struct Workspace {
+    pub temp: TempDir,
+    pub layout: Layout,
+    pub published: Published,
+}
+
+impl Workspace {
+    pub fn add_patch(&self, file_name: &str, patch: &[u8]) -> Result<()> {
+        Ok(std::fs::write(
+            self.layout.patches().join(file_name),
+            patch,
+        )?)
+    }
+}
+
+pub fn workspace() -> Result<Workspace> {
+    let temp = TempDir::new("xtask-test")?;
+    let layout = Layout::at(temp.path().to_path_buf());
+    let published = published()?;
+    std::fs::create_dir_all(layout.patches())?;
+    std::fs::write(layout.pin(), published.pin.render())?;
+    Ok(Workspace {
+        temp,
+        layout,
+        published,
+    })
+}
+
+/// A repository holding `files` under `candle-transformers/` as its first commit, as candle's
+/// repository holds the published crate.
+pub fn upstream_repo(dir: &Path, files: &[CrateFile]) -> Result<Repository> {
+    let repo = Repository::init(dir)?;
+    {
+        let mut config = repo.config()?;
+        config.set_str("user.name", "Upstream")?;
+        config.set_str("user.email", "upstream@example.com")?;
+    }
+    for file in files {
+        let path = dir.join("candle-transformers").join(&file.path);
+        std::fs::create_dir_all(path.parent().unwrap())?;
+        std::fs::write(path, &file.data)?;
+    }
+    commit_all(&repo, "Initial commit")?;
+    Ok(repo)
+}
+
+/// Commits everything in the work tree on the current branch.
+pub fn commit_all(repo: &Repository, message: &str) -> Result<Oid> {
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let author = Signature::new(
+        "Ada Contributor",
+        "ada@example.com",
+        &git2::Time::new(1_700_000_000, 60),
+    )?;
+    let parents = match repo.head() {
+        Ok(head) => vec![head.peel_to_commit()?],
+        Err(_) => vec![],
+    };
+    let parents: Vec<&git2::Commit> = parents.iter().collect();
+    Ok(repo.commit(Some("HEAD"), &author, &author, message, &tree, &parents)?)
+}
+
+/// Replaces `from` with `to` (once) in the file at `path` of a work tree.
+pub fn edit(root: &Path, path: &str, from: &str, to: &str) -> Result<()> {
+    let path = root.join(path);
+    let text = std::fs::read_to_string(&path)?;
+    assert_eq!(
+        text.matches(from).count(),
+        1,
+        "`{from}` should occur once in {}",
+        path.display()
+    );
+    std::fs::write(path, text.replacen(from, to, 1))?;
+    Ok(())
+}
+
+/// `git format-patch` of a commit that makes `edit` to `base`, written by our own `series::email`.
+pub fn make_patch(
+    base: &[CrateFile],
+    message: &str,
+    change: impl FnOnce(&Path) -> Result<()>,
+) -> Result<Vec<u8>> {
+    let temp = TempDir::new("patch-repo")?;
+    let repo = upstream_repo(temp.path(), base)?;
+    change(temp.path())?;
+    let commit = repo.find_commit(commit_all(&repo, message)?)?;
+    let email = xtask::series::email(&commit)?;
+    Ok(email)
+}
+
+/// The edit that the fixture's first patch makes.
+pub const OLD_LINE: &str = "if v < 1e-7 { None } else { Some(v) }";
+pub const NEW_LINE: &str = "if v < 1e-6 { None } else { Some(v) }";
+
+pub fn raise_threshold(root: &Path) -> Result<()> {
+    edit(
+        root,
+        "candle-transformers/src/generation/mod.rs",
+        OLD_LINE,
+        NEW_LINE,
+    )
+}
+
+/// Every file below `dir` with its sha256, to show that a folder did not change.
+pub fn snapshot(dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let data = std::fs::read(&path).unwrap_or_default();
+                files.push((path.display().to_string(), published::sha256_hex(&data)));
+            }
+        }
+    }
+    files.sort();
+    files
+}

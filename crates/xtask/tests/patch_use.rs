@@ -1,0 +1,92 @@
+//! The unused-patch detection, on real cargo: a fixture workspace whose crates.io is a local
+//! directory source, so cargo resolves it offline.
+
+use std::path::Path;
+
+use anyhow::Result;
+use xtask::fsutil::TempDir;
+use xtask::patch_use::{check_cargo, check_lock};
+use xtask::project;
+
+fn write(root: &Path, path: &str, text: &str) -> Result<()> {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+fn package(name: &str, version: &str) -> String {
+    format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\nedition = \"2021\"\n")
+}
+
+/// `app` asks crates.io for `demo = "0.2"`; crates.io (a directory source) has demo 0.2.0;
+/// `[patch.crates-io]` offers `patched/` at `patched_version`.
+fn fixture(patched_version: &str) -> Result<TempDir> {
+    let temp = TempDir::new("patch-use")?;
+    let root = temp.path();
+    write(
+        root,
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"app\"]\nexclude = [\"patched\"]\nresolver = \"2\"\n\n\
+         [patch.crates-io]\ndemo = { path = \"patched\" }\n",
+    )?;
+    write(
+        root,
+        "app/Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\ndemo = \"0.2\"\n",
+            package("app", "0.0.0")
+        ),
+    )?;
+    write(root, "app/src/lib.rs", "")?;
+    write(
+        root,
+        "patched/Cargo.toml",
+        &package("demo", patched_version),
+    )?;
+    write(root, "patched/src/lib.rs", "")?;
+    write(root, "registry/demo/Cargo.toml", &package("demo", "0.2.0"))?;
+    write(root, "registry/demo/src/lib.rs", "")?;
+    write(
+        root,
+        "registry/demo/.cargo-checksum.json",
+        "{\"files\":{},\"package\":null}",
+    )?;
+    write(
+        root,
+        ".cargo/config.toml",
+        "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
+    )?;
+    let status = project::cargo()
+        .current_dir(root)
+        .args(["generate-lockfile", "--offline", "--quiet"])
+        .status()?;
+    assert!(status.success());
+    Ok(temp)
+}
+
+#[test]
+fn a_used_patch_passes_both_checks() -> Result<()> {
+    let ws = fixture("0.2.1")?;
+    let lock = std::fs::read_to_string(ws.path().join("Cargo.lock"))?;
+    check_lock(&lock, "demo", "0.2.1")?;
+    check_cargo(ws.path(), "demo", &ws.path().join("patched"))
+}
+
+#[test]
+fn an_unused_patch_fails_both_checks() -> Result<()> {
+    // 0.3.0 does not match `demo = "0.2"`: cargo only warns and builds the registry's 0.2.0.
+    let ws = fixture("0.3.0")?;
+    let lock = std::fs::read_to_string(ws.path().join("Cargo.lock"))?;
+    let err = check_lock(&lock, "demo", "0.3.0").unwrap_err().to_string();
+    assert!(
+        err.starts_with("Cargo.lock lists demo 0.3.0 under [[patch.unused]]"),
+        "{err}"
+    );
+    let err = check_cargo(ws.path(), "demo", &ws.path().join("patched"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("cargo says: "), "{err}");
+    assert!(err.contains("was not used in the crate graph"), "{err}");
+    Ok(())
+}

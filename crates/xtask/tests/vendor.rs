@@ -1,0 +1,175 @@
+//! `cargo xtask vendor` and `check` on a fixture crate archive.
+
+mod common;
+
+use anyhow::Result;
+use common::*;
+use xtask::{check, vendor};
+
+const PATCH_NAME: &str = "0001-generation-Raise-the-greedy-threshold.patch";
+const SUBJECT: &str = "generation: Raise the greedy threshold\n\nA test patch.";
+
+#[test]
+fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
+    let ws = workspace()?;
+    let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
+    ws.add_patch(PATCH_NAME, &patch)?;
+
+    vendor::vendor(&ws.layout, &ws.published)?;
+
+    let root = &ws.layout.root;
+    let patched =
+        std::fs::read_to_string(root.join("crates/candle-transformers/src/generation/mod.rs"))?;
+    assert!(patched.contains(NEW_LINE) && !patched.contains(OLD_LINE));
+    let unpatched = std::fs::read(root.join("crates/upstream/src/generation/mod.rs"))?;
+    assert_eq!(unpatched, published_generation());
+    assert_eq!(
+        std::fs::read(root.join("crates/candle-transformers/Cargo.toml"))?,
+        crate_files()[1].data
+    );
+    // Nothing else is left beside the generated folders.
+    let mut crates: Vec<String> = std::fs::read_dir(root.join("crates"))?
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    crates.sort();
+    assert_eq!(crates, ["candle-transformers", "upstream"]);
+    check::check_generated(&ws.layout, &ws.published)
+}
+
+#[test]
+fn vendor_replaces_what_was_there() -> Result<()> {
+    let ws = workspace()?;
+    vendor::vendor(&ws.layout, &ws.published)?;
+    let stray = ws
+        .layout
+        .root
+        .join("crates/candle-transformers/src/stray.rs");
+    std::fs::write(&stray, "// left over\n")?;
+    vendor::vendor(&ws.layout, &ws.published)?;
+    assert!(!stray.exists());
+    check::check_generated(&ws.layout, &ws.published)
+}
+
+#[test]
+fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result<()> {
+    let ws = workspace()?;
+    vendor::vendor(&ws.layout, &ws.published)?;
+    let crates = ws.layout.root.join("crates");
+    let before = snapshot(&crates);
+
+    // A patch written against a file whose line above the change differs from the published one.
+    let mut other_base = crate_files();
+    let text = String::from_utf8(published_generation())?;
+    other_base[2].data = text
+        .replacen(
+            "let temperature = temperature.and_then",
+            "let temperature = temperature.and_then_some",
+            1,
+        )
+        .into_bytes();
+    let patch = make_patch(&other_base, SUBJECT, raise_threshold)?;
+    ws.add_patch(PATCH_NAME, &patch)?;
+
+    let err = format!(
+        "{:#}",
+        vendor::vendor(&ws.layout, &ws.published).unwrap_err()
+    );
+    assert!(
+        err.starts_with(
+            "patching candle-transformers 0.11.1: 0001-generation-Raise-the-greedy-threshold.patch \
+             does not apply: candle-transformers/src/generation/mod.rs: hunk 1 (@@ -"
+        ),
+        "{err}"
+    );
+    // What the hunk expected, and what the file has there.
+    assert!(
+        err.contains("|         let temperature = temperature.and_then_some(|v|"),
+        "{err}"
+    );
+    assert!(err.contains("but the file has:"), "{err}");
+    assert!(
+        err.contains("|         let temperature = temperature.and_then(|v|"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&crates), before);
+    Ok(())
+}
+
+#[test]
+fn a_patch_for_a_missing_file_says_so() -> Result<()> {
+    let ws = workspace()?;
+    let mut base = crate_files();
+    base.push(file("src/extra.rs", "// extra\n"));
+    let patch = make_patch(&base, SUBJECT, |root| {
+        edit(
+            root,
+            "candle-transformers/src/extra.rs",
+            "// extra",
+            "// changed",
+        )
+    })?;
+    ws.add_patch("0001-extra.patch", &patch)?;
+    let err = format!(
+        "{:#}",
+        vendor::vendor(&ws.layout, &ws.published).unwrap_err()
+    );
+    assert_eq!(
+        err,
+        "patching candle-transformers 0.11.1: 0001-extra.patch does not apply: \
+         candle-transformers/src/extra.rs does not exist"
+    );
+    assert!(!ws
+        .layout
+        .root
+        .join("crates")
+        .join("candle-transformers")
+        .exists());
+    Ok(())
+}
+
+#[test]
+fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()> {
+    let ws = workspace()?;
+    vendor::vendor(&ws.layout, &ws.published)?;
+    let vendored = ws.layout.root.join("crates/candle-transformers");
+    std::fs::write(
+        vendored.join("src/lib.rs"),
+        "pub mod generation;\n// hand edit\n",
+    )?;
+    std::fs::write(vendored.join("src/new.rs"), "")?;
+    std::fs::remove_file(vendored.join("Cargo.toml"))?;
+    let upstream_copy = ws.layout.root.join("crates/upstream/src/generation/mod.rs");
+    std::fs::write(&upstream_copy, "// not the published module\n")?;
+
+    let err = check::check_generated(&ws.layout, &ws.published)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "crates/candle-transformers differs from candle-transformers 0.11.1 + patches/:\n    \
+         deleted Cargo.toml\n    \
+         modified src/lib.rs\n    \
+         added src/new.rs\n\
+         crates/upstream/src/generation differs from candle-transformers 0.11.1:\n    \
+         modified mod.rs\n\
+         run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
+         patch (README: \"After review comments\")"
+    );
+    vendor::vendor(&ws.layout, &ws.published)?;
+    check::check_generated(&ws.layout, &ws.published)
+}
+
+#[test]
+fn check_fails_when_a_generated_folder_is_missing() -> Result<()> {
+    let ws = workspace()?;
+    let err = check::check_generated(&ws.layout, &ws.published)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "crates/candle-transformers is missing\ncrates/upstream/src/generation is missing\n"
+        ),
+        "{err}"
+    );
+    Ok(())
+}
