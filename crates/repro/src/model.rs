@@ -1,0 +1,81 @@
+//! SmolLM2 from its GGUF, with candle's quantized llama.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use candle::quantized::gguf_file;
+use candle::{DType, Device, Tensor};
+use candle_transformers::models::quantized_llama::ModelWeights;
+use tokenizers::Tokenizer;
+
+use crate::vocab::{self, Vocab};
+
+pub struct Model {
+    weights: ModelWeights,
+    pub vocab: Vocab,
+    pub tokenizer: Tokenizer,
+    pub device: Device,
+}
+
+impl Model {
+    pub fn load(path: &Path, device: &Device) -> Result<Model> {
+        let mut file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let content = gguf_file::Content::read(&mut file)
+            .with_context(|| format!("{} is not a GGUF file", path.display()))?;
+        let vocab = Vocab::from_gguf(&content)?;
+        let tokenizer = vocab.tokenizer()?;
+        let weights = ModelWeights::from_gguf(content, &mut file, device)?;
+        Ok(Model {
+            weights,
+            vocab,
+            tokenizer,
+            device: device.clone(),
+        })
+    }
+
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        vocab::encode(&self.tokenizer, text)
+    }
+
+    /// The logits for the token after `ids`, computed from position 0 (the cache starts anew).
+    pub fn prefill(&mut self, ids: &[u32]) -> Result<Tensor> {
+        let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
+        Ok(self
+            .weights
+            .forward(&input, 0)?
+            .squeeze(0)?
+            .to_dtype(DType::F32)?)
+    }
+
+    /// The logits after one more token at `position`.
+    pub fn step(&mut self, token: u32, position: usize) -> Result<Tensor> {
+        let input = Tensor::new(&[token], &self.device)?.unsqueeze(0)?;
+        Ok(self
+            .weights
+            .forward(&input, position)?
+            .squeeze(0)?
+            .to_dtype(DType::F32)?)
+    }
+
+    /// Up to `max_tokens` tokens after `prompt`, each chosen by `next` from the logits, ending
+    /// early at the end-of-sequence token.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        max_tokens: usize,
+        mut next: impl FnMut(&Tensor) -> candle::Result<u32>,
+    ) -> Result<Vec<u32>> {
+        let mut logits = self.prefill(prompt)?;
+        let mut tokens = Vec::new();
+        while tokens.len() < max_tokens {
+            let token = next(&logits)?;
+            tokens.push(token);
+            if token == self.vocab.eos_token_id {
+                break;
+            }
+            logits = self.step(token, prompt.len() + tokens.len() - 1)?;
+        }
+        Ok(tokens)
+    }
+}

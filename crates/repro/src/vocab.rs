@@ -1,0 +1,167 @@
+//! The tokenizer stored in the GGUF: gpt2 byte-level BPE with llama.cpp's `smollm`
+//! pre-tokenizer, built with the `tokenizers` crate so that its ids equal llama.cpp's.
+//!
+//! candle-core's own `TokenizerFromGguf` treats `smollm` as plain GPT-2, whose byte-level step
+//! adds a space before every piece of text after a special token (`Ġuser`): its ids differ
+//! from llama.cpp's and shift the logits (tests/tokenizer.rs pins both).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use candle::quantized::gguf_file::{Content, Value};
+use serde::{Deserialize, Serialize};
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::{Vocab as BpeVocab, BPE};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::{AddedToken, Tokenizer};
+
+/// The GGUF's `tokenizer.*` metadata that the tokenizer and the chat template need.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Vocab {
+    /// `tokenizer.ggml.model` and `.pre`.
+    pub model: String,
+    pub pre: String,
+    pub tokens: Vec<String>,
+    /// `tokenizer.ggml.merges`, each "left right".
+    pub merges: Vec<String>,
+    /// The control tokens (`token_type` 3) and user-defined ones (4), matched in text as one
+    /// token each, as llama.cpp's `tokenize(special = true)` does.
+    pub special_ids: Vec<u32>,
+    pub add_bos_token: bool,
+    pub add_space_prefix: bool,
+    pub eos_token_id: u32,
+    pub chat_template: String,
+}
+
+/// The committed copy of SmolLM2's vocabulary, written by `cargo repro --save-fixture`.
+pub fn fixture_path() -> PathBuf {
+    testbed::fixture::dir().join("smollm2-vocab.json")
+}
+
+fn get<'a>(content: &'a Content, key: &str) -> Result<&'a Value> {
+    content
+        .metadata
+        .get(key)
+        .with_context(|| format!("the GGUF has no `{key}`"))
+}
+
+fn strings(content: &Content, key: &str) -> Result<Vec<String>> {
+    get(content, key)?
+        .to_vec()?
+        .iter()
+        .map(|v| Ok(v.to_string()?.clone()))
+        .collect::<candle::Result<_>>()
+        .with_context(|| format!("`{key}` is not a list of strings"))
+}
+
+impl Vocab {
+    pub fn from_gguf(content: &Content) -> Result<Vocab> {
+        let token_types: Vec<u32> = get(content, "tokenizer.ggml.token_type")?
+            .to_vec()?
+            .iter()
+            .map(|v| v.to_i32().map(|t| t as u32).or_else(|_| v.to_u32()))
+            .collect::<candle::Result<_>>()?;
+        let mut special_ids = Vec::new();
+        for (id, kind) in token_types.iter().enumerate() {
+            match kind {
+                1 => {}
+                3 | 4 => special_ids.push(id as u32),
+                other => {
+                    bail!("token {id} has token_type {other}, which this tokenizer does not read")
+                }
+            }
+        }
+        let flag = |key: &str| get(content, key).and_then(|v| Ok(v.to_bool()?));
+        Ok(Vocab {
+            model: get(content, "tokenizer.ggml.model")?.to_string()?.clone(),
+            pre: get(content, "tokenizer.ggml.pre")?.to_string()?.clone(),
+            tokens: strings(content, "tokenizer.ggml.tokens")?,
+            merges: strings(content, "tokenizer.ggml.merges")?,
+            special_ids,
+            add_bos_token: flag("tokenizer.ggml.add_bos_token").unwrap_or(false),
+            add_space_prefix: flag("tokenizer.ggml.add_space_prefix").unwrap_or(false),
+            eos_token_id: get(content, "tokenizer.ggml.eos_token_id")?.to_u32()?,
+            chat_template: get(content, "tokenizer.chat_template")?
+                .to_string()?
+                .clone(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Vocab> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let json = serde_json::to_string(self)? + "\n";
+        std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// A tokenizer that splits text as llama.cpp does for this vocabulary: special tokens first,
+    /// then (smollm) every digit alone, then GPT-2's byte-level pieces without a prefix space.
+    pub fn tokenizer(&self) -> Result<Tokenizer> {
+        if self.model != "gpt2"
+            || self.pre != "smollm"
+            || self.add_space_prefix
+            || self.add_bos_token
+        {
+            bail!(
+                "only SmolLM2's tokenizer is supported (gpt2 model, smollm pre-tokenizer, no space \
+                 prefix, no BOS), got model {} pre {} add_space_prefix {} add_bos_token {}",
+                self.model,
+                self.pre,
+                self.add_space_prefix,
+                self.add_bos_token
+            );
+        }
+        let vocab: BpeVocab = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(id, token)| (token.clone(), id as u32))
+            .collect();
+        let merges = self
+            .merges
+            .iter()
+            .map(|merge| match merge.split_once(' ') {
+                Some((left, right)) => Ok((left.to_string(), right.to_string())),
+                None => bail!("merge `{merge}` is not two tokens"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let bpe = BPE::builder()
+            .vocab_and_merges(vocab, merges)
+            .build()
+            .map_err(anyhow::Error::msg)?;
+        let mut tokenizer = Tokenizer::new(bpe);
+        tokenizer.with_pre_tokenizer(Some(Sequence::new(vec![
+            Digits::new(true).into(),
+            ByteLevel::new(false, true, true).into(),
+        ])));
+        tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
+        let specials: Vec<AddedToken> = self
+            .special_ids
+            .iter()
+            .map(|&id| AddedToken::from(self.tokens[id as usize].clone(), true))
+            .collect();
+        tokenizer
+            .add_special_tokens(specials)
+            .map_err(anyhow::Error::msg)?;
+        Ok(tokenizer)
+    }
+}
+
+/// `text`'s token ids, special tokens matched.
+pub fn encode(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>> {
+    let encoding = tokenizer.encode(text, false).map_err(anyhow::Error::msg)?;
+    Ok(encoding.get_ids().to_vec())
+}
+
+/// The text of one token, special tokens included.
+pub fn token_text(tokenizer: &Tokenizer, id: u32) -> String {
+    tokenizer
+        .decode(&[id], false)
+        .unwrap_or_else(|_| format!("<token {id}>"))
+}

@@ -1,0 +1,100 @@
+//! The report's scenario: each way it built a `LogitsProcessor`, for `cargo repro`'s table and
+//! the regression tests, which run every case on both implementations.
+
+use candle::Tensor;
+
+use crate::sampler::{Implementation, Outcome, Sampling};
+
+/// How a case builds its `LogitsProcessor`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Build {
+    FromSampling(Sampling),
+    New {
+        temperature: Option<f64>,
+        top_p: Option<f64>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    pub label: String,
+    pub build: Build,
+}
+
+impl Case {
+    fn from_sampling(sampling: Sampling) -> Case {
+        Case {
+            label: format!("{sampling:?}"),
+            build: Build::FromSampling(sampling),
+        }
+    }
+
+    /// The first token `implementation` samples for this case.
+    pub fn run(&self, implementation: Implementation, seed: u64, logits: &Tensor) -> Outcome {
+        let mut processor = match &self.build {
+            Build::FromSampling(sampling) => implementation.from_sampling(seed, sampling),
+            Build::New { temperature, top_p } => {
+                implementation.new_processor(seed, *temperature, *top_p)
+            }
+        };
+        processor.sample(logits).into()
+    }
+}
+
+/// What a CLI does with `--temperature` and `--top-k`, as the report shows it; `guard` is the
+/// report's fix, made at the call site.
+pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Sampling {
+    if guard && temperature <= 0.0 {
+        return Sampling::ArgMax;
+    }
+    match top_k {
+        None => Sampling::All { temperature },
+        Some(k) => Sampling::TopK { k, temperature },
+    }
+}
+
+/// Every case of the report, in its order.
+pub fn report() -> Vec<Case> {
+    let mut cases: Vec<Case> = [
+        Sampling::TopK {
+            k: 40,
+            temperature: 0.0,
+        },
+        Sampling::All { temperature: 0.0 },
+        Sampling::TopP {
+            p: 0.9,
+            temperature: 0.0,
+        },
+        Sampling::TopKThenTopP {
+            k: 40,
+            p: 0.9,
+            temperature: 0.0,
+        },
+        Sampling::GumbelSoftmax { temperature: 0.0 },
+    ]
+    .into_iter()
+    .map(Case::from_sampling)
+    .collect();
+    for temperature in [1e-3, 1e-7, 1e-30, 1e-38, f64::MIN_POSITIVE, -0.0, -1.0] {
+        let mut case = Case::from_sampling(Sampling::All { temperature });
+        if temperature == f64::MIN_POSITIVE {
+            case.label = "All { temperature: f64::MIN_POSITIVE }".to_string();
+        }
+        cases.push(case);
+    }
+    cases.push(Case {
+        label: "LogitsProcessor::new(seed, Some(0.0), None)".to_string(),
+        build: Build::New {
+            temperature: Some(0.0),
+            top_p: None,
+        },
+    });
+    for (temperature, top_k) in [(0.0, Some(40)), (0.0, None), (0.8, Some(40))] {
+        let sampling = cli_sampling(temperature, top_k, true);
+        cases.push(Case {
+            label: format!("report's fix (t {temperature:?}, top-k {top_k:?}): {sampling:?}"),
+            build: Build::FromSampling(sampling),
+        });
+    }
+    cases
+}

@@ -1,0 +1,119 @@
+//! The published sampler and the patched one behind one interface, so that tests, benches and
+//! `cargo repro` run both on the same logits in the same process.
+
+use candle::{Result, Tensor};
+pub use candle_transformers::generation::Sampling;
+
+/// Which `generation` module samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// The published crate's module, from `crates/upstream`.
+    Upstream,
+    /// The module with `patches/` applied, which `[patch.crates-io]` builds.
+    Patched,
+}
+
+pub use Implementation::{Patched, Upstream};
+
+impl Implementation {
+    pub const BOTH: [Implementation; 2] = [Upstream, Patched];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Upstream => "upstream",
+            Patched => "patched",
+        }
+    }
+
+    /// `LogitsProcessor::from_sampling(seed, sampling)`.
+    pub fn from_sampling(self, seed: u64, sampling: &Sampling) -> Processor {
+        match self {
+            Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::from_sampling(
+                seed,
+                to_upstream(sampling),
+            )),
+            Patched => Processor::Patched(
+                candle_transformers::generation::LogitsProcessor::from_sampling(
+                    seed,
+                    sampling.clone(),
+                ),
+            ),
+        }
+    }
+
+    /// `LogitsProcessor::new(seed, temperature, top_p)`.
+    pub fn new_processor(
+        self,
+        seed: u64,
+        temperature: Option<f64>,
+        top_p: Option<f64>,
+    ) -> Processor {
+        match self {
+            Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::new(
+                seed,
+                temperature,
+                top_p,
+            )),
+            Patched => Processor::Patched(candle_transformers::generation::LogitsProcessor::new(
+                seed,
+                temperature,
+                top_p,
+            )),
+        }
+    }
+}
+
+/// A `LogitsProcessor` of either module.
+pub enum Processor {
+    Upstream(upstream::generation::LogitsProcessor),
+    Patched(candle_transformers::generation::LogitsProcessor),
+}
+
+impl Processor {
+    pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
+        match self {
+            Processor::Upstream(processor) => processor.sample(logits),
+            Processor::Patched(processor) => processor.sample(logits),
+        }
+    }
+}
+
+/// The published crate's `Sampling` with the same fields.
+pub fn to_upstream(sampling: &Sampling) -> upstream::generation::Sampling {
+    use upstream::generation::Sampling as U;
+    match *sampling {
+        Sampling::ArgMax => U::ArgMax,
+        Sampling::All { temperature } => U::All { temperature },
+        Sampling::TopK { k, temperature } => U::TopK { k, temperature },
+        Sampling::TopP { p, temperature } => U::TopP { p, temperature },
+        Sampling::TopKThenTopP { k, p, temperature } => U::TopKThenTopP { k, p, temperature },
+        Sampling::GumbelSoftmax { temperature } => U::GumbelSoftmax { temperature },
+    }
+}
+
+/// What one `sample` call gave: a token, or an error's message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Token(u32),
+    Error(String),
+}
+
+impl From<Result<u32>> for Outcome {
+    fn from(result: Result<u32>) -> Outcome {
+        match result {
+            Ok(token) => Outcome::Token(token),
+            Err(err) => Outcome::Error(message(&err)),
+        }
+    }
+}
+
+/// An error's message without the backtrace that candle adds when `RUST_BACKTRACE` is set.
+pub fn message(err: &candle::Error) -> String {
+    match err {
+        candle::Error::WithBacktrace { inner, .. } => message(inner),
+        err => err.to_string(),
+    }
+}
+
+/// rand's message for weights it cannot sample from: what upstream says at temperature 0.
+pub const RAND_INVALID_WEIGHT: &str = "A weight is negative, too large or not a valid number";
