@@ -3,8 +3,10 @@
 
 pub mod check;
 pub mod flags;
+pub mod format_patch;
 pub mod fsutil;
 pub mod generate;
+pub mod git;
 pub mod patch_use;
 pub mod pin;
 pub mod project;

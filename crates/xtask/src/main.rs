@@ -1,10 +1,11 @@
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use xtask::flags::Flags;
 use xtask::pin::Pin;
 use xtask::project::Layout;
-use xtask::{check, published, vendor};
+use xtask::{check, format_patch, published, vendor};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -14,6 +15,8 @@ cargo xtask <command>
                         from the published crate and patches/ (X: pin another published version)
   check                 fail unless those folders are exactly published crate + patches/ and
                         cargo builds the patched crate (offline)
+  format-patch --candle <clone> --branch NAME [--base main]
+                        write the branch's commits back into patches/ (after review comments)
 ";
 
 fn main() -> ExitCode {
@@ -53,6 +56,17 @@ fn run(args: Vec<String>) -> Result<()> {
         "check" => {
             flags.finish()?;
             check::run(&layout)
+        }
+        "format-patch" => {
+            let candle = flags
+                .value("--candle")?
+                .context("--candle <clone> is required")?;
+            let branch = flags
+                .value("--branch")?
+                .context("--branch NAME is required")?;
+            let base = flags.value("--base")?.unwrap_or_else(|| "main".to_string());
+            flags.finish()?;
+            format_patch::run(&layout, Path::new(&candle), &branch, &base)
         }
         "help" | "--help" | "-h" => {
             eprint!("{HELP}");

@@ -1,0 +1,77 @@
+//! `cargo xtask format-patch --candle <clone> --branch NAME [--base main]`: writes the branch's
+//! commits back into `patches/`, one `git format-patch` file each, after review comments were
+//! addressed in the clone. `cargo xtask vendor` then regenerates the vendored crate.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::fsutil::{swap_in, TempDir};
+use crate::git;
+use crate::project::Layout;
+use crate::series;
+
+pub fn run(layout: &Layout, candle: &Path, branch: &str, base: &str) -> Result<()> {
+    refuse_uncommitted_patches(layout)?;
+    let repo = git::open(candle)?;
+    let tip = git::resolve(&repo, branch)?;
+    let base_id = git::resolve(&repo, base)?;
+    let commits = git::commits_between(&repo, base_id, tip)?;
+    if commits.is_empty() {
+        bail!("`{branch}` has no commits that `{base}` does not have");
+    }
+
+    // The new folder: every patch, and whatever else `patches/` holds (the pin).
+    let patches = layout.patches();
+    let temp = TempDir::in_dir(&layout.root, "format-patch")?;
+    let new = temp.path().join("patches");
+    std::fs::create_dir(&new)?;
+    for entry in
+        std::fs::read_dir(&patches).with_context(|| format!("cannot read {}", patches.display()))?
+    {
+        let entry = entry?;
+        if !entry.file_name().to_string_lossy().ends_with(".patch") {
+            std::fs::copy(entry.path(), new.join(entry.file_name()))?;
+        }
+    }
+    let mut written = Vec::new();
+    for (index, id) in commits.iter().enumerate() {
+        let commit = repo.find_commit(*id)?;
+        let subject = commit.summary()?.unwrap_or_default();
+        let name = series::file_name(index + 1, subject);
+        std::fs::write(new.join(&name), series::email(&commit)?)?;
+        written.push(format!("{name} <- {} {subject}", &id.to_string()[..10]));
+    }
+    swap_in(&[(new, patches)])?;
+    for line in written {
+        eprintln!("[format-patch] {line}");
+    }
+    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
+    Ok(())
+}
+
+/// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
+    let repo = git2::Repository::discover(&layout.root).with_context(|| {
+        format!(
+            "{} is not in a git repository: patches/ would be overwritten with no way back",
+            layout.root.display()
+        )
+    })?;
+    let workdir = repo
+        .workdir()
+        .context("the workspace's repository is bare")?;
+    let relative = layout.patches();
+    let relative = relative
+        .strip_prefix(workdir.canonicalize()?)
+        .or_else(|_| relative.strip_prefix(workdir))?;
+    let changed = git::uncommitted(&repo, Some(&format!("{}/", relative.display())))?;
+    if !changed.is_empty() {
+        bail!(
+            "patches/ has changes that are not committed ({}): commit or stash them first, since \
+             format-patch rewrites the folder",
+            changed.join(", ")
+        );
+    }
+    Ok(())
+}

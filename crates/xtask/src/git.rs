@@ -1,0 +1,61 @@
+//! git2 helpers shared by `pr` and `format-patch`.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository, Status, StatusOptions};
+
+pub fn open(path: &Path) -> Result<Repository> {
+    Repository::open(path).with_context(|| format!("{} is not a git repository", path.display()))
+}
+
+/// The commit that `spec` (a branch, tag or commit) names.
+pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
+    let object = repo
+        .revparse_single(spec)
+        .with_context(|| format!("`{spec}` names nothing in {}", show(repo)))?;
+    Ok(object
+        .peel_to_commit()
+        .with_context(|| format!("`{spec}` is not a commit"))?
+        .id())
+}
+
+/// The commits reachable from `tip` and not from `base`, oldest first; merges are refused, as
+/// they have no single patch.
+pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid>> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let commits = walk.collect::<std::result::Result<Vec<_>, _>>()?;
+    for id in &commits {
+        if repo.find_commit(*id)?.parent_count() != 1 {
+            bail!("{id} is a merge: rebase the branch onto its base first");
+        }
+    }
+    Ok(commits)
+}
+
+/// The paths under `pathspec` (all if `None`) with changes git does not have in HEAD: edits,
+/// staged changes and untracked files that are not ignored.
+pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<String>> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    if let Some(pathspec) = pathspec {
+        options.pathspec(pathspec);
+    }
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses
+        .iter()
+        .filter(|entry| entry.status() != Status::CURRENT)
+        .map(|entry| entry.path().unwrap_or("?").to_string())
+        .collect())
+}
+
+/// The repository's work tree, or its git folder, for messages.
+pub fn show(repo: &Repository) -> String {
+    repo.workdir().unwrap_or(repo.path()).display().to_string()
+}
