@@ -163,3 +163,169 @@ fn new_and_from_sampling_agree() -> Result<()> {
     }
     Ok(())
 }
+
+fn sample_error(sampling: Sampling, logits: &Tensor) -> String {
+    let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+    logits_process.sample(logits).unwrap_err().to_string()
+}
+
+#[test]
+fn sample_with_bad_temperature_or_top_p() -> Result<()> {
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    for sampling in samplings(f64::NAN) {
+        let err = sample_error(sampling, &logits);
+        assert!(
+            err.starts_with("temperature must be a number, got NaN"),
+            "{err}"
+        );
+    }
+    for sampling in samplings(f64::INFINITY) {
+        let err = sample_error(sampling, &logits);
+        assert!(
+            err.starts_with("temperature must be at most f32::MAX, got inf"),
+            "{err}"
+        );
+    }
+    let sampling = Sampling::TopP {
+        p: f64::NAN,
+        temperature: 1.0,
+    };
+    let err = sample_error(sampling, &logits);
+    assert!(err.starts_with("top-p must be a number, got NaN"), "{err}");
+    // A p that rounds to zero in f32 disables top-p rather than clamping every token.
+    let sampling = Sampling::TopP {
+        p: 1e-50,
+        temperature: 1.0,
+    };
+    let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+    let mut same_process = LogitsProcessor::from_sampling(42, Sampling::All { temperature: 1.0 });
+    assert_eq!(
+        logits_process.sample(&logits)?,
+        same_process.sample(&logits)?
+    );
+    Ok(())
+}
+
+#[test]
+fn sample_with_nan_or_inf_logits() -> Result<()> {
+    // A NaN first is what argmax picks: token 0.
+    let logits = Tensor::new(&[f32::NAN, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    let mut all = samplings(1.0).to_vec();
+    all.push(Sampling::ArgMax);
+    for sampling in all {
+        let err = sample_error(sampling, &logits);
+        assert!(
+            err.starts_with("logits contain 1 NaN and 0 +inf values out of 4"),
+            "{err}"
+        );
+    }
+    let logits = Tensor::new(&[1.0, f32::INFINITY, 2.0, 3.0], &Device::Cpu)?;
+    let err = sample_error(Sampling::ArgMax, &logits);
+    assert!(err.starts_with("logits contain 0 NaN and 1 +inf values out of 4"));
+    let logits = logits.to_dtype(candle::DType::F16)?;
+    let err = sample_error(Sampling::All { temperature: 1.0 }, &logits);
+    assert!(err.contains("(f16 overflows above 65504)"), "{err}");
+    // Finite, but not once divided by the temperature.
+    let logits = Tensor::new(&[1.0, 4e32, 2.0, 3.0], &Device::Cpu)?;
+    let err = sample_error(Sampling::All { temperature: 1e-6 }, &logits);
+    assert!(
+        err.starts_with("logits / temperature overflow f32 at temperature 0.000001"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn sample_with_masked_logits() -> Result<()> {
+    let logits = Tensor::new(&[f32::NEG_INFINITY; 4], &Device::Cpu)?;
+    let mut all = samplings(1.0).to_vec();
+    all.push(Sampling::ArgMax);
+    for sampling in all {
+        let err = sample_error(sampling, &logits);
+        assert!(
+            err.starts_with("all 4 logits are -inf: every token is masked"),
+            "{err}"
+        );
+    }
+    let logits = Tensor::new(
+        &[f32::NEG_INFINITY, 1.0, f32::NEG_INFINITY, 1.0],
+        &Device::Cpu,
+    )?;
+    for sampling in samplings(1.0) {
+        let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+        for _ in 0..20 {
+            let token = logits_process.sample(&logits)?;
+            assert!(token == 1 || token == 3);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sample_with_top_k_zero() -> Result<()> {
+    // k = 0 disables top-k: the same tokens as sampling from every token.
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    let pairs = [
+        (
+            Sampling::TopK {
+                k: 0,
+                temperature: 2.0,
+            },
+            Sampling::All { temperature: 2.0 },
+        ),
+        (
+            Sampling::TopKThenTopP {
+                k: 0,
+                p: 0.9,
+                temperature: 2.0,
+            },
+            Sampling::TopP {
+                p: 0.9,
+                temperature: 2.0,
+            },
+        ),
+        (
+            Sampling::TopKThenTopP {
+                k: 0,
+                p: 0.0,
+                temperature: 2.0,
+            },
+            Sampling::All { temperature: 2.0 },
+        ),
+    ];
+    for (sampling, same) in pairs {
+        let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+        let mut same_process = LogitsProcessor::from_sampling(42, same);
+        for _ in 0..20 {
+            assert_eq!(
+                logits_process.sample(&logits)?,
+                same_process.sample(&logits)?
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sample_with_bad_logits_shape() -> Result<()> {
+    let empty = Tensor::new(&[0f32; 0], &Device::Cpu)?;
+    let scalar = Tensor::new(1f32, &Device::Cpu)?;
+    let batch = Tensor::new(&[[1f32, 4.0, 2.0, 3.0]], &Device::Cpu)?;
+    let mut all = samplings(1.0).to_vec();
+    all.push(Sampling::ArgMax);
+    for sampling in all {
+        let err = sample_error(sampling.clone(), &empty);
+        assert!(err.starts_with("logits are empty"), "{err}");
+        let err = sample_error(sampling.clone(), &scalar);
+        assert!(
+            err.starts_with("logits must be one value per token (1-D), got shape []"),
+            "{err}"
+        );
+        let err = sample_error(sampling, &batch);
+        assert!(
+            err.starts_with("logits must be one value per token (1-D), got shape [1, 4]"),
+            "{err}"
+        );
+    }
+    Ok(())
+}

@@ -166,6 +166,7 @@ fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
     match outcome {
         Outcome::Token(token) => show_token(tokenizer, *token),
         Outcome::Error(message) => format!("error: {message}"),
+        Outcome::Panic(message) => format!("panic: {message}"),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use candle::Tensor;
 
-use crate::sampler::{Implementation, Outcome, Sampling};
+use crate::sampler::{Implementation, Outcome, Processor, Sampling};
 
 /// How a case builds its `LogitsProcessor`.
 #[derive(Clone, Debug, PartialEq)]
@@ -13,6 +13,33 @@ pub enum Build {
         temperature: Option<f64>,
         top_p: Option<f64>,
     },
+}
+
+impl Build {
+    pub fn processor(&self, implementation: Implementation, seed: u64) -> Processor {
+        match self {
+            Build::FromSampling(sampling) => implementation.from_sampling(seed, sampling),
+            Build::New { temperature, top_p } => {
+                implementation.new_processor(seed, *temperature, *top_p)
+            }
+        }
+    }
+
+    /// The first token `implementation` samples, or its error, or its panic.
+    pub fn run(&self, implementation: Implementation, seed: u64, logits: &Tensor) -> Outcome {
+        let mut processor = self.processor(implementation, seed);
+        Outcome::of(|| processor.sample(logits))
+    }
+
+    /// Like `run`, but a panic propagates: for the fuzzer, which reports it with its input.
+    pub fn run_uncaught(
+        &self,
+        implementation: Implementation,
+        seed: u64,
+        logits: &Tensor,
+    ) -> Outcome {
+        self.processor(implementation, seed).sample(logits).into()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -31,13 +58,7 @@ impl Case {
 
     /// The first token `implementation` samples for this case.
     pub fn run(&self, implementation: Implementation, seed: u64, logits: &Tensor) -> Outcome {
-        let mut processor = match &self.build {
-            Build::FromSampling(sampling) => implementation.from_sampling(seed, sampling),
-            Build::New { temperature, top_p } => {
-                implementation.new_processor(seed, *temperature, *top_p)
-            }
-        };
-        processor.sample(logits).into()
+        self.build.run(implementation, seed, logits)
     }
 }
 

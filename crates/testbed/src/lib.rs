@@ -5,6 +5,7 @@
 pub mod cases;
 pub mod device;
 pub mod fixture;
+pub mod fuzz;
 pub mod model;
 pub mod sampler;
 

@@ -91,11 +91,28 @@ pub fn to_upstream(sampling: &Sampling) -> upstream::generation::Sampling {
     }
 }
 
-/// What one `sample` call gave: a token, or an error's message.
+/// What one `sample` call gave: a token, an error's message, or a panic's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Token(u32),
     Error(String),
+    Panic(String),
+}
+
+impl Outcome {
+    /// Runs `sample`, a panic included.
+    pub fn of(sample: impl FnOnce() -> Result<u32>) -> Outcome {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(sample)) {
+            Ok(result) => result.into(),
+            Err(payload) => Outcome::Panic(
+                payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default(),
+            ),
+        }
+    }
 }
 
 impl From<Result<u32>> for Outcome {

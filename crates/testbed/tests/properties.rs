@@ -63,17 +63,21 @@ fn logits() -> impl Strategy<Value = Logits> {
         })
 }
 
-/// Every variant with `temperature`, its k and p drawn too (k from 1: see 0002 for k = 0).
+/// Every variant with `temperature`, its k (0 disables top-k) and p drawn too.
 fn sampling(temperature: impl Strategy<Value = f64>) -> impl Strategy<Value = Sampling> {
-    (0usize..5, 1usize..60_000, 0.0f64..1.2, temperature).prop_map(
-        |(variant, k, p, temperature)| match variant {
+    (
+        0usize..5,
+        prop_oneof![Just(0usize), 1usize..60_000],
+        -0.2f64..1.2,
+        temperature,
+    )
+        .prop_map(|(variant, k, p, temperature)| match variant {
             0 => Sampling::All { temperature },
             1 => Sampling::TopK { k, temperature },
             2 => Sampling::TopP { p, temperature },
             3 => Sampling::TopKThenTopP { k, p, temperature },
             _ => Sampling::GumbelSoftmax { temperature },
-        },
-    )
+        })
 }
 
 fn greedy_temperature() -> impl Strategy<Value = f64> {

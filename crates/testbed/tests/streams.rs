@@ -94,7 +94,7 @@ fn new_samples_upstreams_tokens() -> Result<()> {
 fn gumbel_softmax_keeps_its_distribution() -> Result<()> {
     let fixture = Fixture::load()?;
     let logits = fixture.tensor(&Device::Cpu)?;
-    let draws = 2000;
+    let draws = 3000;
     let mut frequencies = Vec::new();
     for implementation in Implementation::BOTH {
         let sampling = Sampling::GumbelSoftmax { temperature: 1.0 };
@@ -106,22 +106,22 @@ fn gumbel_softmax_keeps_its_distribution() -> Result<()> {
         frequencies.push(hits as f64 / draws as f64);
     }
     let (upstream, patched) = (frequencies[0], frequencies[1]);
-    let sigma = |p: f64| (p * (1.0 - p) / draws as f64).sqrt();
-    let difference_sigma = (2.0f64).sqrt() * sigma(upstream);
+    let sigma = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
     assert!(
-        (upstream - patched).abs() < 5.0 * difference_sigma,
+        (upstream - patched).abs() < 5.0 * 2f64.sqrt() * sigma(upstream, draws),
         "token 66: upstream {upstream}, patched {patched}"
     );
 
-    // Upstream's own bias, which the patch leaves alone: candle-nn's `gumbel_softmax` takes its
-    // uniform noise from [1e-7, 0.999), which caps the Gumbel noise at 6.9; over 49152 tokens the
-    // top one then wins more often than softmax says (0.62 here against 0.52).
+    // Upstream's own bias, which the patches leave alone: candle-nn's `gumbel_softmax` takes its
+    // uniform noise from [1e-7, 0.999), which caps the Gumbel noise at 6.9. Over 49152 tokens
+    // the top one then wins 0.589 of draws (numpy, 6000 draws of that noise; 0.5235 without
+    // the cap) where softmax says 0.521. Unbiased draws would pass softmax + 4 sigma with
+    // probability 3e-5; the capped noise is 6.5 sigma above it.
     let softmax = f64::from(candle_nn::ops::softmax(&logits, 0)?.to_vec1::<f32>()?[66]);
-    for observed in [upstream, patched] {
-        assert!(
-            observed > softmax + 5.0 * sigma(softmax),
-            "token 66 {observed}, softmax {softmax}: has candle-nn's Gumbel noise changed?"
-        );
-    }
+    let pooled = (upstream + patched) / 2.0;
+    assert!(
+        pooled > softmax + 4.0 * sigma(softmax, 2 * draws),
+        "token 66 {pooled}, softmax {softmax}: has candle-nn's Gumbel noise changed?"
+    );
     Ok(())
 }

@@ -13,9 +13,10 @@ pub struct Generated {
     pub patched: bool,
 }
 
-/// The patched crate that `[patch.crates-io]` points at, and the unpatched `generation` module
-/// that tests and benches compare it with.
-pub const GENERATED: [Generated; 2] = [
+/// The patched crate that `[patch.crates-io]` points at; the unpatched `generation` module
+/// that tests and benches compare it with; and the published tests, which the upstream crate
+/// runs on that module and the `pr` tests build a candle-like repository from.
+pub const GENERATED: [Generated; 3] = [
     Generated {
         dir: "crates/candle-transformers",
         crate_dir: "",
@@ -24,6 +25,11 @@ pub const GENERATED: [Generated; 2] = [
     Generated {
         dir: "crates/upstream/src/generation",
         crate_dir: "src/generation",
+        patched: false,
+    },
+    Generated {
+        dir: "crates/upstream/published-tests",
+        crate_dir: "tests",
         patched: false,
     },
 ];

@@ -9,8 +9,9 @@ use rand::{distr::Distribution, SeedableRng};
 /// How [`LogitsProcessor`] picks the next token.
 ///
 /// A temperature below `1e-7`, zero and negative ones included, means greedy decoding: the
-/// variant then picks the same token as [`Sampling::ArgMax`]. Sampling at a `NaN` temperature
-/// is an error.
+/// variant then picks the same token as [`Sampling::ArgMax`]. A `NaN` temperature, or one
+/// beyond `f32::MAX`, is an error. `k = 0` disables top-k; `p` outside `(0, 1)` disables
+/// top-p, and sampling with a `NaN` `p` is an error.
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,
@@ -35,7 +36,14 @@ fn is_greedy(temperature: f64) -> bool {
 /// The temperature to divide the logits by: `from_sampling` maps greedy ones to `ArgMax`, and
 /// this keeps any other path from dividing by them.
 fn sampling_temperature(temperature: f64) -> Result<f64> {
-    if temperature.is_nan() || is_greedy(temperature) {
+    if temperature.is_nan() {
+        candle::bail!("temperature must be a number, got {temperature}")
+    }
+    // Beyond f32's range, `1 / temperature` rounds to zero in f32 and `-inf` logits become NaN.
+    if temperature > f64::from(f32::MAX) {
+        candle::bail!("temperature must be at most f32::MAX, got {temperature:e}")
+    }
+    if is_greedy(temperature) {
         candle::bail!(
             "temperature must be at least {MIN_SAMPLING_TEMPERATURE:e} to sample, got {temperature}"
         )
@@ -43,7 +51,75 @@ fn sampling_temperature(temperature: f64) -> Result<f64> {
     Ok(temperature)
 }
 
+fn check_top_p(p: f64) -> Result<f32> {
+    if p.is_nan() {
+        candle::bail!("top-p must be a number, got {p}")
+    }
+    Ok(p as f32)
+}
+
+/// Why no token can be taken from `logits` when they hold `NaN`, `+inf` or nothing but `-inf`,
+/// or overflow `f32` once divided by `temperature`. Only read once sampling has failed, so that
+/// logits that sample fine are not read twice.
+fn logits_problem(
+    logits: &Tensor,
+    dtype: DType,
+    temperature: Option<f64>,
+) -> Result<Option<String>> {
+    let values = logits.to_vec1::<f32>()?;
+    let nan = values.iter().filter(|v| v.is_nan()).count();
+    let inf = values.iter().filter(|v| **v == f32::INFINITY).count();
+    let problem = if nan > 0 || inf > 0 {
+        let hint = match dtype {
+            DType::F16 => " (f16 overflows above 65504)",
+            _ => "",
+        };
+        format!(
+            "logits contain {nan} NaN and {inf} +inf values out of {}{hint}",
+            values.len()
+        )
+    } else if values.iter().all(|v| *v == f32::NEG_INFINITY) {
+        format!(
+            "all {} logits are -inf: every token is masked",
+            values.len()
+        )
+    } else if let Some(temperature) = temperature.filter(|t| {
+        let largest = values
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold(0f32, |m, v| m.max(v.abs()));
+        f64::from(largest) / t > f64::from(f32::MAX)
+    }) {
+        format!("logits / temperature overflow f32 at temperature {temperature}")
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(problem))
+}
+
+/// `token`, unless its logit is not finite: the largest logit is then `NaN` (which argmax picks
+/// only when it comes first), an overflow to `+inf`, or `-inf` with every token masked. Only the
+/// picked logit is read; a `NaN` elsewhere is not looked for, as that would read every logit.
+fn check_picked(logits: &Tensor, token: u32) -> Result<u32> {
+    let logit = logits.get(token as usize)?.to_scalar::<f32>()?;
+    if !logit.is_finite() {
+        candle::bail!("picked token {token} has logit {logit}")
+    }
+    Ok(token)
+}
+
 impl Sampling {
+    fn temperature(&self) -> Option<f64> {
+        match self {
+            Self::ArgMax => None,
+            Self::All { temperature }
+            | Self::TopK { temperature, .. }
+            | Self::TopP { temperature, .. }
+            | Self::TopKThenTopP { temperature, .. }
+            | Self::GumbelSoftmax { temperature } => Some(*temperature),
+        }
+    }
+
     /// `ArgMax` when the temperature means greedy decoding, `self` otherwise.
     fn or_argmax(self) -> Self {
         match self {
@@ -90,17 +166,20 @@ impl LogitsProcessor {
         Self::from_sampling(seed, sampling)
     }
 
-    fn sample_argmax(&mut self, logits: Tensor) -> Result<u32> {
-        logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()
+    fn sample_argmax(&mut self, logits: &Tensor) -> Result<u32> {
+        let token = logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()?;
+        check_picked(logits, token)
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
-        sampled.to_scalar::<u32>()
+        check_picked(logits, sampled.to_scalar::<u32>()?)
     }
 
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
-        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
+        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(|err| {
+            Error::Msg(format!("cannot sample from the probabilities: {err}")).bt()
+        })?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
     }
@@ -127,9 +206,9 @@ impl LogitsProcessor {
         self.sample_multinomial(prs)
     }
 
-    // top-k sampling samples from the k tokens with the largest probabilities.
+    // top-k sampling samples from the k tokens with the largest probabilities; k = 0 disables it.
     fn sample_topk(&mut self, prs: &mut Vec<f32>, top_k: usize) -> Result<u32> {
-        if top_k >= prs.len() {
+        if top_k == 0 || top_k >= prs.len() {
             self.sample_multinomial(prs)
         } else {
             let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
@@ -144,8 +223,13 @@ impl LogitsProcessor {
     // top-k sampling samples from the k tokens with the largest probabilities.
     // then top-p sampling.
     fn sample_topk_topp(&mut self, prs: &mut Vec<f32>, top_k: usize, top_p: f32) -> Result<u32> {
-        if top_k >= prs.len() {
-            self.sample_topp(prs, top_p)
+        if top_k == 0 || top_k >= prs.len() {
+            if top_p <= 0.0 {
+                // `sample_topp` would clamp every token: top-p is disabled, as for `TopP`.
+                self.sample_multinomial(prs)
+            } else {
+                self.sample_topp(prs, top_p)
+            }
         } else {
             let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
             let (indices, _, _) =
@@ -166,9 +250,24 @@ impl LogitsProcessor {
     }
 
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
+        match logits.dims() {
+            [0] => candle::bail!("logits are empty: there is no token to sample"),
+            [_] => {}
+            dims => candle::bail!("logits must be one value per token (1-D), got shape {dims:?}"),
+        }
+        let dtype = logits.dtype();
         let logits = logits.to_dtype(DType::F32)?;
+        self.sample_f32(&logits, f).map_err(|err| {
+            match logits_problem(&logits, dtype, self.sampling.temperature()) {
+                Ok(Some(problem)) => Error::Msg(problem).bt(),
+                _ => err,
+            }
+        })
+    }
+
+    fn sample_f32(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         let prs = |temperature: f64| -> Result<Vec<f32>> {
-            let logits = (&logits / sampling_temperature(temperature)?)?;
+            let logits = (logits / sampling_temperature(temperature)?)?;
             let prs = candle_nn::ops::softmax_last_dim(&logits)?;
             let mut prs = prs.to_vec1()?;
             f(&mut prs);
@@ -178,20 +277,21 @@ impl LogitsProcessor {
         let next_token = match &self.sampling {
             Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {
-                self.sample_gumbel_softmax(&logits, sampling_temperature(*temperature)?)?
+                self.sample_gumbel_softmax(logits, sampling_temperature(*temperature)?)?
             }
             Sampling::All { temperature } => {
                 let prs = prs(*temperature)?;
                 self.sample_multinomial(&prs)?
             }
             Sampling::TopP { p, temperature } => {
+                let top_p = check_top_p(*p)?;
                 let mut prs = prs(*temperature)?;
-                if *p <= 0.0 || *p >= 1.0 {
+                if top_p <= 0.0 || top_p >= 1.0 {
                     // simply sample from the predicted probability distribution
                     self.sample_multinomial(&prs)?
                 } else {
                     // top-p (nucleus) sampling, clamping the least likely tokens to zero
-                    self.sample_topp(&mut prs, *p as f32)?
+                    self.sample_topp(&mut prs, top_p)?
                 }
             }
             Sampling::TopK { k, temperature } => {
@@ -199,8 +299,9 @@ impl LogitsProcessor {
                 self.sample_topk(&mut prs, *k)?
             }
             Sampling::TopKThenTopP { k, p, temperature } => {
+                let top_p = check_top_p(*p)?;
                 let mut prs = prs(*temperature)?;
-                self.sample_topk_topp(&mut prs, *k, *p as f32)?
+                self.sample_topk_topp(&mut prs, *k, top_p)?
             }
         };
         Ok(next_token)

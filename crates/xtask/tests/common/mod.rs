@@ -27,6 +27,14 @@ pub fn file(path: &str, data: impl Into<Vec<u8>>) -> CrateFile {
     }
 }
 
+/// The published `tests/generation_tests.rs`, likewise checked.
+pub fn published_generation_tests() -> Vec<u8> {
+    let path = Layout::workspace()
+        .root
+        .join("crates/upstream/published-tests/generation_tests.rs");
+    std::fs::read(path).expect("the upstream copy of generation_tests.rs")
+}
+
 /// The files of the fixture crate, as `cargo package` lays them out.
 pub fn crate_files() -> Vec<CrateFile> {
     vec![
@@ -37,6 +45,7 @@ pub fn crate_files() -> Vec<CrateFile> {
         file("Cargo.toml", "[package]\nname = \"candle-transformers\"\nversion = \"0.11.1\"\n"),
         file("src/generation/mod.rs", published_generation()),
         file("src/lib.rs", "pub mod generation;\n"),
+        file("tests/generation_tests.rs", published_generation_tests()),
     ]
 }
 

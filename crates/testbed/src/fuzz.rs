@@ -1,0 +1,221 @@
+//! One fuzz case: arbitrary bytes read as logits and a way to build a `LogitsProcessor`, and
+//! what the patched sampler must do with them. The cargo-fuzz target (crates/fuzz) calls
+//! [`check`]; `cargo test` replays the committed corpus through it (tests/fuzz_corpus.rs).
+
+use candle::{DType, Device, Tensor};
+
+use crate::cases::Build;
+use crate::sampler::{Implementation, Outcome, Patched, Sampling};
+
+/// How every error of the patched sampler begins; any other error is a finding.
+pub const OUR_ERRORS: [&str; 7] = [
+    "temperature must be ",
+    "top-p must be a number",
+    "logits contain ",
+    "all ",
+    "logits are empty",
+    "logits must be one value per token",
+    "logits / temperature overflow f32",
+];
+
+/// Temperatures and top-p values worth trying, picked by one byte when a flag says so; the
+/// other bytes give any f64, NaN and infinities included.
+const SPECIAL: [f64; 14] = [
+    0.0,
+    -0.0,
+    1e-7,
+    9.99e-8,
+    1.0,
+    0.8,
+    2.0,
+    1e-38,
+    f64::MIN_POSITIVE,
+    -1.0,
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    1e46,
+];
+
+/// The most logits one case reads.
+const MAX_LOGITS: usize = 1 << 16;
+
+/// A decoded case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub build: Build,
+    pub seed: u64,
+    pub dtype: DType,
+    /// 0: 1-D; 1: `[1, n]`; 2: 0-D (the first value).
+    pub shape: u8,
+    pub values: Vec<f32>,
+}
+
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0; N];
+        let n = N.min(self.0.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        out
+    }
+
+    fn number(&mut self, special: bool) -> f64 {
+        let bytes = self.take::<8>();
+        if special {
+            SPECIAL[bytes[0] as usize % SPECIAL.len()]
+        } else {
+            f64::from_le_bytes(bytes)
+        }
+    }
+}
+
+/// Reads a case: a variant byte, a flags byte, temperature, top-p, k, seed, then logits as
+/// little-endian f32 (at most 65536).
+pub fn decode(data: &[u8]) -> Case {
+    let mut bytes = Bytes(data);
+    let [variant, flags] = bytes.take::<2>();
+    let temperature = bytes.number(flags & 0x10 != 0);
+    let p = bytes.number(flags & 0x20 != 0);
+    let k = u32::from_le_bytes(bytes.take::<4>()) as usize;
+    let seed = u64::from_le_bytes(bytes.take::<8>());
+    let values: Vec<f32> = bytes
+        .0
+        .chunks_exact(4)
+        .take(MAX_LOGITS)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let build = match variant % 7 {
+        0 => Build::FromSampling(Sampling::ArgMax),
+        1 => Build::FromSampling(Sampling::All { temperature }),
+        2 => Build::FromSampling(Sampling::TopK { k, temperature }),
+        3 => Build::FromSampling(Sampling::TopP { p, temperature }),
+        4 => Build::FromSampling(Sampling::TopKThenTopP { k, p, temperature }),
+        5 => Build::FromSampling(Sampling::GumbelSoftmax { temperature }),
+        _ => Build::New {
+            temperature: (flags & 0x40 == 0).then_some(temperature),
+            top_p: (flags & 0x80 == 0).then_some(p),
+        },
+    };
+    let dtype = [DType::F32, DType::F16, DType::BF16, DType::F32][(flags & 0x03) as usize];
+    Case {
+        build,
+        seed,
+        dtype,
+        shape: ((flags >> 2) & 0x03) % 3,
+        values,
+    }
+}
+
+impl Case {
+    /// The temperature the processor ends up with, if it samples greedily.
+    fn is_greedy(&self) -> bool {
+        let temperature = match &self.build {
+            Build::FromSampling(Sampling::ArgMax) => return true,
+            Build::FromSampling(
+                Sampling::All { temperature }
+                | Sampling::TopK { temperature, .. }
+                | Sampling::TopP { temperature, .. }
+                | Sampling::TopKThenTopP { temperature, .. }
+                | Sampling::GumbelSoftmax { temperature },
+            ) => *temperature,
+            Build::New { temperature, .. } => match temperature {
+                None => return true,
+                Some(temperature) => *temperature,
+            },
+        };
+        temperature < 1e-7
+    }
+
+    fn tensor(&self) -> candle::Result<Tensor> {
+        let values = Tensor::from_slice(&self.values, self.values.len(), &Device::Cpu)?;
+        let values = values.to_dtype(self.dtype)?;
+        match self.shape {
+            0 => Ok(values),
+            1 => values.unsqueeze(0),
+            _ => match self.values.is_empty() {
+                true => Ok(values),
+                false => values.get(0),
+            },
+        }
+    }
+}
+
+/// Runs the patched sampler on `data`'s case; `Err` says which promise it broke. A panic is
+/// left to propagate, so that libFuzzer and `cargo test` both report it.
+pub fn check(data: &[u8]) -> Result<(), String> {
+    check_with(Patched, data)
+}
+
+/// [`check`] on either implementation: upstream breaks these promises, which shows that the
+/// corpus and the checks can tell.
+pub fn check_with(implementation: Implementation, data: &[u8]) -> Result<(), String> {
+    let case = decode(data);
+    let logits = case
+        .tensor()
+        .map_err(|e| format!("building the case: {e}"))?;
+    let outcome = case.build.run_uncaught(implementation, case.seed, &logits);
+    // What the sampler sees: the values after the round trip through the case's dtype.
+    let seen: Vec<f32> = match logits
+        .flatten_all()
+        .and_then(|t| t.to_dtype(DType::F32)?.to_vec1())
+    {
+        Ok(seen) => seen,
+        Err(e) => return Err(format!("reading the case back: {e}")),
+    };
+    match outcome {
+        Outcome::Token(token) => {
+            let token = token as usize;
+            if case.shape != 0 || seen.is_empty() {
+                return Err(format!("{case:?}: a token from logits of the wrong shape"));
+            }
+            let Some(&logit) = seen.get(token) else {
+                return Err(format!("token {token} out of {} logits", seen.len()));
+            };
+            if !logit.is_finite() {
+                return Err(format!("token {token} has logit {logit}: {:?}", case.build));
+            }
+            let largest = seen
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan())
+                .fold(f32::NEG_INFINITY, f32::max);
+            if case.is_greedy() && logit != largest {
+                return Err(format!(
+                    "greedy {:?} picked {token} ({logit}), not the largest {largest}",
+                    case.build
+                ));
+            }
+            Ok(())
+        }
+        Outcome::Error(message) if OUR_ERRORS.iter().any(|start| message.starts_with(start)) => {
+            Ok(())
+        }
+        Outcome::Error(message) => Err(format!(
+            "{:?}: not one of our errors: {message}",
+            case.build
+        )),
+        Outcome::Panic(message) => Err(format!("{:?}: panicked: {message}", case.build)),
+    }
+}
+
+/// Encodes a case, for writing corpus entries by hand.
+pub fn encode(
+    variant: u8,
+    flags: u8,
+    temperature: f64,
+    p: f64,
+    k: u32,
+    seed: u64,
+    values: &[f32],
+) -> Vec<u8> {
+    let mut data = vec![variant, flags];
+    data.extend(temperature.to_le_bytes());
+    data.extend(p.to_le_bytes());
+    data.extend(k.to_le_bytes());
+    data.extend(seed.to_le_bytes());
+    data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    data
+}

@@ -1,0 +1,372 @@
+//! Every bad input that upstream turns into rand's message, a panic or a meaningless token, on
+//! SmolLM2's real logits: upstream's outcome beside the patched one, for each.
+
+use candle::{DType, Device, Result, Tensor};
+use testbed::cases::Build;
+use testbed::fixture::Fixture;
+use testbed::sampler::{Outcome, Patched, Sampling, Upstream, RAND_INVALID_WEIGHT};
+
+const GREEDY: u32 = 66;
+
+/// What a row expects of one implementation.
+#[derive(Debug)]
+enum Expect {
+    Token(u32),
+    /// Some token that is not this one: upstream's arbitrary picks.
+    NotToken(u32),
+    /// An error whose message starts with this.
+    Error(&'static str),
+    /// A panic whose message contains this.
+    Panic(&'static str),
+}
+
+impl Expect {
+    fn matches(&self, outcome: &Outcome) -> bool {
+        match (self, outcome) {
+            (Expect::Token(want), Outcome::Token(got)) => want == got,
+            (Expect::NotToken(other), Outcome::Token(got)) => other != got,
+            (Expect::Error(start), Outcome::Error(message)) => message.starts_with(start),
+            (Expect::Panic(part), Outcome::Panic(message)) => message.contains(part),
+            _ => false,
+        }
+    }
+}
+
+struct Row {
+    label: &'static str,
+    logits: Tensor,
+    build: Build,
+    upstream: Expect,
+    patched: Expect,
+}
+
+fn sample(sampling: Sampling) -> Build {
+    Build::FromSampling(sampling)
+}
+
+/// The fixture's logits with `edit` applied.
+fn edited(fixture: &Fixture, edit: impl Fn(&mut Vec<f32>)) -> Result<Tensor> {
+    let mut values = fixture.logits.clone();
+    edit(&mut values);
+    Tensor::from_vec(values.clone(), values.len(), &Device::Cpu)
+}
+
+fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
+    let real = fixture.tensor(&Device::Cpu)?;
+    let nan_first = edited(fixture, |v| v[0] = f32::NAN)?;
+    let three_nan = edited(fixture, |v| {
+        [0, 100, 30_000].into_iter().for_each(|i| v[i] = f32::NAN)
+    })?;
+    let nan_later = edited(fixture, |v| v[30_000] = f32::NAN)?;
+    let plus_inf = edited(fixture, |v| v[500] = f32::INFINITY)?;
+    let masked = edited(fixture, |v| v.fill(f32::NEG_INFINITY))?;
+    let masked_half = edited(fixture, |v| v[..24_576].fill(f32::NEG_INFINITY))?;
+    let huge = edited(fixture, |v| v.iter_mut().for_each(|x| *x *= 1e32))?;
+    // 3000 times the real logits: the top ones pass f16's largest value, 65504.
+    let f16_overflow = (&real * 3000.0)?.to_dtype(DType::F16)?;
+    let empty = Tensor::new(&[0f32; 0], &Device::Cpu)?;
+    let scalar = Tensor::new(1f32, &Device::Cpu)?;
+    let batch = real.unsqueeze(0)?;
+    let t = 0.8;
+    Ok(vec![
+        Row {
+            label: "NaN temperature",
+            logits: real.clone(),
+            build: sample(Sampling::All {
+                temperature: f64::NAN,
+            }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("temperature must be a number, got NaN"),
+        },
+        Row {
+            label: "NaN temperature, GumbelSoftmax",
+            logits: real.clone(),
+            build: sample(Sampling::GumbelSoftmax {
+                temperature: f64::NAN,
+            }),
+            upstream: Expect::Token(0),
+            patched: Expect::Error("temperature must be a number, got NaN"),
+        },
+        Row {
+            label: "NaN temperature through new",
+            logits: real.clone(),
+            build: Build::New {
+                temperature: Some(f64::NAN),
+                top_p: None,
+            },
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("temperature must be a number, got NaN"),
+        },
+        Row {
+            label: "+inf temperature",
+            logits: real.clone(),
+            build: sample(Sampling::TopK {
+                k: 40,
+                temperature: f64::INFINITY,
+            }),
+            upstream: Expect::NotToken(GREEDY),
+            patched: Expect::Error("temperature must be at most f32::MAX, got inf"),
+        },
+        Row {
+            // 1 / 1e46 rounds to zero in f32: -inf * 0 is NaN.
+            label: "temperature 1e46, some tokens masked",
+            logits: masked_half.clone(),
+            build: sample(Sampling::All { temperature: 1e46 }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("temperature must be at most f32::MAX, got 1e46"),
+        },
+        Row {
+            label: "-inf temperature",
+            logits: real.clone(),
+            build: sample(Sampling::All {
+                temperature: f64::NEG_INFINITY,
+            }),
+            upstream: Expect::NotToken(GREEDY),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "NaN first, ArgMax",
+            logits: nan_first.clone(),
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Token(0),
+            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+        },
+        Row {
+            label: "NaN first, GumbelSoftmax",
+            logits: nan_first,
+            build: sample(Sampling::GumbelSoftmax { temperature: t }),
+            upstream: Expect::Token(0),
+            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+        },
+        Row {
+            label: "3 NaN, All",
+            logits: three_nan.clone(),
+            build: sample(Sampling::All { temperature: t }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("logits contain 3 NaN and 0 +inf values out of 49152"),
+        },
+        Row {
+            label: "3 NaN, TopKThenTopP",
+            logits: three_nan,
+            build: sample(Sampling::TopKThenTopP {
+                k: 40,
+                p: 0.9,
+                temperature: t,
+            }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("logits contain 3 NaN and 0 +inf values out of 49152"),
+        },
+        Row {
+            // Documented: ArgMax reads only the logit it picks, and argmax skips a later NaN.
+            label: "a later NaN, ArgMax",
+            logits: nan_later,
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Token(GREEDY),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "+inf logit, ArgMax",
+            logits: plus_inf.clone(),
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Token(500),
+            patched: Expect::Error("logits contain 0 NaN and 1 +inf values out of 49152"),
+        },
+        Row {
+            label: "+inf logit, TopP",
+            logits: plus_inf,
+            build: sample(Sampling::TopP {
+                p: 0.9,
+                temperature: t,
+            }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("logits contain 0 NaN and 1 +inf values out of 49152"),
+        },
+        Row {
+            label: "all -inf, ArgMax",
+            logits: masked.clone(),
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Token(0),
+            patched: Expect::Error("all 49152 logits are -inf: every token is masked"),
+        },
+        Row {
+            label: "all -inf, TopK",
+            logits: masked,
+            build: sample(Sampling::TopK {
+                k: 40,
+                temperature: t,
+            }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("all 49152 logits are -inf: every token is masked"),
+        },
+        Row {
+            label: "f16 logits beyond 65504, All",
+            logits: f16_overflow.clone(),
+            build: sample(Sampling::All { temperature: t }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("logits contain 0 NaN and"),
+        },
+        Row {
+            label: "f16 logits beyond 65504, ArgMax",
+            logits: f16_overflow,
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::NotToken(GREEDY),
+            patched: Expect::Error("logits contain 0 NaN and"),
+        },
+        Row {
+            label: "logits / temperature overflow f32",
+            logits: huge,
+            build: sample(Sampling::All { temperature: 1e-6 }),
+            upstream: Expect::Error(RAND_INVALID_WEIGHT),
+            patched: Expect::Error("logits / temperature overflow f32 at temperature 0.000001"),
+        },
+        Row {
+            label: "TopK k = 0",
+            logits: real.clone(),
+            build: sample(Sampling::TopK {
+                k: 0,
+                temperature: t,
+            }),
+            upstream: Expect::Error("Weights sequence is empty/too long/unordered"),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "TopKThenTopP k = 0, p = 0",
+            logits: real.clone(),
+            build: sample(Sampling::TopKThenTopP {
+                k: 0,
+                p: 0.0,
+                temperature: t,
+            }),
+            upstream: Expect::Error("Weights sequence is empty/too long/unordered"),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "TopKThenTopP k = vocabulary, p = 0",
+            logits: real.clone(),
+            build: sample(Sampling::TopKThenTopP {
+                k: 49152,
+                p: 0.0,
+                temperature: t,
+            }),
+            upstream: Expect::Error("Not enough weights > zero"),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "NaN top-p",
+            logits: real.clone(),
+            build: sample(Sampling::TopP {
+                p: f64::NAN,
+                temperature: t,
+            }),
+            upstream: Expect::Token(GREEDY),
+            patched: Expect::Error("top-p must be a number, got NaN"),
+        },
+        Row {
+            // 1e-50 is 0 in f32: top-p is disabled rather than every token clamped.
+            label: "top-p 1e-50",
+            logits: real.clone(),
+            build: sample(Sampling::TopP {
+                p: 1e-50,
+                temperature: t,
+            }),
+            upstream: Expect::Error("Not enough weights > zero"),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            // Documented: p outside (0, 1) disables top-p, as it did.
+            label: "top-p 1.5",
+            logits: real.clone(),
+            build: sample(Sampling::TopP {
+                p: 1.5,
+                temperature: t,
+            }),
+            upstream: Expect::Token(GREEDY),
+            patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "empty logits, All",
+            logits: empty.clone(),
+            build: sample(Sampling::All { temperature: t }),
+            upstream: Expect::Panic("chunk_size must not be zero"),
+            patched: Expect::Error("logits are empty: there is no token to sample"),
+        },
+        Row {
+            label: "empty logits, ArgMax",
+            logits: empty,
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Error("empty tensor for reduce"),
+            patched: Expect::Error("logits are empty: there is no token to sample"),
+        },
+        Row {
+            // An overflow check with debug assertions, an index out of bounds without.
+            label: "0-D logits",
+            logits: scalar,
+            build: sample(Sampling::TopK {
+                k: 40,
+                temperature: t,
+            }),
+            upstream: Expect::Panic(""),
+            patched: Expect::Error("logits must be one value per token (1-D), got shape []"),
+        },
+        Row {
+            label: "2-D logits [1, 49152]",
+            logits: batch,
+            build: sample(Sampling::All { temperature: t }),
+            upstream: Expect::Error("unexpected rank"),
+            patched: Expect::Error(
+                "logits must be one value per token (1-D), got shape [1, 49152]",
+            ),
+        },
+    ])
+}
+
+#[test]
+fn bad_inputs_upstream_beside_patched() -> Result<()> {
+    let fixture = Fixture::load()?;
+    let mut mismatches = Vec::new();
+    for row in rows(&fixture)? {
+        let upstream = row.build.run(Upstream, 42, &row.logits);
+        let patched = row.build.run(Patched, 42, &row.logits);
+        if !row.upstream.matches(&upstream) {
+            mismatches.push(format!(
+                "{}: upstream {upstream:?}, expected {:?}",
+                row.label, row.upstream
+            ));
+        }
+        if !row.patched.matches(&patched) {
+            mismatches.push(format!(
+                "{}: patched {patched:?}, expected {:?}",
+                row.label, row.patched
+            ));
+        }
+        // Never rand's bare message, never a panic.
+        match &patched {
+            Outcome::Error(message) => {
+                assert!(!message.starts_with(RAND_INVALID_WEIGHT), "{message}")
+            }
+            Outcome::Panic(message) => panic!("{}: patched panicked: {message}", row.label),
+            Outcome::Token(_) => {}
+        }
+    }
+    assert!(mismatches.is_empty(), "\n{}", mismatches.join("\n"));
+    Ok(())
+}
+
+/// k = 0 disables top-k: the same tokens as sampling every token, from the same seed.
+#[test]
+fn top_k_zero_samples_like_all() -> Result<()> {
+    let fixture = Fixture::load()?;
+    let logits = fixture.tensor(&Device::Cpu)?;
+    let mut top_k = Patched.from_sampling(
+        42,
+        &Sampling::TopK {
+            k: 0,
+            temperature: 2.0,
+        },
+    );
+    let mut all = Patched.from_sampling(42, &Sampling::All { temperature: 2.0 });
+    for _ in 0..1000 {
+        assert_eq!(top_k.sample(&logits)?, all.sample(&logits)?);
+    }
+    Ok(())
+}
