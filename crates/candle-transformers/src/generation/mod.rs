@@ -97,13 +97,16 @@ fn logits_problem(
     Ok(Some(problem))
 }
 
-/// `token`, unless its logit is not finite: the largest logit is then `NaN` (which argmax picks
-/// only when it comes first), an overflow to `+inf`, or `-inf` with every token masked. Only the
-/// picked logit is read; a `NaN` elsewhere is not looked for, as that would read every logit.
+/// `token`, unless argmax fell back to it: argmax answers token 0 when the largest logit is `NaN`
+/// (on the CPU, a `NaN` that comes first) and when every logit is `-inf`. Only then is the logit
+/// read back, so that greedy decoding costs nothing more for every other token. `+inf` counts as
+/// the largest logit, and argmax skips a `NaN` further on.
 fn check_picked(logits: &Tensor, token: u32) -> Result<u32> {
-    let logit = logits.get(token as usize)?.to_scalar::<f32>()?;
-    if !logit.is_finite() {
-        candle::bail!("picked token {token} has logit {logit}")
+    if token == 0 {
+        let logit = logits.get(0)?.to_scalar::<f32>()?;
+        if logit.is_nan() || logit == f32::NEG_INFINITY {
+            candle::bail!("picked token 0 has logit {logit}")
+        }
     }
     Ok(token)
 }
@@ -173,7 +176,14 @@ impl LogitsProcessor {
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
-        check_picked(logits, sampled.to_scalar::<u32>()?)
+        let token = sampled.to_scalar::<u32>()?;
+        // Cheap beside the noise drawn for every logit: as for the other sampling variants, a
+        // `+inf` logit is an error, and so is a `NaN` or `-inf` one.
+        let logit = logits.get(token as usize)?.to_scalar::<f32>()?;
+        if !logit.is_finite() {
+            candle::bail!("picked token {token} has logit {logit}")
+        }
+        Ok(token)
     }
 
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
