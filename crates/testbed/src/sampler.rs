@@ -9,35 +9,58 @@ pub use candle_transformers::generation::Sampling;
 pub enum Implementation {
     /// The published crate's module, from `crates/upstream`.
     Upstream,
-    /// The module with `patches/` applied, which `[patch.crates-io]` builds.
+    /// The module with `patches/` applied, in the candle-transformers that `[patch.crates-io]`
+    /// builds: what the tests run.
     Patched,
+    /// The same patched module built like `Upstream` (`crates/patched-copy`): what the
+    /// benches compare with `Upstream`, so that only the patches differ.
+    PatchedCopy,
 }
 
-pub use Implementation::{Patched, Upstream};
+pub use Implementation::{Patched, PatchedCopy, Upstream};
+
+/// `sampling` as the `Sampling` of the `generation` module of crate `$krate`.
+macro_rules! sampling_of {
+    ($krate:ident, $sampling:expr) => {{
+        use $krate::generation::Sampling as S;
+        match *$sampling {
+            Sampling::ArgMax => S::ArgMax,
+            Sampling::All { temperature } => S::All { temperature },
+            Sampling::TopK { k, temperature } => S::TopK { k, temperature },
+            Sampling::TopP { p, temperature } => S::TopP { p, temperature },
+            Sampling::TopKThenTopP { k, p, temperature } => S::TopKThenTopP { k, p, temperature },
+            Sampling::GumbelSoftmax { temperature } => S::GumbelSoftmax { temperature },
+        }
+    }};
+}
 
 impl Implementation {
+    /// The published module beside the patched crate: what the tests compare.
     pub const BOTH: [Implementation; 2] = [Upstream, Patched];
 
     pub fn name(self) -> &'static str {
         match self {
             Upstream => "upstream",
             Patched => "patched",
+            PatchedCopy => "patched copy",
         }
     }
 
     /// `LogitsProcessor::from_sampling(seed, sampling)`.
     pub fn from_sampling(self, seed: u64, sampling: &Sampling) -> Processor {
+        use candle_transformers::generation::LogitsProcessor;
         match self {
             Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::from_sampling(
                 seed,
-                to_upstream(sampling),
+                sampling_of!(upstream, sampling),
             )),
-            Patched => Processor::Patched(
-                candle_transformers::generation::LogitsProcessor::from_sampling(
+            Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
+            PatchedCopy => {
+                Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::from_sampling(
                     seed,
-                    sampling.clone(),
-                ),
-            ),
+                    sampling_of!(patched_copy, sampling),
+                ))
+            }
         }
     }
 
@@ -59,14 +82,20 @@ impl Implementation {
                 temperature,
                 top_p,
             )),
+            PatchedCopy => Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::new(
+                seed,
+                temperature,
+                top_p,
+            )),
         }
     }
 }
 
-/// A `LogitsProcessor` of either module.
+/// A `LogitsProcessor` of any of the modules.
 pub enum Processor {
     Upstream(upstream::generation::LogitsProcessor),
     Patched(candle_transformers::generation::LogitsProcessor),
+    PatchedCopy(patched_copy::generation::LogitsProcessor),
 }
 
 impl Processor {
@@ -74,20 +103,8 @@ impl Processor {
         match self {
             Processor::Upstream(processor) => processor.sample(logits),
             Processor::Patched(processor) => processor.sample(logits),
+            Processor::PatchedCopy(processor) => processor.sample(logits),
         }
-    }
-}
-
-/// The published crate's `Sampling` with the same fields.
-pub fn to_upstream(sampling: &Sampling) -> upstream::generation::Sampling {
-    use upstream::generation::Sampling as U;
-    match *sampling {
-        Sampling::ArgMax => U::ArgMax,
-        Sampling::All { temperature } => U::All { temperature },
-        Sampling::TopK { k, temperature } => U::TopK { k, temperature },
-        Sampling::TopP { p, temperature } => U::TopP { p, temperature },
-        Sampling::TopKThenTopP { k, p, temperature } => U::TopKThenTopP { k, p, temperature },
-        Sampling::GumbelSoftmax { temperature } => U::GumbelSoftmax { temperature },
     }
 }
 

@@ -1,6 +1,7 @@
 //! The workspace's tool: `cargo xtask <command>`. `main.rs` only dispatches; each command is a
 //! module with a `run`.
 
+pub mod bench_report;
 pub mod check;
 pub mod flags;
 pub mod format_patch;

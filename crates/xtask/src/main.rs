@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use xtask::flags::Flags;
 use xtask::pin::Pin;
 use xtask::project::Layout;
-use xtask::{check, format_patch, published, vendor};
+use xtask::{bench_report, check, format_patch, published, vendor};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -15,6 +15,9 @@ cargo xtask <command>
                         from the published crate and patches/ (X: pin another published version)
   check                 fail unless those folders are exactly published crate + patches/ and
                         cargo builds the patched crate (offline)
+  bench-report [--callgrind]
+                        upstream against patched from `cargo bench`'s results, with a verdict
+                        (--callgrind: instructions per call too); writes target/bench-report.md
   format-patch --candle <clone> --branch NAME [--base main]
                         write the branch's commits back into patches/ (after review comments)
 ";
@@ -56,6 +59,11 @@ fn run(args: Vec<String>) -> Result<()> {
         "check" => {
             flags.finish()?;
             check::run(&layout)
+        }
+        "bench-report" => {
+            let callgrind = flags.switch("--callgrind");
+            flags.finish()?;
+            bench_report::run(&layout, callgrind)
         }
         "format-patch" => {
             let candle = flags

@@ -14,9 +14,10 @@ pub struct Generated {
 }
 
 /// The patched crate that `[patch.crates-io]` points at; the unpatched `generation` module
-/// that tests and benches compare it with; and the published tests, which the upstream crate
-/// runs on that module and the `pr` tests build a candle-like repository from.
-pub const GENERATED: [Generated; 3] = [
+/// that tests and benches compare it with; the published tests, which the upstream crate runs
+/// on that module and the `pr` tests build a candle-like repository from; and the patched
+/// module again, built like the unpatched one, so that the benches compare the patches alone.
+pub const GENERATED: [Generated; 4] = [
     Generated {
         dir: "crates/candle-transformers",
         crate_dir: "",
@@ -31,6 +32,11 @@ pub const GENERATED: [Generated; 3] = [
         dir: "crates/upstream/published-tests",
         crate_dir: "tests",
         patched: false,
+    },
+    Generated {
+        dir: "crates/patched-copy/src/generation",
+        crate_dir: "src/generation",
+        patched: true,
     },
 ];
 

@@ -32,7 +32,10 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     crates.sort();
-    assert_eq!(crates, ["candle-transformers", "upstream"]);
+    assert_eq!(crates, ["candle-transformers", "patched-copy", "upstream"]);
+    // The patched copy for the benches is the vendored module, byte for byte.
+    let copy = std::fs::read(root.join("crates/patched-copy/src/generation/mod.rs"))?;
+    assert_eq!(copy, patched.as_bytes());
     check::check_generated(&ws.layout, &ws.published)
 }
 

@@ -86,7 +86,9 @@ pub fn workspace() -> Result<Workspace> {
 /// A repository holding `files` under `candle-transformers/` as its first commit, as candle's
 /// repository holds the published crate.
 pub fn upstream_repo(dir: &Path, files: &[CrateFile]) -> Result<Repository> {
-    let repo = Repository::init(dir)?;
+    let mut options = git2::RepositoryInitOptions::new();
+    options.initial_head("main");
+    let repo = Repository::init_opts(dir, &options)?;
     {
         let mut config = repo.config()?;
         config.set_str("user.name", "Upstream")?;

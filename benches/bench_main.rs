@@ -1,0 +1,3 @@
+mod benchmarks;
+
+criterion::criterion_main!(benchmarks::sampling::benches, benchmarks::sampling::profile);

@@ -1,0 +1,33 @@
+pub(crate) mod sampling;
+
+use candle::{Device, Result};
+
+/// The device helper of candle's own benches: a sync before reading the clock, and names
+/// prefixed with the device, so one report can hold several.
+pub(crate) trait BenchDevice {
+    fn sync(&self) -> Result<()>;
+    fn bench_name<S: Into<String>>(&self, name: S) -> String;
+}
+
+impl BenchDevice for Device {
+    fn sync(&self) -> Result<()> {
+        testbed::device::sync(self)
+    }
+
+    fn bench_name<S: Into<String>>(&self, name: S) -> String {
+        let prefix = match self {
+            Device::Cpu => "cpu",
+            Device::Cuda(_) => "cuda",
+            Device::Metal(_) => "metal",
+        };
+        format!("{prefix}_{}", name.into())
+    }
+}
+
+/// The CPU and each accelerator there is (testbed decides, and says why one is missing).
+pub(crate) fn devices() -> Vec<Device> {
+    testbed::device::all_available()
+        .into_iter()
+        .map(|(_, device)| device)
+        .collect()
+}

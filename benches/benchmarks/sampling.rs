@@ -1,0 +1,100 @@
+//! `sample` on real logits, upstream beside patched: one group per comparison (each variant,
+//! and temperature 0), each at every vocabulary size, with the same seed.
+
+use std::time::Instant;
+
+use benches::{comparisons, logits, tensor, SEED, SIDES, VOCAB_SIZES};
+use candle::{Device, Tensor};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use testbed::fixture::Fixture;
+use testbed::sampler::Processor;
+
+use crate::benchmarks::{devices, BenchDevice};
+
+/// Times `iters` calls of `sample`, the device synced before the clock is read.
+fn run(
+    processor: &mut Processor,
+    logits: &Tensor,
+    device: &Device,
+    iters: u64,
+) -> std::time::Duration {
+    device.sync().unwrap();
+    let start = Instant::now();
+    for _ in 0..iters {
+        std::hint::black_box(processor.sample(logits).unwrap());
+    }
+    device.sync().unwrap();
+    start.elapsed()
+}
+
+fn run_sampling(c: &mut Criterion) {
+    let fixture = Fixture::load().unwrap();
+    for device in devices() {
+        for comparison in comparisons() {
+            let mut group = c.benchmark_group(device.bench_name(comparison.group));
+            for vocab in VOCAB_SIZES {
+                let logits = tensor(&logits(&fixture, vocab), &device).unwrap();
+                group.throughput(Throughput::Elements(vocab as u64));
+                for (side, implementation) in SIDES {
+                    let sampling = comparison.side(side).unwrap();
+                    let mut processor = implementation.from_sampling(SEED, sampling);
+                    group.bench_function(BenchmarkId::new(side, vocab), |b| {
+                        b.iter_custom(|iters| run(&mut processor, &logits, &device, iters))
+                    });
+                }
+            }
+            group.finish();
+        }
+    }
+}
+
+/// What each step of upstream's `sample` costs at 49152 tokens, on the CPU: the division by
+/// the temperature, softmax, the copy to the host, top-k's selection, top-p's sort, the draw.
+fn run_profile(c: &mut Criterion) {
+    use rand::distr::Distribution;
+    use rand::SeedableRng;
+
+    let fixture = Fixture::load().unwrap();
+    let logits = fixture.tensor(&Device::Cpu).unwrap();
+    let scaled = (&logits / 0.8).unwrap();
+    let probabilities = candle_nn::ops::softmax_last_dim(&scaled).unwrap();
+    let host: Vec<f32> = probabilities.to_vec1().unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(SEED);
+    let mut group = c.benchmark_group("cpu_profile");
+    group.throughput(Throughput::Elements(host.len() as u64));
+    group.bench_function("argmax", |b| {
+        b.iter(|| logits.argmax(0).unwrap().to_scalar::<u32>().unwrap())
+    });
+    group.bench_function("divide", |b| b.iter(|| (&logits / 0.8).unwrap()));
+    group.bench_function("softmax", |b| {
+        b.iter(|| candle_nn::ops::softmax_last_dim(&scaled).unwrap())
+    });
+    group.bench_function("to_host", |b| {
+        b.iter(|| probabilities.to_vec1::<f32>().unwrap())
+    });
+    group.bench_function("select_top_40", |b| {
+        b.iter(|| {
+            let mut indices: Vec<usize> = (0..host.len()).collect();
+            indices.select_nth_unstable_by(40, |&i, &j| host[j].total_cmp(&host[i]));
+            indices.truncate(40);
+            indices
+        })
+    });
+    group.bench_function("sort_for_top_p", |b| {
+        b.iter(|| {
+            let mut indices: Vec<usize> = (0..host.len()).collect();
+            indices.sort_by(|&i, &j| host[j].total_cmp(&host[i]));
+            indices
+        })
+    });
+    group.bench_function("weighted_draw", |b| {
+        b.iter(|| {
+            let index = rand::distr::weighted::WeightedIndex::new(&host).unwrap();
+            index.sample(&mut rng)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, run_sampling);
+criterion_group!(profile, run_profile);

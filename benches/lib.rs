@@ -1,0 +1,101 @@
+//! What the benches measure, shared by the criterion benches and the instruction-count driver:
+//! logits at each vocabulary size, and the variants at the benches' temperature.
+
+use candle::{Device, Result, Tensor};
+use rand::{Rng, SeedableRng};
+use testbed::fixture::Fixture;
+use testbed::sampler::{Implementation, Sampling};
+
+/// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
+pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
+
+/// The two sides of every comparison: the published module and the patched one, each built as
+/// a small crate of its own, so that only the patches differ (see crates/patched-copy).
+pub const SIDES: [(&str, Implementation); 2] = [
+    ("upstream", Implementation::Upstream),
+    ("patched", Implementation::PatchedCopy),
+];
+
+impl Comparison {
+    /// The sampling of the side called `name`.
+    pub fn side(&self, name: &str) -> Option<&Sampling> {
+        match name {
+            "upstream" => Some(&self.upstream),
+            "patched" => Some(&self.patched),
+            _ => None,
+        }
+    }
+}
+
+/// The temperature every sampled variant runs at.
+pub const TEMPERATURE: f64 = 0.8;
+pub const SEED: u64 = 42;
+
+/// One criterion group: upstream's processor beside the patched one.
+pub struct Comparison {
+    pub group: &'static str,
+    pub upstream: Sampling,
+    pub patched: Sampling,
+}
+
+/// A group per variant at `TEMPERATURE`, each side the same; then temperature 0, where
+/// upstream fails, so patched `TopK { k: 40, temperature: 0.0 }` is set against what it must
+/// cost: upstream's `ArgMax`.
+pub fn comparisons() -> Vec<Comparison> {
+    let temperature = TEMPERATURE;
+    let same = |group, sampling: Sampling| Comparison {
+        group,
+        upstream: sampling.clone(),
+        patched: sampling,
+    };
+    vec![
+        same("argmax", Sampling::ArgMax),
+        same("all", Sampling::All { temperature }),
+        same("top_k", Sampling::TopK { k: 40, temperature }),
+        same(
+            "top_p",
+            Sampling::TopP {
+                p: 0.9,
+                temperature,
+            },
+        ),
+        same(
+            "top_k_then_top_p",
+            Sampling::TopKThenTopP {
+                k: 40,
+                p: 0.9,
+                temperature,
+            },
+        ),
+        same("gumbel_softmax", Sampling::GumbelSoftmax { temperature }),
+        Comparison {
+            group: "temperature_0",
+            upstream: Sampling::ArgMax,
+            patched: Sampling::TopK {
+                k: 40,
+                temperature: 0.0,
+            },
+        },
+    ]
+}
+
+/// The comparison called `group`.
+pub fn comparison(group: &str) -> Option<Comparison> {
+    comparisons().into_iter().find(|c| c.group == group)
+}
+
+/// Logits of `vocab` entries with the fixture's distribution: the fixture itself at 49152,
+/// otherwise values drawn from it with a fixed seed.
+pub fn logits(fixture: &Fixture, vocab: usize) -> Vec<f32> {
+    if vocab == fixture.logits.len() {
+        return fixture.logits.clone();
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(vocab as u64);
+    (0..vocab)
+        .map(|_| fixture.logits[rng.random_range(0..fixture.logits.len())])
+        .collect()
+}
+
+pub fn tensor(values: &[f32], device: &Device) -> Result<Tensor> {
+    Tensor::from_slice(values, values.len(), device)
+}

@@ -1,0 +1,591 @@
+//! `cargo xtask bench-report [--callgrind]`: upstream against patched, one row per comparison
+//! and vocabulary: criterion's medians (`cargo bench`), the ratio and its 95% interval from
+//! paired rounds, a verdict, and with `--callgrind` instructions per call. Printed and written
+//! to `target/bench-report.md`, for the pull request.
+//!
+//! Why paired rounds: on a shared machine two criterion measurements taken a minute apart
+//! drift by 10% and more, so the ratio of their medians, with an interval from the samples of
+//! each, claims differences that are not there. `bench-driver pair` times both sides back to
+//! back in alternating order; the ratio within a round cancels the drift.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::pin::Pin;
+use crate::project::{self, Layout};
+
+/// One benchmark's samples, as criterion saved them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub group: String,
+    pub function: String,
+    pub value: Option<String>,
+    /// The time of one iteration in each sample, in nanoseconds.
+    pub per_iteration_ns: Vec<f64>,
+    /// criterion's own median estimate, to check ours against.
+    pub criterion_median_ns: f64,
+}
+
+/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` run.
+pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
+    let mut found = Vec::new();
+    collect_runs(dir, &mut found)?;
+    found.sort();
+    let mut measurements = Vec::new();
+    for run in found {
+        let read = |name: &str| -> Result<Value> {
+            let path = run.join(name);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+        };
+        let benchmark = read("benchmark.json")?;
+        let sample = read("sample.json")?;
+        let estimates = read("estimates.json")?;
+        let text = |key: &str| {
+            benchmark
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let numbers = |key: &str| -> Result<Vec<f64>> {
+            sample
+                .get(key)
+                .and_then(Value::as_array)
+                .with_context(|| format!("{}: sample.json has no `{key}`", run.display()))?
+                .iter()
+                .map(|v| v.as_f64().context("not a number"))
+                .collect()
+        };
+        let (iters, times) = (numbers("iters")?, numbers("times")?);
+        if iters.len() != times.len() || iters.is_empty() {
+            bail!(
+                "{}: sample.json's iters and times do not pair up",
+                run.display()
+            );
+        }
+        measurements.push(Measurement {
+            group: text("group_id").context("benchmark.json has no group_id")?,
+            function: text("function_id").unwrap_or_default(),
+            value: text("value_str"),
+            per_iteration_ns: times.iter().zip(&iters).map(|(t, i)| t / i).collect(),
+            criterion_median_ns: estimates
+                .pointer("/median/point_estimate")
+                .and_then(Value::as_f64)
+                .context("estimates.json has no median")?,
+        });
+    }
+    Ok(measurements)
+}
+
+/// The folders `…/new` that hold a `benchmark.json`.
+fn collect_runs(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries {
+        let path = entry?.path();
+        let name = path.file_name().unwrap_or_default();
+        if !path.is_dir() || name == "report" || name == "base" {
+            continue;
+        }
+        if name == "new" && path.join("benchmark.json").is_file() {
+            found.push(path);
+        } else {
+            collect_runs(&path, found)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    } else {
+        sorted[middle]
+    }
+}
+
+/// SplitMix64: a seeded generator, so that a report's intervals can be reproduced.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// `bench-driver pair`'s output: one `<upstream ns> <patched ns>` line per round.
+pub fn parse_rounds(text: &str) -> Result<Vec<(f64, f64)>> {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let numbers: Vec<f64> = line
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            match numbers[..] {
+                [upstream, patched] if upstream > 0.0 && patched > 0.0 => Ok((upstream, patched)),
+                _ => bail!("`{line}` is not two times in nanoseconds"),
+            }
+        })
+        .collect()
+}
+
+/// "no measurable cost" only when the interval contains 1.0 or lies within ±1%.
+pub fn verdict(ratio: f64, (low, high): (f64, f64)) -> String {
+    if (low <= 1.0 && 1.0 <= high) || (low >= 0.99 && high <= 1.01) {
+        "no measurable cost".to_string()
+    } else if low > 1.0 {
+        format!("slower by {:.1}%", (ratio - 1.0) * 100.0)
+    } else {
+        format!("faster by {:.1}%", (1.0 - ratio) * 100.0)
+    }
+}
+
+/// The ratio of one comparison from paired rounds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paired {
+    pub rounds: usize,
+    /// The median of the rounds' patched / upstream ratios.
+    pub ratio: f64,
+    /// Its 95% percentile-bootstrap interval over rounds.
+    pub interval: (f64, f64),
+    pub verdict: String,
+}
+
+impl Paired {
+    pub fn of(rounds: &[(f64, f64)]) -> Paired {
+        let ratios: Vec<f64> = rounds
+            .iter()
+            .map(|(upstream, patched)| patched / upstream)
+            .collect();
+        let mut rng = SplitMix(0x5eed);
+        let mut medians: Vec<f64> = (0..2000)
+            .map(|_| {
+                let drawn: Vec<f64> = (0..ratios.len())
+                    .map(|_| ratios[rng.below(ratios.len())])
+                    .collect();
+                median(&drawn)
+            })
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        let ratio = median(&ratios);
+        let interval = (medians[50], medians[1949]);
+        Paired {
+            rounds: rounds.len(),
+            ratio,
+            interval,
+            verdict: verdict(ratio, interval),
+        }
+    }
+}
+
+/// One comparison at one vocabulary size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub device: String,
+    pub comparison: String,
+    pub vocab: String,
+    /// criterion's medians of one call.
+    pub upstream_ns: f64,
+    pub patched_ns: f64,
+    /// From paired rounds, once measured.
+    pub paired: Option<Paired>,
+    /// Patched over upstream instructions per call, where callgrind counted them.
+    pub instructions: Option<f64>,
+}
+
+/// Pairs each `upstream` measurement with the `patched` one of the same group and value.
+pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for upstream in measurements.iter().filter(|m| m.function == "upstream") {
+        let Some(patched) = measurements.iter().find(|m| {
+            m.function == "patched" && m.group == upstream.group && m.value == upstream.value
+        }) else {
+            continue;
+        };
+        let (device, comparison) = upstream
+            .group
+            .split_once('_')
+            .unwrap_or(("?", &upstream.group));
+        rows.push(Row {
+            device: device.to_string(),
+            comparison: comparison.to_string(),
+            vocab: upstream.value.clone().unwrap_or_default(),
+            upstream_ns: median(&upstream.per_iteration_ns),
+            patched_ns: median(&patched.per_iteration_ns),
+            paired: None,
+            instructions: None,
+        });
+    }
+    rows.sort_by_key(|row| {
+        let vocab: u64 = row.vocab.parse().unwrap_or(0);
+        (row.device.clone(), row.comparison.clone(), vocab)
+    });
+    rows
+}
+
+pub fn show_time(ns: f64) -> String {
+    match ns {
+        ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
+        ns if ns >= 1e3 => format!("{:.1} µs", ns / 1e3),
+        ns => format!("{ns:.0} ns"),
+    }
+}
+
+/// Where and on what the numbers were taken.
+pub struct Provenance {
+    pub machine: String,
+    pub crate_label: String,
+    pub patches: Vec<String>,
+    pub commit: String,
+    pub date: String,
+}
+
+pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) -> String {
+    let mut out = String::new();
+    out += "## Sampling cost: upstream against patched\n\n";
+    out += &format!(
+        "{} as published against {} + {}. One `sample` call on SmolLM2-135M's real logits \
+         (49152) and on vocabularies drawn from them; seed 42, temperature 0.8 \
+         (`temperature_0`: upstream `ArgMax` against patched `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
+        provenance.crate_label,
+        provenance.crate_label,
+        provenance.patches.join(", ")
+    );
+    out += &format!(
+        "Machine: {}. Commit {}. Date {}.\n\n",
+        provenance.machine, provenance.commit, provenance.date
+    );
+    out += "| comparison | vocab | device | upstream | patched | ratio | 95% interval | instructions | verdict |\n";
+    out += "|---|---:|---|---:|---:|---:|---|---:|---|\n";
+    for row in rows {
+        let (ratio, interval, verdict) = match &row.paired {
+            Some(p) => (
+                format!("{:.3}", p.ratio),
+                format!("{:.3} to {:.3}", p.interval.0, p.interval.1),
+                p.verdict.clone(),
+            ),
+            None => Default::default(),
+        };
+        let instructions = row
+            .instructions
+            .map_or(String::new(), |r| format!("{r:.4}"));
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {ratio} | {interval} | {instructions} | {verdict} |\n",
+            row.comparison,
+            row.vocab,
+            row.device,
+            show_time(row.upstream_ns),
+            show_time(row.patched_ns),
+        );
+    }
+    let rounds = rows
+        .iter()
+        .find_map(|r| r.paired.as_ref())
+        .map_or(0, |p| p.rounds);
+    out += &format!(
+        "\nupstream, patched: criterion's medians of one call. Ratio: the median of patched / \
+         upstream over {rounds} paired rounds, each timing both back to back, in alternating \
+         order; the interval is its 95% bootstrap over rounds. Verdict: \"no measurable cost\" \
+         when that interval contains 1.0 or lies within ±1%. Instructions: patched over upstream \
+         instructions per call under callgrind, which machine noise does not move (one \
+         thread).\n"
+    );
+    if !profile.is_empty() {
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
+        out += "What each step of a `sample` call costs alone: the floor for the next \
+                performance work.\n\n| step | median |\n|---|---:|\n";
+        for (step, ns) in profile {
+            out += &format!("| {step} | {} |\n", show_time(*ns));
+        }
+    }
+    out
+}
+
+pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
+    let dir = layout.target().join("criterion");
+    if !dir.is_dir() {
+        bail!(
+            "no criterion results in {}: run `cargo bench` first",
+            dir.display()
+        );
+    }
+    let measurements = read_criterion(&dir)?;
+    let mut rows = rows(&measurements);
+    if rows.is_empty() {
+        bail!(
+            "{} has no upstream/patched pairs: run `cargo bench`",
+            dir.display()
+        );
+    }
+    let driver = build_driver(layout)?;
+    for row in &mut rows {
+        measure_pairs(&driver, row)?;
+    }
+    if callgrind {
+        count_instructions(layout, &driver, &mut rows)?;
+    }
+    let profile: Vec<(String, f64)> = measurements
+        .iter()
+        .filter(|m| m.group == "cpu_profile")
+        .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
+        .collect();
+    let report = render(&rows, &profile, &provenance(layout)?);
+    let path = layout.target().join("bench-report.md");
+    std::fs::write(&path, &report)?;
+    print!("{report}");
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `bench-driver`, built as `cargo bench` builds the benches.
+fn build_driver(layout: &Layout) -> Result<PathBuf> {
+    let status = project::cargo()
+        .current_dir(&layout.root)
+        .args([
+            "build",
+            "--release",
+            "-q",
+            "-p",
+            "benches",
+            "--bin",
+            "bench-driver",
+        ])
+        .status()?;
+    if !status.success() {
+        bail!("cannot build bench-driver");
+    }
+    Ok(layout.target().join("release").join("bench-driver"))
+}
+
+/// The paired ratio of `row`: 201 rounds of about 2 ms of calls on each side.
+fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
+    let calls = (2e6 / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
+    let output = std::process::Command::new(driver)
+        .args([
+            "pair",
+            &row.comparison,
+            &row.vocab,
+            "201",
+            &calls.to_string(),
+            &row.device,
+        ])
+        .output()
+        .context("cannot run bench-driver")?;
+    if !output.status.success() {
+        bail!(
+            "bench-driver pair failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let paired = Paired::of(&parse_rounds(&String::from_utf8_lossy(&output.stdout))?);
+    eprintln!(
+        "{} {} {}: ratio {:.3} ({:.3} to {:.3}), {}",
+        row.device,
+        row.comparison,
+        row.vocab,
+        paired.ratio,
+        paired.interval.0,
+        paired.interval.1,
+        paired.verdict
+    );
+    row.paired = Some(paired);
+    Ok(())
+}
+
+/// Fills `instructions` for the CPU rows at 49152 tokens: each side's loop runs under callgrind
+/// twice, with 4 and 16 calls, so that the setup cancels out.
+fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Result<()> {
+    let out = layout.target().join("callgrind");
+    std::fs::create_dir_all(&out)?;
+    for row in rows
+        .iter_mut()
+        .filter(|r| r.device == "cpu" && r.vocab == "49152")
+    {
+        let mut per_call = BTreeMap::new();
+        for side in ["upstream", "patched"] {
+            let mut totals = Vec::new();
+            for calls in [4u64, 16] {
+                let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
+                let output = std::process::Command::new("valgrind")
+                    .arg("--tool=callgrind")
+                    .arg(format!("--callgrind-out-file={}", file.display()))
+                    .arg(driver)
+                    .args([
+                        "count",
+                        side,
+                        &row.comparison,
+                        &row.vocab,
+                        &calls.to_string(),
+                    ])
+                    .env("RAYON_NUM_THREADS", "1")
+                    .output()
+                    .context("cannot run valgrind: install it to count instructions")?;
+                if !output.status.success() {
+                    bail!(
+                        "callgrind failed: {}",
+                        String::from_utf8_lossy(&output.stderr)
+                    );
+                }
+                totals.push(callgrind_total(&std::fs::read_to_string(&file)?)?);
+            }
+            per_call.insert(side, (totals[1] - totals[0]) as f64 / 12.0);
+        }
+        row.instructions = Some(per_call["patched"] / per_call["upstream"]);
+        eprintln!(
+            "callgrind {}: {per_call:?} instructions per call",
+            row.comparison
+        );
+    }
+    Ok(())
+}
+
+/// The instruction total in a callgrind output file.
+pub fn callgrind_total(text: &str) -> Result<u64> {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix("totals:")
+                .or_else(|| line.strip_prefix("summary:"))
+        })
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .context("no totals in the callgrind output")
+}
+
+fn provenance(layout: &Layout) -> Result<Provenance> {
+    let pin = Pin::read(&layout.pin())?;
+    let patches = crate::series::load(&layout.patches())?
+        .into_iter()
+        .map(|p| p.file_name.get(..4).unwrap_or_default().to_string())
+        .collect();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown processor".to_string());
+    let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let commit = match git2::Repository::discover(&layout.root) {
+        Ok(repo) => {
+            let head = repo.head()?.peel_to_commit()?.id().to_string();
+            let dirty = !crate::git::uncommitted(&repo, None)?.is_empty();
+            let note = if dirty {
+                " with uncommitted changes"
+            } else {
+                ""
+            };
+            format!("{}{note}", &head[..10])
+        }
+        Err(_) => "unknown".to_string(),
+    };
+    Ok(Provenance {
+        machine: format!(
+            "{cpu}, {threads} threads, {} {}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ),
+        crate_label: pin.label(),
+        patches,
+        commit,
+        date: today(),
+    })
+}
+
+/// Today's date in UTC, as YYYY-MM-DD.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_rule() {
+        assert_eq!(verdict(1.004, (0.998, 1.012)), "no measurable cost");
+        assert_eq!(verdict(1.004, (1.001, 1.008)), "no measurable cost");
+        assert_eq!(verdict(1.03, (1.02, 1.04)), "slower by 3.0%");
+        assert_eq!(verdict(1.012, (1.005, 1.02)), "slower by 1.2%");
+        assert_eq!(verdict(0.9, (0.85, 0.95)), "faster by 10.0%");
+    }
+
+    #[test]
+    fn paired_rounds_cancel_drift() {
+        // The machine slows down threefold over the run; within each round patched is 10% slower.
+        let rounds: Vec<(f64, f64)> = (0..201)
+            .map(|i| {
+                let drift = 1.0 + 2.0 * i as f64 / 200.0;
+                let jitter = 1.0 + ((i * 37) % 11) as f64 / 1000.0;
+                (100.0 * drift, 110.0 * drift * jitter)
+            })
+            .collect();
+        let paired = Paired::of(&rounds);
+        assert!((paired.ratio - 1.105).abs() < 0.01, "{}", paired.ratio);
+        assert!(paired.interval.0 <= paired.ratio && paired.ratio <= paired.interval.1);
+        assert!(
+            paired.interval.1 - paired.interval.0 < 0.02,
+            "{:?}",
+            paired.interval
+        );
+        assert!(
+            paired.verdict.starts_with("slower by 10."),
+            "{}",
+            paired.verdict
+        );
+        let same: Vec<(f64, f64)> = rounds.iter().map(|&(u, p)| (u, p / 1.1)).collect();
+        assert_eq!(Paired::of(&same).verdict, "no measurable cost");
+    }
+
+    #[test]
+    fn rounds_are_parsed_or_refused() -> Result<()> {
+        assert_eq!(
+            parse_rounds("10 11\n12 13\n")?,
+            [(10.0, 11.0), (12.0, 13.0)]
+        );
+        assert!(parse_rounds("10\n").is_err());
+        assert!(parse_rounds("0 5\n").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn callgrind_totals_are_read() -> Result<()> {
+        let text = "events: Ir\nfl=x\n1 2\ntotals: 123456\n";
+        assert_eq!(callgrind_total(text)?, 123456);
+        assert_eq!(callgrind_total("events: Ir\nsummary: 99\n")?, 99);
+        Ok(())
+    }
+
+    #[test]
+    fn today_is_a_date() {
+        let date = today();
+        assert_eq!(date.len(), 10);
+        assert!(date.starts_with("20"), "{date}");
+    }
+}
