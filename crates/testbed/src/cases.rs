@@ -63,7 +63,7 @@ impl Case {
 }
 
 /// What a CLI does with `--temperature` and `--top-k`, as the report shows it; `guard` is the
-/// report's fix, made at the call site.
+/// report's fix, made at the call site, as candle's own examples do.
 pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Sampling {
     if guard && temperature <= 0.0 {
         return Sampling::ArgMax;
@@ -113,7 +113,9 @@ pub fn report() -> Vec<Case> {
     for (temperature, top_k) in [(0.0, Some(40)), (0.0, None), (0.8, Some(40))] {
         let sampling = cli_sampling(temperature, top_k, true);
         cases.push(Case {
-            label: format!("report's fix (t {temperature:?}, top-k {top_k:?}): {sampling:?}"),
+            label: format!(
+                "guarded at the call site (t {temperature:?}, top-k {top_k:?}): {sampling:?}"
+            ),
             build: Build::FromSampling(sampling),
         });
     }

@@ -40,15 +40,15 @@ fn upstream_expected() -> Vec<(&'static str, Outcome)> {
             Outcome::Token(GREEDY),
         ),
         (
-            "report's fix (t 0.0, top-k Some(40)): ArgMax",
+            "guarded at the call site (t 0.0, top-k Some(40)): ArgMax",
             Outcome::Token(GREEDY),
         ),
         (
-            "report's fix (t 0.0, top-k None): ArgMax",
+            "guarded at the call site (t 0.0, top-k None): ArgMax",
             Outcome::Token(GREEDY),
         ),
         (
-            "report's fix (t 0.8, top-k Some(40)): TopK { k: 40, temperature: 0.8 }",
+            "guarded at the call site (t 0.8, top-k Some(40)): TopK { k: 40, temperature: 0.8 }",
             Outcome::Token(GREEDY),
         ),
     ]
@@ -162,7 +162,7 @@ fn new_agrees_with_from_sampling_at_every_temperature() -> Result<()> {
 fn the_report_fix_cases_build_what_the_report_says() {
     let fixes: Vec<Build> = cases::report()
         .into_iter()
-        .filter(|c| c.label.starts_with("report's fix"))
+        .filter(|c| c.label.starts_with("guarded at the call site"))
         .map(|c| c.build)
         .collect();
     assert_eq!(

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod git;
 pub mod patch_use;
 pub mod pin;
+pub mod pr;
 pub mod project;
 pub mod published;
 pub mod series;

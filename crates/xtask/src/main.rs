@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use xtask::flags::Flags;
 use xtask::pin::Pin;
 use xtask::project::Layout;
-use xtask::{bench_report, check, format_patch, published, vendor};
+use xtask::{bench_report, check, format_patch, pr, published, vendor};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -18,6 +18,9 @@ cargo xtask <command>
   bench-report [--callgrind]
                         upstream against patched from `cargo bench`'s results, with a verdict
                         (--callgrind: instructions per call too); writes target/bench-report.md
+  pr [--candle <clone>] [--base main] [--branch NAME] [--force-branch] [--patches 0001,...]
+     [--verify]         make the upstream branch in the clone (one commit per patch) and write
+                        target/pr/ (title, body, patches); --verify runs upstream's checks on it
   format-patch --candle <clone> --branch NAME [--base main]
                         write the branch's commits back into patches/ (after review comments)
 ";
@@ -64,6 +67,21 @@ fn run(args: Vec<String>) -> Result<()> {
             let callgrind = flags.switch("--callgrind");
             flags.finish()?;
             bench_report::run(&layout, callgrind)
+        }
+        "pr" => {
+            let options = pr::Options {
+                candle: flags.value("--candle")?.map(Into::into),
+                base: flags.value("--base")?.unwrap_or_else(|| "main".to_string()),
+                branch: flags.value("--branch")?,
+                force_branch: flags.switch("--force-branch"),
+                verify: flags.switch("--verify"),
+                patches: flags
+                    .value("--patches")?
+                    .map(|list| list.split(',').map(str::to_string).collect())
+                    .unwrap_or_default(),
+            };
+            flags.finish()?;
+            pr::run(&layout, &options)
         }
         "format-patch" => {
             let candle = flags

@@ -95,10 +95,19 @@ pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
 }
 
 fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
+    let blob = repo.find_blob(id)?;
     if mode == i32::from(FileMode::Link) {
-        bail!("symbolic links are not written");
+        #[cfg(unix)]
+        {
+            let target =
+                std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
+            std::os::unix::fs::symlink(target, path)?;
+            return Ok(());
+        }
+        #[cfg(not(unix))]
+        bail!("symbolic links are written on unix only");
     }
-    std::fs::write(path, repo.find_blob(id)?.content())?;
+    std::fs::write(path, blob.content())?;
     #[cfg(unix)]
     if mode == i32::from(FileMode::BlobExecutable) {
         use std::os::unix::fs::PermissionsExt;
