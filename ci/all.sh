@@ -8,4 +8,5 @@ step "setup" bash ci/setup.sh
 step "lint" bash ci/lint.sh
 step "check" bash ci/check.sh
 step "test" bash ci/test.sh
+step "bench" bash ci/bench.sh
 summary

@@ -111,8 +111,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             branch: None,
             commits: Vec::new(),
             base: vec![format!(
-                "Prepared from the published {} (upstream commit {}); `--candle <clone>` checks a \
-                 base and audits its call sites.",
+                "Prepared against the published {} (upstream commit {}).",
                 pin.label(),
                 short(&pin.commit)
             )],
@@ -147,6 +146,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         );
     }
     eprintln!("wrote {} (title.txt, body.md, patches/)", out.display());
+    if options.candle.is_none() {
+        eprintln!("with `--candle <clone>`, pr also makes the branch, checks the base and audits the call sites");
+    }
     if options.verify {
         let (Some(clone), Some(&tip)) = (&options.candle, prepared.commits.last()) else {
             bail!("--verify needs --candle <clone>");

@@ -1,0 +1,82 @@
+//! The bench report's parser on criterion's real output (tests/fixtures/criterion, captured from
+//! this project's bench).
+
+use std::path::Path;
+
+use anyhow::Result;
+use xtask::bench_report::{self, median, Paired};
+
+fn fixture() -> Result<Vec<bench_report::Measurement>> {
+    bench_report::read_criterion(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/criterion"),
+    )
+}
+
+#[test]
+fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
+    let measurements = fixture()?;
+    let ids: Vec<(&str, &str, Option<&str>)> = measurements
+        .iter()
+        .map(|m| (m.group.as_str(), m.function.as_str(), m.value.as_deref()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("cpu_argmax", "patched", Some("49152")),
+            ("cpu_argmax", "upstream", Some("49152")),
+            ("cpu_profile", "argmax", None),
+        ]
+    );
+    for m in &measurements {
+        // criterion's 100 samples, and our median of them is criterion's own estimate.
+        assert_eq!(m.per_iteration_ns.len(), 100);
+        let ours = median(&m.per_iteration_ns);
+        assert!(
+            (ours - m.criterion_median_ns).abs() <= 1e-9 * ours,
+            "{} {}",
+            ours,
+            m.criterion_median_ns
+        );
+        assert!(
+            ours > 1_000.0 && ours < 1_000_000.0,
+            "{ours} ns for ArgMax over 49152 logits"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn the_report_pairs_and_renders_them() -> Result<()> {
+    let mut rows = bench_report::rows(&fixture()?);
+    assert_eq!(rows.len(), 1);
+    let row = &mut rows[0];
+    assert_eq!(
+        (
+            row.device.as_str(),
+            row.comparison.as_str(),
+            row.vocab.as_str()
+        ),
+        ("cpu", "argmax", "49152")
+    );
+    row.paired = Some(Paired::of(&[(100.0, 101.0), (100.0, 99.5), (102.0, 102.0)]));
+    row.instructions = Some(1.0004);
+    let provenance = bench_report::Provenance {
+        machine: "a machine".into(),
+        crate_label: "candle-transformers 0.11.1".into(),
+        patches: vec!["0001".into()],
+        commit: "abc".into(),
+        date: "2026-11-29".into(),
+    };
+    let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &provenance);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("| argmax | 49152 | cpu |"))
+        .unwrap();
+    assert!(
+        line.ends_with("| 1.000 | 0.995 to 1.010 | 1.0004 | no measurable cost |"),
+        "{line}"
+    );
+    assert!(report.contains("| argmax | 30.0 µs |"));
+    assert!(report.contains("over 3 paired rounds"));
+    Ok(())
+}
