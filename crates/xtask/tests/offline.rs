@@ -1,0 +1,25 @@
+//! `cargo xtask check` offline: the binary itself, with a cargo home that has no `.crate`.
+
+use xtask::fsutil::TempDir;
+
+#[test]
+fn check_without_the_crate_says_what_to_run() -> anyhow::Result<()> {
+    let empty_home = TempDir::new("cargo-home")?;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("check")
+        .env("CARGO_HOME", empty_home.path())
+        .output()?;
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error: candle-transformers 0.11.1 is not in cargo's cache (no candle-transformers-0.11.1.crate under "),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .trim_end()
+            .ends_with("run `cargo xtask fetch` once while online"),
+        "{stderr}"
+    );
+    Ok(())
+}
