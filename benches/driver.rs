@@ -8,9 +8,8 @@
 //!   drifts by more than the effects looked for; the ratio within a round does not.
 
 use std::process::ExitCode;
-use std::time::Instant;
 
-use benches::{comparison, logits, tensor, SEED, SIDES};
+use benches::{comparison, logits, tensor, time_calls};
 use candle::Device;
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
@@ -56,13 +55,8 @@ fn run() -> Result<(), String> {
             let calls: u64 = number("calls", calls)?;
             let mut sides = [processor("upstream", group)?, processor("patched", group)?];
             let time = |processor: &mut Processor| -> Result<u128, String> {
-                testbed::device::sync(&device).map_err(|e| e.to_string())?;
-                let start = Instant::now();
-                for _ in 0..calls {
-                    std::hint::black_box(processor.sample(&logits).map_err(|e| e.to_string())?);
-                }
-                testbed::device::sync(&device).map_err(|e| e.to_string())?;
-                Ok(start.elapsed().as_nanos())
+                let elapsed = time_calls(processor, &logits, &device, calls);
+                Ok(elapsed.map_err(|e| e.to_string())?.as_nanos())
             };
             // Warm up both, then alternate which side goes first.
             time(&mut sides[0])?;
@@ -86,9 +80,7 @@ fn run() -> Result<(), String> {
 /// The processor of the side called `name` (`upstream` or `patched`) in comparison `group`.
 fn processor(name: &str, group: &str) -> Result<Processor, String> {
     let comparison = comparison(group).ok_or_else(|| format!("no comparison {group}"))?;
-    let sampling = comparison
-        .side(name)
-        .ok_or_else(|| format!("side must be upstream or patched, got {name}"))?;
-    let (_, implementation) = SIDES.into_iter().find(|(side, _)| *side == name).unwrap();
-    Ok(implementation.from_sampling(SEED, sampling))
+    comparison
+        .processor(name)
+        .ok_or_else(|| format!("side must be upstream or patched, got {name}"))
 }

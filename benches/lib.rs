@@ -1,10 +1,12 @@
 //! What the benches measure, shared by the criterion benches and the instruction-count driver:
 //! logits at each vocabulary size, and the variants at the benches' temperature.
 
+use std::time::{Duration, Instant};
+
 use candle::{Device, Result, Tensor};
 use rand::{Rng, SeedableRng};
 use testbed::fixture::Fixture;
-use testbed::sampler::{Implementation, Sampling};
+use testbed::sampler::{Implementation, Processor, Sampling};
 
 /// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
 pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
@@ -16,17 +18,6 @@ pub const SIDES: [(&str, Implementation); 2] = [
     ("patched", Implementation::PatchedCopy),
 ];
 
-impl Comparison {
-    /// The sampling of the side called `name`.
-    pub fn side(&self, name: &str) -> Option<&Sampling> {
-        match name {
-            "upstream" => Some(&self.upstream),
-            "patched" => Some(&self.patched),
-            _ => None,
-        }
-    }
-}
-
 /// The temperature every sampled variant runs at.
 pub const TEMPERATURE: f64 = 0.8;
 pub const SEED: u64 = 42;
@@ -36,6 +27,18 @@ pub struct Comparison {
     pub group: &'static str,
     pub upstream: Sampling,
     pub patched: Sampling,
+}
+
+impl Comparison {
+    /// The processor of the side called `name` (one of `SIDES`), seeded with `SEED`.
+    pub fn processor(&self, name: &str) -> Option<Processor> {
+        let (_, implementation) = SIDES.into_iter().find(|(side, _)| *side == name)?;
+        let sampling = match implementation {
+            Implementation::Upstream => &self.upstream,
+            _ => &self.patched,
+        };
+        Some(implementation.from_sampling(SEED, sampling))
+    }
 }
 
 /// A group per variant at `TEMPERATURE`, each side the same; then temperature 0, where
@@ -98,4 +101,20 @@ pub fn logits(fixture: &Fixture, vocab: usize) -> Vec<f32> {
 
 pub fn tensor(values: &[f32], device: &Device) -> Result<Tensor> {
     Tensor::from_slice(values, values.len(), device)
+}
+
+/// The time of `calls` calls of `sample`, the device synced before each reading of the clock.
+pub fn time_calls(
+    processor: &mut Processor,
+    logits: &Tensor,
+    device: &Device,
+    calls: u64,
+) -> Result<Duration> {
+    testbed::device::sync(device)?;
+    let start = Instant::now();
+    for _ in 0..calls {
+        std::hint::black_box(processor.sample(logits)?);
+    }
+    testbed::device::sync(device)?;
+    Ok(start.elapsed())
 }

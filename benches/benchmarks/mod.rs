@@ -1,19 +1,15 @@
 pub(crate) mod sampling;
 
-use candle::{Device, Result};
+use candle::Device;
 
-/// The device helper of candle's own benches: a sync before reading the clock, and names
-/// prefixed with the device, so one report can hold several.
+/// The device helper of candle's own benches: names prefixed with the device, so one report can
+/// hold several. The sync before each reading of the clock is in `benches::time_calls`, which
+/// `bench-driver` times with too.
 pub(crate) trait BenchDevice {
-    fn sync(&self) -> Result<()>;
     fn bench_name<S: Into<String>>(&self, name: S) -> String;
 }
 
 impl BenchDevice for Device {
-    fn sync(&self) -> Result<()> {
-        testbed::device::sync(self)
-    }
-
     fn bench_name<S: Into<String>>(&self, name: S) -> String {
         let prefix = match self {
             Device::Cpu => "cpu",

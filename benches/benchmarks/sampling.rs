@@ -1,31 +1,12 @@
 //! `sample` on real logits, upstream beside patched: one group per comparison (each variant,
 //! and temperature 0), each at every vocabulary size, with the same seed.
 
-use std::time::Instant;
-
-use benches::{comparisons, logits, tensor, SEED, SIDES, VOCAB_SIZES};
-use candle::{Device, Tensor};
+use benches::{comparisons, logits, tensor, time_calls, SEED, SIDES, VOCAB_SIZES};
+use candle::Device;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use testbed::fixture::Fixture;
-use testbed::sampler::Processor;
 
 use crate::benchmarks::{devices, BenchDevice};
-
-/// Times `iters` calls of `sample`, the device synced before the clock is read.
-fn run(
-    processor: &mut Processor,
-    logits: &Tensor,
-    device: &Device,
-    iters: u64,
-) -> std::time::Duration {
-    device.sync().unwrap();
-    let start = Instant::now();
-    for _ in 0..iters {
-        std::hint::black_box(processor.sample(logits).unwrap());
-    }
-    device.sync().unwrap();
-    start.elapsed()
-}
 
 fn run_sampling(c: &mut Criterion) {
     let fixture = Fixture::load().unwrap();
@@ -35,11 +16,12 @@ fn run_sampling(c: &mut Criterion) {
             for vocab in VOCAB_SIZES {
                 let logits = tensor(&logits(&fixture, vocab), &device).unwrap();
                 group.throughput(Throughput::Elements(vocab as u64));
-                for (side, implementation) in SIDES {
-                    let sampling = comparison.side(side).unwrap();
-                    let mut processor = implementation.from_sampling(SEED, sampling);
+                for (side, _) in SIDES {
+                    let mut processor = comparison.processor(side).unwrap();
                     group.bench_function(BenchmarkId::new(side, vocab), |b| {
-                        b.iter_custom(|iters| run(&mut processor, &logits, &device, iters))
+                        b.iter_custom(|iters| {
+                            time_calls(&mut processor, &logits, &device, iters).unwrap()
+                        })
                     });
                 }
             }

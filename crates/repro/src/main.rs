@@ -11,7 +11,7 @@ use repro::{chat, table};
 use testbed::cases;
 use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
-use testbed::sampler::{Implementation, Outcome, Patched, Sampling, Upstream};
+use testbed::sampler::{Implementation, Outcome, Sampling};
 
 const HELP: &str = "\
 cargo repro [options]
@@ -218,12 +218,6 @@ fn report(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
 }
 
 fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
-    let largest = scenario
-        .logits
-        .iter()
-        .zip(&committed.logits)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
     if scenario.token_ids != committed.provenance.token_ids
         || scenario.logits.len() != committed.logits.len()
     {
@@ -232,7 +226,8 @@ fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
         );
     } else {
         println!(
-            "\nfixture    the committed logits differ from these by at most {largest} ({} values)",
+            "\nfixture    the committed logits differ from these by at most {} ({} values)",
+            committed.largest_difference(&scenario.logits),
             committed.logits.len()
         );
     }
@@ -244,7 +239,7 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
         temperature: 0.0,
     };
     println!("\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):");
-    for implementation in [Upstream, Patched] {
+    for implementation in Implementation::BOTH {
         let mut processor = implementation.from_sampling(seed, &greedy);
         let mut sampled = 0;
         let generated = model.generate(&scenario.token_ids, count, |logits| {

@@ -40,17 +40,17 @@ impl Model {
 
     /// The logits for the token after `ids`, computed from position 0 (the cache starts anew).
     pub fn prefill(&mut self, ids: &[u32]) -> Result<Tensor> {
-        let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
-        Ok(self
-            .weights
-            .forward(&input, 0)?
-            .squeeze(0)?
-            .to_dtype(DType::F32)?)
+        self.forward(ids, 0)
     }
 
     /// The logits after one more token at `position`.
     pub fn step(&mut self, token: u32, position: usize) -> Result<Tensor> {
-        let input = Tensor::new(&[token], &self.device)?.unsqueeze(0)?;
+        self.forward(&[token], position)
+    }
+
+    /// The last position's logits, as f32, after `ids` starting at `position`.
+    fn forward(&mut self, ids: &[u32], position: usize) -> Result<Tensor> {
+        let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
         Ok(self
             .weights
             .forward(&input, position)?

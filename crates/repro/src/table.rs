@@ -8,7 +8,7 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| -> String {
+    let line = |cells: &[String]| -> String {
         let padded: Vec<String> = cells
             .iter()
             .zip(&widths)
@@ -16,18 +16,11 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
             .collect();
         padded.join("  ").trim_end().to_string() + "\n"
     };
-    let mut out = line(header.to_vec());
-    out += &line(
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(String::as_str)
-            .collect(),
-    );
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    let mut out = line(&header) + &line(&rule);
     for row in rows {
-        out += &line(row.iter().map(String::as_str).collect());
+        out += &line(row);
     }
     out
 }

@@ -52,11 +52,7 @@ fn the_logits_fixture_matches_the_model() -> Result<()> {
     let logits: Vec<f32> = model.prefill(&ids)?.to_vec1()?;
     assert_eq!(logits.len(), committed.logits.len());
     // Quantized kernels differ by processor (AVX2, AVX-512, NEON) in the last bits.
-    let largest = logits
-        .iter()
-        .zip(&committed.logits)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let largest = committed.largest_difference(&logits);
     assert!(
         largest < 1e-3,
         "logits differ from the fixture by up to {largest}"

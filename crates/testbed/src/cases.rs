@@ -74,28 +74,28 @@ pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Samp
     }
 }
 
-/// Every case of the report, in its order.
-pub fn report() -> Vec<Case> {
-    let mut cases: Vec<Case> = [
-        Sampling::TopK {
-            k: 40,
-            temperature: 0.0,
-        },
-        Sampling::All { temperature: 0.0 },
+/// Every variant that takes a temperature, with the report's k = 40 and p = 0.9, in the
+/// report's order.
+pub fn variants(temperature: f64) -> [Sampling; 5] {
+    [
+        Sampling::TopK { k: 40, temperature },
+        Sampling::All { temperature },
         Sampling::TopP {
             p: 0.9,
-            temperature: 0.0,
+            temperature,
         },
         Sampling::TopKThenTopP {
             k: 40,
             p: 0.9,
-            temperature: 0.0,
+            temperature,
         },
-        Sampling::GumbelSoftmax { temperature: 0.0 },
+        Sampling::GumbelSoftmax { temperature },
     ]
-    .into_iter()
-    .map(Case::from_sampling)
-    .collect();
+}
+
+/// Every case of the report, in its order.
+pub fn report() -> Vec<Case> {
+    let mut cases: Vec<Case> = variants(0.0).into_iter().map(Case::from_sampling).collect();
     for temperature in [1e-3, 1e-7, 1e-30, 1e-38, f64::MIN_POSITIVE, -0.0, -1.0] {
         let mut case = Case::from_sampling(Sampling::All { temperature });
         if temperature == f64::MIN_POSITIVE {

@@ -160,6 +160,16 @@ impl Fixture {
         })
     }
 
+    /// The largest absolute difference between the fixture's logits and `logits`, entry by
+    /// entry.
+    pub fn largest_difference(&self, logits: &[f32]) -> f32 {
+        self.logits
+            .iter()
+            .zip(logits)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max)
+    }
+
     /// The logits as a 1-D tensor on `device`.
     pub fn tensor(&self, device: &Device) -> Result<Tensor> {
         Tensor::from_slice(&self.logits, self.logits.len(), device)

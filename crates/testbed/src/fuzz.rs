@@ -1,7 +1,8 @@
 //! One fuzz case: arbitrary bytes read as logits and a way to build a `LogitsProcessor`, and
 //! what the patched sampler must do with them: no panic; a token that is no masked (`-inf`) or
-//! NaN logit, and at a greedy temperature the largest (`+inf` included); errors of ours only. The cargo-fuzz target (crates/fuzz) calls
-//! [`check`]; `cargo test` replays the committed corpus through it (tests/fuzz_corpus.rs).
+//! NaN logit, and at a greedy temperature the largest (`+inf` included); errors of ours only.
+//! The cargo-fuzz target (crates/fuzz) calls [`check`]; `cargo test` replays the committed
+//! corpus through it (tests/fuzz_corpus.rs).
 
 use candle::{DType, Device, Tensor};
 
@@ -111,7 +112,7 @@ pub fn decode(data: &[u8]) -> Case {
 }
 
 impl Case {
-    /// The temperature the processor ends up with, if it samples greedily.
+    /// Whether the processor samples greedily: `ArgMax`, or a temperature below 1e-7.
     fn is_greedy(&self) -> bool {
         let temperature = match &self.build {
             Build::FromSampling(Sampling::ArgMax) => return true,
@@ -204,23 +205,4 @@ pub fn check_with(implementation: Implementation, data: &[u8]) -> Result<(), Str
         )),
         Outcome::Panic(message) => Err(format!("{:?}: panicked: {message}", case.build)),
     }
-}
-
-/// Encodes a case, for writing corpus entries by hand.
-pub fn encode(
-    variant: u8,
-    flags: u8,
-    temperature: f64,
-    p: f64,
-    k: u32,
-    seed: u64,
-    values: &[f32],
-) -> Vec<u8> {
-    let mut data = vec![variant, flags];
-    data.extend(temperature.to_le_bytes());
-    data.extend(p.to_le_bytes());
-    data.extend(k.to_le_bytes());
-    data.extend(seed.to_le_bytes());
-    data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-    data
 }

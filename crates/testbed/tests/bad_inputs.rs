@@ -48,7 +48,8 @@ fn sample(sampling: Sampling) -> Build {
 fn edited(fixture: &Fixture, edit: impl Fn(&mut Vec<f32>)) -> Result<Tensor> {
     let mut values = fixture.logits.clone();
     edit(&mut values);
-    Tensor::from_vec(values.clone(), values.len(), &Device::Cpu)
+    let len = values.len();
+    Tensor::from_vec(values, len, &Device::Cpu)
 }
 
 fn rows(fixture: &Fixture) -> Result<Vec<Row>> {

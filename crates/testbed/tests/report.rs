@@ -105,7 +105,7 @@ fn temperature_zero_is_the_argmax_for_every_variant() -> Result<()> {
         let logits = fixture.tensor(&device)?;
         let argmax = logits.argmax(0)?.to_scalar::<u32>()?;
         for temperature in [0.0, -0.0, -1.0, 1e-38, f64::MIN_POSITIVE, f64::NEG_INFINITY] {
-            for sampling in variants(temperature) {
+            for sampling in cases::variants(temperature) {
                 let context = format!("{sampling:?} on {name}");
                 let token = Patched.from_sampling(7, &sampling).sample(&logits)?;
                 assert_eq!(token, argmax, "{context}");
@@ -113,24 +113,6 @@ fn temperature_zero_is_the_argmax_for_every_variant() -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Every variant with a temperature.
-fn variants(temperature: f64) -> [Sampling; 5] {
-    [
-        Sampling::All { temperature },
-        Sampling::TopK { k: 40, temperature },
-        Sampling::TopP {
-            p: 0.9,
-            temperature,
-        },
-        Sampling::TopKThenTopP {
-            k: 40,
-            p: 0.9,
-            temperature,
-        },
-        Sampling::GumbelSoftmax { temperature },
-    ]
 }
 
 #[test]

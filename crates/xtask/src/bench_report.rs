@@ -372,24 +372,18 @@ fn build_driver(layout: &Layout) -> Result<PathBuf> {
 /// The paired ratio of `row`: 201 rounds of about 2 ms of calls on each side.
 fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
     let calls = (2e6 / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
-    let output = std::process::Command::new(driver)
-        .args([
+    let rounds = stdout_of(
+        "bench-driver pair",
+        std::process::Command::new(driver).args([
             "pair",
             &row.comparison,
             &row.vocab,
             "201",
             &calls.to_string(),
             &row.device,
-        ])
-        .output()
-        .context("cannot run bench-driver")?;
-    if !output.status.success() {
-        bail!(
-            "bench-driver pair failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let paired = Paired::of(&parse_rounds(&String::from_utf8_lossy(&output.stdout))?);
+        ]),
+    )?;
+    let paired = Paired::of(&parse_rounds(&rounds)?);
     eprintln!(
         "{} {} {}: ratio {:.3} ({:.3} to {:.3}), {}",
         row.device,
@@ -418,26 +412,21 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
             let mut totals = Vec::new();
             for calls in [4u64, 16] {
                 let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
-                let output = std::process::Command::new("valgrind")
-                    .arg("--tool=callgrind")
-                    .arg(format!("--callgrind-out-file={}", file.display()))
-                    .arg(driver)
-                    .args([
-                        "count",
-                        side,
-                        &row.comparison,
-                        &row.vocab,
-                        &calls.to_string(),
-                    ])
-                    .env("RAYON_NUM_THREADS", "1")
-                    .output()
-                    .context("cannot run valgrind: install it to count instructions")?;
-                if !output.status.success() {
-                    bail!(
-                        "callgrind failed: {}",
-                        String::from_utf8_lossy(&output.stderr)
-                    );
-                }
+                stdout_of(
+                    "valgrind --tool=callgrind",
+                    std::process::Command::new("valgrind")
+                        .arg("--tool=callgrind")
+                        .arg(format!("--callgrind-out-file={}", file.display()))
+                        .arg(driver)
+                        .args([
+                            "count",
+                            side,
+                            &row.comparison,
+                            &row.vocab,
+                            &calls.to_string(),
+                        ])
+                        .env("RAYON_NUM_THREADS", "1"),
+                )?;
                 totals.push(callgrind_total(&std::fs::read_to_string(&file)?)?);
             }
             per_call.insert(side, (totals[1] - totals[0]) as f64 / 12.0);
@@ -449,6 +438,17 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
         );
     }
     Ok(())
+}
+
+/// What `command` prints, or an error with what it said on stderr; `name` says what ran.
+fn stdout_of(name: &str, command: &mut std::process::Command) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {name}"))?;
+    if !output.status.success() {
+        bail!("{name} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The instruction total in a callgrind output file.
@@ -487,7 +487,7 @@ fn provenance(layout: &Layout) -> Result<Provenance> {
             } else {
                 ""
             };
-            format!("{}{note}", &head[..10])
+            format!("{}{note}", crate::git::short(&head))
         }
         Err(_) => "unknown".to_string(),
     };

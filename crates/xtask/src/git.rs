@@ -55,6 +55,11 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
         .collect())
 }
 
+/// A commit id cut to 10 characters, for messages.
+pub fn short(id: &str) -> &str {
+    id.get(..10).unwrap_or(id)
+}
+
 /// The repository's work tree, or its git folder, for messages.
 pub fn show(repo: &Repository) -> String {
     repo.workdir().unwrap_or(repo.path()).display().to_string()

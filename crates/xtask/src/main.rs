@@ -11,9 +11,10 @@ const HELP: &str = "\
 cargo xtask <command>
 
   fetch                 download the pinned crate into cargo's cache and check its sha256
-  vendor [--version X]  regenerate crates/candle-transformers and crates/upstream/src/generation
-                        from the published crate and patches/ (X: pin another published version)
-  check                 fail unless those folders are exactly published crate + patches/ and
+  vendor [--version X]  regenerate the generated folders (crates/candle-transformers, the
+                        upstream and patched-copy modules, the published tests) from the
+                        published crate and patches/ (X: pin another published version)
+  check                 fail unless those folders are exactly published crate (+ patches/) and
                         cargo builds the patched crate (offline)
   bench-report [--callgrind]
                         upstream against patched from `cargo bench`'s results, with a verdict

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::fsutil::{swap_in, TempDir};
-use crate::git;
+use crate::git::{self, short};
 use crate::pin::Pin;
 use crate::project::{self, Layout};
 use crate::published::{self, Published};
@@ -194,12 +194,7 @@ pub fn prepare(
         )
     })?;
     let overlaps = overlapping_pulls(repo, base, &touched, patches)?;
-    let mut series = Vec::new();
-    for (index, id) in commits.iter().enumerate() {
-        let commit = repo.find_commit(*id)?;
-        let name = series::file_name(index + 1, commit.summary()?.unwrap_or_default());
-        series.push((name, series::email(&commit)?));
-    }
+    let series = series::emails(repo, &commits)?;
     let audit = audit(repo, base)?;
     // Everything succeeded: write the objects as one pack, then the branch.
     let mut pack = git2::Buf::new();
@@ -577,7 +572,7 @@ pub fn sites_in(path: &str, text: &str) -> Vec<Site> {
 }
 
 /// The tests that a patch adds: `#[test]` functions on added lines.
-pub fn added_tests(patch: &Patch) -> Result<Vec<String>> {
+pub fn added_tests(patch: &Patch) -> Vec<String> {
     let text = String::from_utf8_lossy(&patch.bytes);
     let mut names = Vec::new();
     let mut after_test_attribute = false;
@@ -594,7 +589,7 @@ pub fn added_tests(patch: &Patch) -> Result<Vec<String>> {
         }
         after_test_attribute = added == "#[test]";
     }
-    Ok(names)
+    names
 }
 
 /// What the title and body are made of.
@@ -638,7 +633,7 @@ pub fn body(inputs: &Inputs) -> String {
     }
     for (message, patch) in inputs.messages.iter().zip(inputs.patches) {
         out += &format!("### {}\n\n{}\n\n", message.subject, message.body);
-        let tests = added_tests(patch).unwrap_or_default();
+        let tests = added_tests(patch);
         if !tests.is_empty() {
             let names: Vec<String> = tests.iter().map(|t| format!("`{t}`")).collect();
             out += &format!(
@@ -815,8 +810,4 @@ fn verify(layout: &Layout, repo: &Repository, tip: Oid) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn short(id: &str) -> &str {
-    id.get(..10).unwrap_or(id)
 }

@@ -440,6 +440,20 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// `commits` as a patch series: each one's `git format-patch` file name (numbered from 1) and
+/// mail.
+pub fn emails(repo: &Repository, commits: &[Oid]) -> Result<Vec<(String, Vec<u8>)>> {
+    commits
+        .iter()
+        .enumerate()
+        .map(|(index, id)| {
+            let commit = repo.find_commit(*id)?;
+            let name = file_name(index + 1, commit.summary()?.unwrap_or_default());
+            Ok((name, email(&commit)?))
+        })
+        .collect()
+}
+
 fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).rposition(|w| w == needle)
 }
