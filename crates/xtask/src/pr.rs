@@ -193,18 +193,17 @@ pub fn prepare(
             short(&base.to_string())
         )
     })?;
-    let overlaps = overlapping_pulls(repo, base, &touched, patches)?;
     let series = series::emails(repo, &commits)?;
+    let overlaps = overlapping_pulls(repo, base, &touched, patches)?;
     let audit = audit(repo, base)?;
-    // Everything succeeded: write the objects as one pack, then the branch.
-    let mut pack = git2::Buf::new();
-    memory.dump(repo, &mut pack)?;
-    let mut writer = odb.packwriter()?;
-    std::io::Write::write_all(&mut writer, &pack)?;
-    writer.commit()?;
-    memory.reset()?;
+    // Everything succeeded: write the branch's new objects, then the branch. Not the whole
+    // mempack: its dump packs every tree and blob the commits reach, and it also holds what
+    // trying the patches on pull requests wrote.
     let tip = repo.find_commit(*commits.last().context("no commits")?)?;
+    let on_disk = Repository::open(repo.path())?;
+    write_missing(repo, &on_disk.odb()?, tip.id())?;
     repo.branch(branch, &tip, force_branch)?;
+    memory.reset()?;
     Ok(Prepared {
         branch: Some(branch.to_string()),
         commits,
@@ -213,6 +212,31 @@ pub fn prepare(
         audit: Some(audit),
         series,
     })
+}
+
+/// Writes object `id` of `repo` into `disk`, and every object it refers to that `disk` lacks:
+/// the new commits, and the trees and blobs along the paths the patches changed. Children go
+/// first, so that `disk` never holds an object whose parts it lacks.
+fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()> {
+    if disk.exists(id) {
+        return Ok(());
+    }
+    let object = repo.find_object(id, None)?;
+    if let Some(commit) = object.as_commit() {
+        write_missing(repo, disk, commit.tree_id())?;
+        for parent in commit.parent_ids() {
+            write_missing(repo, disk, parent)?;
+        }
+    } else if let Some(tree) = object.as_tree() {
+        // Submodules' commits are not in this repository.
+        for entry in tree.iter().filter(|e| e.filemode() != 0o160000) {
+            write_missing(repo, disk, entry.id())?;
+        }
+    }
+    let odb = repo.odb()?;
+    let raw = odb.read(id)?;
+    disk.write(raw.kind(), raw.data())?;
+    Ok(())
 }
 
 /// The commit of the branch `name`: local, or remote-tracking (`origin/main`). A commit id or a

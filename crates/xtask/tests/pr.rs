@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::Result;
@@ -269,6 +270,79 @@ fn open_pull_requests_on_the_same_files_are_listed() -> Result<()> {
         "{}",
         prepared.overlaps[1]
     );
+    Ok(())
+}
+
+/// The object ids stored loose in `repo`, and its pack files.
+fn stored(repo: &Repository) -> Result<(BTreeSet<String>, usize)> {
+    let objects = repo.path().join("objects");
+    let mut loose = BTreeSet::new();
+    for dir in std::fs::read_dir(&objects)? {
+        let dir = dir?;
+        let name = dir.file_name().to_string_lossy().into_owned();
+        if name.len() == 2 {
+            for file in std::fs::read_dir(dir.path())? {
+                loose.insert(format!("{name}{}", file?.file_name().to_string_lossy()));
+            }
+        }
+    }
+    let packs = std::fs::read_dir(objects.join("pack")).map_or(0, |d| d.count());
+    Ok((loose, packs))
+}
+
+/// Every object `id` reaches, read through `repo`.
+fn reachable(repo: &Repository, id: Oid, found: &mut BTreeSet<String>) -> Result<()> {
+    if !found.insert(id.to_string()) {
+        return Ok(());
+    }
+    let object = repo.find_object(id, None)?;
+    if let Some(commit) = object.as_commit() {
+        reachable(repo, commit.tree_id(), found)?;
+        for parent in commit.parent_ids() {
+            reachable(repo, parent, found)?;
+        }
+    } else if let Some(tree) = object.as_tree() {
+        for entry in tree.iter() {
+            reachable(repo, entry.id(), found)?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn pr_writes_the_branchs_new_objects_and_nothing_else() -> Result<()> {
+    let (temp, repo) = candle()?;
+    // A pull request the patches apply on: trying them there must write nothing.
+    let module = "candle-transformers/src/generation/mod.rs";
+    edit(
+        temp.path(),
+        module,
+        "//! Logit Processing and Sampling",
+        "//! Logit processing and sampling",
+    )?;
+    let pull = commit_all(&repo, "A pull request")?;
+    repo.reference("refs/pull/7/head", pull, false, "")?;
+    repo.reset(
+        repo.find_commit(pull)?.parent(0)?.as_object(),
+        git2::ResetType::Hard,
+        None,
+    )?;
+    let (before, packs_before) = stored(&repo)?;
+
+    let prepared = prepare(&repo, "main", "greedy", false)?;
+    assert!(prepared.overlaps[0].contains("the patches apply on top of it"));
+    let (after, packs_after) = stored(&repo)?;
+    assert_eq!(packs_after, packs_before, "no pack of the whole tree");
+    // Read back through a new handle, without the in-memory objects of the first.
+    let fresh = Repository::open(temp.path())?;
+    let mut branch = BTreeSet::new();
+    reachable(&fresh, *prepared.commits.last().unwrap(), &mut branch)?;
+    let written: BTreeSet<String> = after.difference(&before).cloned().collect();
+    let new_in_branch: BTreeSet<String> = branch.difference(&before).cloned().collect();
+    assert_eq!(written, new_in_branch);
+    // Two commits, each with its trees down to both changed files (the root,
+    // candle-transformers/, src/, src/generation/, tests/) and their two blobs.
+    assert_eq!(written.len(), 2 * 8, "{written:?}");
     Ok(())
 }
 
