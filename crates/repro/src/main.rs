@@ -13,6 +13,17 @@ use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
 use testbed::sampler::{Implementation, Outcome, Sampling};
 
+/// A line for the reader: on stdout, or on stderr when stdout carries `--format json`.
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
 const HELP: &str = "\
 cargo repro [options]
 
@@ -25,6 +36,8 @@ sampler and the patched one. Without a model it runs on the committed fixture.
   --generate N     also generate N tokens greedily, through from_sampling at temperature 0
   --device NAME    cpu, cuda or metal (default: cpu)
   --save-fixture   write the committed fixture (logits, vocabulary, provenance) from the model
+  --format FORMAT  text (default) or json: the cases' table as data on stdout, the rest on
+                   stderr (what `cargo xtask pr` reads)
 ";
 
 struct Options {
@@ -34,6 +47,7 @@ struct Options {
     generate: Option<usize>,
     device: String,
     save_fixture: bool,
+    json: bool,
 }
 
 impl Options {
@@ -45,6 +59,7 @@ impl Options {
             generate: None,
             device: "cpu".to_string(),
             save_fixture: false,
+            json: false,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -59,6 +74,13 @@ impl Options {
                 }
                 "--device" => options.device = value("--device")?,
                 "--save-fixture" => options.save_fixture = true,
+                "--format" => {
+                    options.json = match value("--format")?.as_str() {
+                        "text" => false,
+                        "json" => true,
+                        other => bail!("--format must be text or json, got `{other}`"),
+                    }
+                }
                 "--help" | "-h" => {
                     print!("{HELP}");
                     std::process::exit(0);
@@ -94,9 +116,12 @@ struct Scenario {
     token_ids: Vec<u32>,
     logits: Vec<f32>,
     tokenizer: tokenizers::Tokenizer,
+    /// The model's path; `None` for the committed fixture.
+    source: Option<String>,
 }
 
 fn run(options: &Options) -> Result<()> {
+    let json = options.json;
     let device = testbed::device::by_name(&options.device)?;
     let model_path = options.model.clone().or_else(model_file::find);
     let Some(path) = model_path else {
@@ -107,7 +132,8 @@ fn run(options: &Options) -> Result<()> {
             );
         }
         let committed = Fixture::load()?;
-        println!(
+        say!(
+            json,
             "running on the committed fixture, SmolLM2-135M-Instruct Q4_1's logits for {:?}: no model \
              at {} (`bash ci/fetch-model.sh` downloads it, or pass --model PATH)",
             committed.provenance.prompt,
@@ -119,12 +145,13 @@ fn run(options: &Options) -> Result<()> {
             token_ids: committed.provenance.token_ids.clone(),
             logits: committed.logits.clone(),
             tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
+            source: None,
         };
-        return report(&scenario, options.seed, &device);
+        return report(&scenario, options.seed, &device, json);
     };
 
     let mut model = Model::load(&path, &device)?;
-    println!("running {} on {}", path.display(), options.device);
+    say!(json, "running {} on {}", path.display(), options.device);
     let prompt = options
         .prompt
         .clone()
@@ -138,22 +165,23 @@ fn run(options: &Options) -> Result<()> {
         token_ids,
         logits,
         tokenizer: model.tokenizer.clone(),
+        source: Some(path.display().to_string()),
     };
-    report(&scenario, options.seed, &device)?;
+    report(&scenario, options.seed, &device, json)?;
     if scenario.prompt == fixture::PROMPT {
         match Fixture::load() {
-            Ok(committed) => compare_with_fixture(&scenario, &committed),
-            Err(err) => println!("\nfixture    cannot be read: {err}"),
+            Ok(committed) => compare_with_fixture(&scenario, &committed, json),
+            Err(err) => say!(json, "\nfixture    cannot be read: {err}"),
         }
     }
     if let Some(count) = options.generate {
-        generate(&mut model, &scenario, options.seed, count)?;
+        generate(&mut model, &scenario, options.seed, count, json)?;
     }
     if options.save_fixture {
         if scenario.prompt != fixture::PROMPT {
             bail!("--save-fixture writes the report's fixture: leave out --prompt");
         }
-        save_fixture(&path, &model, &scenario, &options.device)?;
+        save_fixture(&path, &model, &scenario, &options.device, json)?;
     }
     Ok(())
 }
@@ -170,29 +198,41 @@ fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
     }
 }
 
-fn report(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
+fn report(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> Result<()> {
     let stats = LogitStats::of(&scenario.logits);
-    println!();
-    println!(
+    say!(json, "");
+    say!(
+        json,
         "prompt     {:?}, the user turn of the GGUF's chat template",
         scenario.prompt
     );
-    println!("text       {:?}", scenario.text);
-    println!(
+    say!(json, "text       {:?}", scenario.text);
+    say!(
+        json,
         "token ids  {:?} ({} tokens)",
         scenario.token_ids,
         scenario.token_ids.len()
     );
-    println!(
+    say!(
+        json,
         "logits     {} values: {} positive, max {}, min {}, {} NaN, {} inf",
-        stats.count, stats.positive, stats.max, stats.min, stats.nan, stats.inf
+        stats.count,
+        stats.positive,
+        stats.max,
+        stats.min,
+        stats.nan,
+        stats.inf
     );
-    println!(
+    say!(
+        json,
         "argmax     {}",
         show_token(&scenario.tokenizer, stats.argmax)
     );
-    println!();
-    println!("seed {seed}: each row builds a LogitsProcessor and samples one token");
+    say!(json, "");
+    say!(
+        json,
+        "seed {seed}: each row builds a LogitsProcessor and samples one token"
+    );
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
     let rows: Vec<Vec<String>> = cases::report()
         .iter()
@@ -207,25 +247,48 @@ fn report(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
             row
         })
         .collect();
-    print!(
-        "{}",
-        table::render(
-            &["case", "upstream (published)", "patched (+ patches/)"],
-            &rows
-        )
-    );
+    if json {
+        let rows: Vec<serde_json::Value> = rows
+            .into_iter()
+            .map(|row| serde_json::json!({ "case": row[0], "upstream": row[1], "patched": row[2] }))
+            .collect();
+        // What the logits came from, without a local path: the table goes into pull requests.
+        let source = match &scenario.source {
+            Some(_) => "model",
+            None => "fixture",
+        };
+        let table = serde_json::json!({
+            "model": format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
+            "model_sha256": model_file::SHA256,
+            "prompt": scenario.prompt,
+            "logits": source,
+            "seed": seed,
+            "rows": rows,
+        });
+        println!("{table}");
+    } else {
+        print!(
+            "{}",
+            table::render(
+                &["case", "upstream (published)", "patched (+ patches/)"],
+                &rows
+            )
+        );
+    }
     Ok(())
 }
 
-fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
+fn compare_with_fixture(scenario: &Scenario, committed: &Fixture, json: bool) {
     if scenario.token_ids != committed.provenance.token_ids
         || scenario.logits.len() != committed.logits.len()
     {
-        println!(
+        say!(
+            json,
             "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
         );
     } else {
-        println!(
+        say!(
+            json,
             "\nfixture    the committed logits differ from these by at most {} ({} values)",
             committed.largest_difference(&scenario.logits),
             committed.logits.len()
@@ -233,12 +296,21 @@ fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
     }
 }
 
-fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> Result<()> {
+fn generate(
+    model: &mut Model,
+    scenario: &Scenario,
+    seed: u64,
+    count: usize,
+    json: bool,
+) -> Result<()> {
     let greedy = Sampling::TopK {
         k: 40,
         temperature: 0.0,
     };
-    println!("\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):");
+    say!(
+        json,
+        "\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):"
+    );
     for implementation in Implementation::BOTH {
         let mut processor = implementation.from_sampling(seed, &greedy);
         let mut sampled = 0;
@@ -247,7 +319,8 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
             processor.sample(logits)
         });
         match generated {
-            Ok(tokens) => println!(
+            Ok(tokens) => say!(
+                json,
                 "{:<9} {:?} {tokens:?}",
                 implementation.name(),
                 scenario
@@ -260,7 +333,8 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
                     Some(err) => testbed::sampler::message(err),
                     None => format!("{err:#}"),
                 };
-                println!(
+                say!(
+                    json,
                     "{:<9} error at token {sampled}: {message}",
                     implementation.name()
                 )
@@ -275,6 +349,7 @@ fn save_fixture(
     model: &Model,
     scenario: &Scenario,
     device: &str,
+    json: bool,
 ) -> Result<()> {
     let bytes = std::fs::read(path)?;
     let model_sha256 = fixture::sha256_hex(&bytes);
@@ -311,7 +386,8 @@ fn save_fixture(
     let dir = fixture::dir();
     let written = Fixture::write(provenance, &scenario.logits, &dir, fixture::NAME)?;
     model.vocab.save(&vocab::fixture_path())?;
-    println!(
+    say!(
+        json,
         "\nwrote {} (logits sha256 {}) and {}",
         dir.join(format!("{}.json", fixture::NAME)).display(),
         written.provenance.logits_sha256,

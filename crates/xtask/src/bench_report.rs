@@ -252,9 +252,25 @@ pub struct Provenance {
     pub date: String,
 }
 
+/// The whole report: the table with its heading, then upstream's cost profile.
 pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) -> String {
+    let mut out = "## Sampling cost: upstream against patched\n\n".to_string();
+    out += &render_table(rows, provenance);
+    if !profile.is_empty() {
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
+        out += "What each step of a `sample` call costs alone: the floor for the next \
+                performance work.\n\n| step | median |\n|---|---:|\n";
+        for (step, ns) in profile {
+            out += &format!("| {step} | {} |\n", show_time(*ns));
+        }
+    }
+    out
+}
+
+/// The table with what it measured and how to read it: what a pull request's test plan shows
+/// (`target/bench-table.md`).
+pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
     let mut out = String::new();
-    out += "## Sampling cost: upstream against patched\n\n";
     out += &format!(
         "{} as published against {} + {}. One `sample` call on SmolLM2-135M's real logits \
          (49152) and on vocabularies drawn from them; seed 42, temperature 0.8 \
@@ -302,14 +318,6 @@ pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) 
          instructions per call under callgrind, which machine noise does not move (one \
          thread).\n"
     );
-    if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n| step | median |\n|---|---:|\n";
-        for (step, ns) in profile {
-            out += &format!("| {step} | {} |\n", show_time(*ns));
-        }
-    }
     out
 }
 
@@ -341,12 +349,19 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
         .collect();
-    let report = render(&rows, &profile, &provenance(layout)?);
+    let provenance = provenance(layout)?;
+    let report = render(&rows, &profile, &provenance);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &report)?;
+    std::fs::write(table_path(layout), render_table(&rows, &provenance))?;
     print!("{report}");
     eprintln!("wrote {}", path.display());
     Ok(())
+}
+
+/// Where `run` writes the table alone, for the pull request texts.
+pub fn table_path(layout: &Layout) -> std::path::PathBuf {
+    layout.target().join("bench-table.md")
 }
 
 /// `bench-driver`, built as `cargo bench` builds the benches.

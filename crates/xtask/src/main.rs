@@ -19,9 +19,10 @@ cargo xtask <command>
   bench-report [--callgrind]
                         upstream against patched from `cargo bench`'s results, with a verdict
                         (--callgrind: instructions per call too); writes target/bench-report.md
-  pr [--candle <clone>] [--base main] [--branch NAME] [--force-branch] [--patches 0001,...]
-     [--verify]         make the upstream branch in the clone (one commit per patch) and write
-                        target/pr/ (title, body, patches); --verify runs upstream's checks on it
+  pr [--candle <clone>] [--base main] [--prefix P] [--force-branch] [--patches 0001,...]
+     [--verify]         make the upstream pull requests as a stack, one branch per patch in the
+                        clone, and write target/pr/<branch>/ (title, body, patch) for each;
+                        --verify runs candle's CI commands on every branch
   format-patch --candle <clone> --branch NAME [--base main]
                         write the branch's commits back into patches/ (after review comments)
 ";
@@ -70,10 +71,16 @@ fn run(args: Vec<String>) -> Result<()> {
             bench_report::run(&layout, callgrind)
         }
         "pr" => {
+            if flags.value("--branch")?.is_some() {
+                bail!(
+                    "--branch is gone: every patch gets its own branch, named from its subject; \
+                     put a prefix before those names with --prefix"
+                );
+            }
             let options = pr::Options {
                 candle: flags.value("--candle")?.map(Into::into),
                 base: flags.value("--base")?.unwrap_or_else(|| "main".to_string()),
-                branch: flags.value("--branch")?,
+                prefix: flags.value("--prefix")?.unwrap_or_default(),
                 force_branch: flags.switch("--force-branch"),
                 verify: flags.switch("--verify"),
                 patches: flags

@@ -1,5 +1,6 @@
-//! `cargo xtask pr` on a small repository shaped like candle's, made from the published sources
-//! (`candle-transformers/src/generation/mod.rs`, its tests, a manifest), with the real patches.
+//! `cargo xtask pr` on small repositories shaped like candle's, made from the published sources
+//! (`candle-transformers/src/generation/mod.rs`, its tests, a manifest), with patches the tests
+//! make themselves: a stack of three where the second needs the first and the third stands alone.
 
 mod common;
 
@@ -10,12 +11,48 @@ use anyhow::Result;
 use common::*;
 use git2::{Oid, Repository};
 use xtask::fsutil::TempDir;
-use xtask::pr::{self, Prepared};
-use xtask::project::Layout;
+use xtask::pr::notes::{self, Notes};
+use xtask::pr::render::{self, Facts};
+use xtask::pr::stack::Parent;
+use xtask::pr::{self, audit, Options, Prepared};
 use xtask::series::{self, Patch};
 
-fn patches() -> Result<Vec<Patch>> {
-    series::load(&Layout::workspace().patches())
+const MODULE: &str = "candle-transformers/src/generation/mod.rs";
+const TESTS: &str = "candle-transformers/tests/generation_tests.rs";
+
+/// Three patches as `git format-patch` files: the first raises the greedy threshold, the second
+/// changes the line the first wrote (so it needs it), the third adds a test and stands alone.
+fn stack_patches() -> Result<Vec<Patch>> {
+    let emails = make_series(
+        &crate_files(),
+        vec![
+            (
+                "generation: Raise the threshold\n\nThe threshold was too low.\n\nIt is now 1e-6.\n",
+                Box::new(raise_threshold) as Change,
+            ),
+            (
+                "generation: Raise it again\n\nStill too low.\n\nIt is now 1e-5.\n",
+                Box::new(|root: &Path| edit(root, MODULE, NEW_LINE, "if v < 1e-5 { None } else { Some(v) }")),
+            ),
+            (
+                "generation: Test argmax on ties\n\nTies were not tested.\n",
+                Box::new(|root: &Path| {
+                    let path = root.join(TESTS);
+                    let text = std::fs::read_to_string(&path)?;
+                    std::fs::write(path, text + "\n#[test]\nfn sample_ties() -> Result<()> {\n    Ok(())\n}\n")?;
+                    Ok(())
+                }),
+            ),
+        ],
+    )?;
+    Ok(emails
+        .into_iter()
+        .enumerate()
+        .map(|(index, (name, bytes))| Patch {
+            file_name: series::file_name(index + 1, &name),
+            bytes,
+        })
+        .collect())
 }
 
 /// A clone-like repository: the published crate under `candle-transformers/` on `main`.
@@ -25,8 +62,10 @@ fn candle() -> Result<(TempDir, Repository)> {
     Ok((temp, repo))
 }
 
-fn prepare(repo: &Repository, base: &str, branch: &str, force: bool) -> Result<Prepared> {
-    pr::prepare(repo, &published()?, &patches()?, base, branch, force)
+fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
+    let patches = stack_patches()?;
+    let branches = pr::branch_names("", &patches)?;
+    pr::prepare(repo, &published()?, &patches, base, &branches, force)
 }
 
 fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
@@ -35,87 +74,162 @@ fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
     Ok(repo.find_blob(entry.id())?.content().to_vec())
 }
 
+fn branch_tip(repo: &Repository, name: &str) -> Result<Oid> {
+    let branch = repo.find_branch(name, git2::BranchType::Local)?;
+    Ok(branch.get().target().expect("a direct reference"))
+}
+
 #[test]
-fn pr_makes_one_commit_per_patch_and_touches_nothing_else() -> Result<()> {
+fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
     let (temp, repo) = candle()?;
     let head_before = repo.head()?.target();
-    let prepared = prepare(&repo, "main", "greedy", false)?;
+    let prepared = prepare(&repo, "main", false)?;
+    let stack = &prepared.stack;
+    let parents: Vec<Parent> = stack.entries.iter().map(|e| e.parent).collect();
+    assert_eq!(parents, [Parent::Base, Parent::Entry(0), Parent::Base]);
+    let names: Vec<&str> = stack.entries.iter().map(|e| e.branch.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "raise-the-threshold",
+            "raise-it-again",
+            "test-argmax-on-ties"
+        ]
+    );
+    assert_eq!(stack.ancestors(1), [0]);
+    assert_eq!(stack.children(0), [1]);
 
-    let patches = patches()?;
-    assert_eq!(prepared.commits.len(), patches.len());
-    let branch = repo.find_branch("greedy", git2::BranchType::Local)?;
-    assert_eq!(branch.get().target(), prepared.commits.last().copied());
-    for (id, patch) in prepared.commits.iter().zip(&patches) {
-        let commit = repo.find_commit(*id)?;
-        let message = patch.message()?;
-        assert_eq!(commit.message().ok(), Some(message.text().as_str()));
-        assert_eq!(
-            commit.author().name().ok(),
-            Some(message.author_name.as_str())
-        );
-        assert_eq!(
-            commit.author().email().ok(),
-            Some(message.author_email.as_str())
-        );
-        assert_eq!(commit.author().when().seconds(), message.time.0);
+    let main = repo.head()?.peel_to_commit()?.id();
+    for entry in &stack.entries {
+        assert_eq!(branch_tip(&repo, &entry.branch)?, entry.commit);
+        let commit = repo.find_commit(entry.commit)?;
+        assert_eq!(commit.message().ok(), Some(entry.message.text().as_str()));
+        assert_eq!(commit.author().name().ok(), Some("Ada Contributor"));
+        let parent = match entry.parent {
+            Parent::Base => main,
+            Parent::Entry(i) => stack.entries[i].commit,
+        };
+        assert_eq!(commit.parent_ids().collect::<Vec<_>>(), [parent]);
     }
-    // The branch's files are the vendored crate's, which `cargo xtask check` proves to be
-    // published + patches.
-    let vendored = Layout::workspace().root.join("crates/candle-transformers");
-    let tip = *prepared.commits.last().unwrap();
-    for path in ["src/generation/mod.rs", "tests/generation_tests.rs"] {
-        let at_tip = blob_at(&repo, tip, &format!("candle-transformers/{path}"))?;
-        assert!(at_tip == std::fs::read(vendored.join(path))?, "{path}");
-    }
+    // Branch 2 holds both threshold changes; branch 3 only its test, on the published module.
+    let module_2 = String::from_utf8(blob_at(&repo, stack.entries[1].commit, MODULE)?)?;
+    assert!(module_2.contains("if v < 1e-5 { None } else { Some(v) }"));
+    assert_eq!(
+        blob_at(&repo, stack.entries[2].commit, MODULE)?,
+        published_generation()
+    );
+    let tests_3 = String::from_utf8(blob_at(&repo, stack.entries[2].commit, TESTS)?)?;
+    assert!(tests_3.ends_with("fn sample_ties() -> Result<()> {\n    Ok(())\n}\n"));
+
     // The user's branch and work tree are as they were.
     assert_eq!(repo.head()?.target(), head_before);
     assert_eq!(repo.head()?.shorthand().ok(), Some("main"));
     assert!(xtask::git::uncommitted(&repo, None)?.is_empty());
     assert_eq!(
-        std::fs::read(
-            temp.path()
-                .join("candle-transformers/src/generation/mod.rs")
-        )?,
+        std::fs::read(temp.path().join(MODULE))?,
         published_generation()
     );
     // The pinned commit is not in this repository: the files are compared with the crate's.
-    assert!(
-        prepared.base[0].contains("is not in this clone"),
-        "{:?}",
-        prepared.base
+    assert_eq!(
+        prepared.base.relation,
+        pr::base::BaseRelation::PinNotInClone
     );
-    assert!(prepared.base[1..]
+    assert!(prepared
+        .base
+        .files
         .iter()
-        .all(|l| l.contains("as published in candle-transformers 0.11.1")));
-    // The series written from the branch is the one in patches/, but for the commit id line.
-    for ((name, bytes), patch) in prepared.series.iter().zip(&patches) {
-        assert_eq!(name, &patch.file_name);
-        assert_eq!(
-            without_first_line(bytes),
-            without_first_line(&patch.bytes),
-            "{name}"
-        );
-    }
+        .all(|(_, state)| *state == pr::base::FileState::AsPublished));
     Ok(())
 }
 
-fn without_first_line(bytes: &[u8]) -> &[u8] {
-    let at = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
-    &bytes[at..]
+#[test]
+fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
+    let (temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pin = published()?.pin;
+    let notes = notes::parse(
+        "## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n<!-- real-model -->\n",
+    )?;
+    let facts = Facts {
+        call_sites: Some(prepared.call_sites.clone()),
+        real_model: Some(pr::parse_real_model(
+            r#"{"model": "m.gguf (pkg==1)", "logits": "model", "prompt": "Hi?", "seed": 42,
+                "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\""}]}"#,
+        )?),
+        bench: None,
+    };
+    let checks = [xtask::pr::verify::Check {
+        args: vec!["fmt".into(), "--all".into(), "--".into(), "--check".into()],
+        passed: true,
+        seconds: 4.2,
+    }];
+    let bodies: Vec<String> = (0..3)
+        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pin, Some(&checks)))
+        .collect();
+    assert!(bodies[0].starts_with("## Summary\n\nThe threshold was too low.\n\n## Fix\n\nIt is now 1e-6.\n\n## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n"), "{}", bodies[0]);
+    assert!(bodies[0].contains("| `cargo fmt --all -- --check` | pass | 4 s |"));
+    assert!(bodies[0].contains("Not run: candle's macOS (Metal), CUDA and Windows jobs."));
+    assert!(bodies[0].contains("| `TopK { k: 40, temperature: 0.0 }` | error: rand | 66 \"R\" |"));
+    assert!(bodies[0].contains("On a real model, m.gguf (pkg==1)"));
+    // Only the second depends on another.
+    assert!(!bodies[0].contains("## Depends on") && !bodies[2].contains("## Depends on"));
+    assert!(bodies[1].contains(
+        "## Depends on\n\nThis pull request builds on \"generation: Raise the threshold\": merge that pull request first."
+    ));
+    assert!(bodies[2].contains(
+        "Tests added to `candle-transformers/tests/generation_tests.rs`: `sample_ties`."
+    ));
+    assert!(!bodies[0].contains("Tests added"));
+    // Nothing about the clone or this machine.
+    let clone = temp.path().display().to_string();
+    for body in &bodies {
+        for local in [clone.as_str(), "/tmp", "target/", "xtask", "/work"] {
+            assert!(!body.contains(local), "`{local}` in\n{body}");
+        }
+    }
+    assert_eq!(
+        render::title(&prepared.stack, 1),
+        "generation: Raise it again"
+    );
+    Ok(())
 }
 
 #[test]
-fn format_patch_of_the_branch_gives_back_the_patch_files() -> Result<()> {
+fn bodies_without_results_say_so() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pin = published()?.pin;
+    let notes = notes::parse("## Test plan\n\n<!-- bench -->\n<!-- call-sites -->\n")?;
+    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pin, None);
+    assert!(body.contains("candle's CI commands have not been run on this branch yet."));
+    assert!(body.contains("(The benchmark table is missing: no benchmark report was found.)"));
+    assert!(body
+        .contains("(The call sites are listed when the text is made against a clone of candle.)"));
+    let plain = render::body(
+        &prepared.stack,
+        0,
+        &Notes::default(),
+        &Facts::default(),
+        &pin,
+        None,
+    );
+    assert!(!plain.contains("(The"), "{plain}");
+    Ok(())
+}
+
+#[test]
+fn format_patch_of_a_branch_gives_back_its_patches() -> Result<()> {
     let (_candle_dir, repo) = candle()?;
-    prepare(&repo, "main", "greedy", false)?;
+    let prepared = prepare(&repo, "main", false)?;
     // A workspace whose patches/ holds the pin, in a repository of its own.
     let ws = workspace()?;
     let ws_repo = Repository::init(&ws.layout.root)?;
     commit_all(&ws_repo, "pin")?;
-    xtask::format_patch::run(&ws.layout, repo.path().parent().unwrap(), "greedy", "main")?;
+    let second = &prepared.stack.entries[1].branch;
+    xtask::format_patch::run(&ws.layout, repo.path().parent().unwrap(), second, "main")?;
     let written = series::load(&ws.layout.patches())?;
-    let original = patches()?;
-    assert_eq!(written.len(), original.len());
+    let original = stack_patches()?;
+    assert_eq!(written.len(), 2);
     for (written, original) in written.iter().zip(&original) {
         assert_eq!(written.file_name, original.file_name);
         assert_eq!(written.message()?, original.message()?);
@@ -124,17 +238,21 @@ fn format_patch_of_the_branch_gives_back_the_patch_files() -> Result<()> {
             without_first_line(&original.bytes)
         );
     }
-    // The pin came through the swap.
     assert!(ws.layout.pin().is_file());
     Ok(())
 }
 
-/// Runs `pr` expecting a refusal that starts with or contains `expected`, and checks every file
-/// of the repository, `.git` included, is byte for byte as before.
-fn refused(repo: &Repository, base: &str, branch: &str, expected: &str) -> Result<()> {
+fn without_first_line(bytes: &[u8]) -> &[u8] {
+    let at = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    &bytes[at..]
+}
+
+/// Runs `pr` expecting a refusal that contains `expected`, and checks every file of the
+/// repository, `.git` included, is byte for byte as before.
+fn refused(repo: &Repository, base: &str, expected: &str) -> Result<()> {
     let root = repo.path().parent().unwrap().to_path_buf();
     let before = snapshot(&root);
-    let err = format!("{:#}", prepare(repo, base, branch, false).unwrap_err());
+    let err = format!("{:#}", prepare(repo, base, false).unwrap_err());
     assert!(err.contains(expected), "{err}");
     assert!(snapshot(&root) == before, "the repository changed");
     Ok(())
@@ -147,7 +265,6 @@ fn a_dirty_tree_is_refused() -> Result<()> {
     refused(
         &repo,
         "main",
-        "greedy",
         "has changes that are not committed (notes.txt)",
     )?;
     std::fs::remove_file(temp.path().join("notes.txt"))?;
@@ -157,41 +274,46 @@ fn a_dirty_tree_is_refused() -> Result<()> {
         "pub mod",
         "pub(crate) mod",
     )?;
-    refused(&repo, "main", "greedy", "(candle-transformers/src/lib.rs)")
+    refused(&repo, "main", "(candle-transformers/src/lib.rs)")
 }
 
 #[test]
 fn an_existing_branch_is_refused_unless_forced() -> Result<()> {
     let (_temp, repo) = candle()?;
     let head = repo.head()?.peel_to_commit()?;
-    repo.branch("greedy", &head, false)?;
-    refused(&repo, "main", "greedy", "branch `greedy` already exists")?;
-    let prepared = prepare(&repo, "main", "greedy", true)?;
-    let branch = repo.find_branch("greedy", git2::BranchType::Local)?;
-    assert_eq!(branch.get().target(), prepared.commits.last().copied());
+    repo.branch("raise-it-again", &head, false)?;
+    refused(&repo, "main", "branch `raise-it-again` already exists")?;
+    let prepared = prepare(&repo, "main", true)?;
+    assert_eq!(
+        branch_tip(&repo, "raise-it-again")?,
+        prepared.stack.entries[1].commit
+    );
     // The checked-out branch is never moved, even when forced.
-    let err = prepare(&repo, "main", "main", true)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("branch `main` is checked out"), "{err}");
+    repo.set_head("refs/heads/raise-the-threshold")?;
+    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+    let err = prepare(&repo, "main", true).unwrap_err().to_string();
+    assert!(
+        err.contains("branch `raise-the-threshold` is checked out"),
+        "{err}"
+    );
     Ok(())
 }
 
 #[test]
 fn a_missing_or_detached_base_is_refused() -> Result<()> {
     let (_temp, repo) = candle()?;
-    refused(&repo, "develop", "greedy", "has no branch `develop`")?;
+    refused(&repo, "develop", "has no branch `develop`")?;
     let head = repo.head()?.target().unwrap().to_string();
-    refused(&repo, &head, "greedy", "is not a branch")
+    refused(&repo, &head, "is not a branch")
 }
 
 #[test]
 fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
     let (temp, repo) = candle()?;
-    // Upstream moved: the line 0001 changes in `new` is not there any more.
+    // Upstream moved: the line the first patch changes is not there any more.
     edit(
         temp.path(),
-        "candle-transformers/src/generation/mod.rs",
+        MODULE,
         "temperature.and_then(|v| if v < 1e-7 { None } else { Some(v) })",
         "temperature.filter(|v| *v >= 1e-7)",
     )?;
@@ -199,11 +321,10 @@ fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
     refused(
         &repo,
         "main",
-        "greedy",
-        "0001-generation-Sample-greedily-at-temperature-0.patch does not apply: \
+        "0001-generation-Raise-the-threshold.patch does not apply: \
          candle-transformers/src/generation/mod.rs: hunk",
     )?;
-    let err = format!("{:#}", prepare(&repo, "main", "greedy", false).unwrap_err());
+    let err = format!("{:#}", prepare(&repo, "main", false).unwrap_err());
     assert!(err.contains("is as it was"), "{err}");
     assert!(
         err.contains("temperature.and_then(|v| if v < 1e-7"),
@@ -213,7 +334,53 @@ fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
 }
 
 #[test]
-fn open_pull_requests_on_the_same_files_are_listed() -> Result<()> {
+fn options_are_checked_before_any_work() -> Result<()> {
+    let ws = workspace()?;
+    let options = Options {
+        verify: true,
+        base: "main".into(),
+        ..Options::default()
+    };
+    let err = pr::run(&ws.layout, &options).unwrap_err().to_string();
+    assert!(err.starts_with("--verify needs --candle <clone>"), "{err}");
+    assert!(!ws.layout.target().exists(), "nothing is written");
+    let options = Options {
+        patches: vec!["1".into()],
+        base: "main".into(),
+        ..Options::default()
+    };
+    let err = pr::run(&ws.layout, &options).unwrap_err().to_string();
+    assert!(err.contains("four-digit numbers"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_notes_file_without_its_patch_is_refused() -> Result<()> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let patches = series::load(&ws.layout.patches())?;
+    std::fs::write(
+        ws.layout
+            .patches()
+            .join("0001-generation-Raise-the-threshold.md"),
+        "",
+    )?;
+    notes::check_paired(&ws.layout.patches(), &patches)?;
+    std::fs::write(ws.layout.patches().join("0009-gone.md"), "")?;
+    let err = notes::check_paired(&ws.layout.patches(), &patches)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("patches/0009-gone.md belongs to no patch"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn open_pull_requests_on_the_same_files_are_found() -> Result<()> {
     let (temp, repo) = candle()?;
     let main = repo.head()?.peel_to_commit()?;
     let pull = |number: u32, path: &str, from: &str, to: &str| -> Result<()> {
@@ -238,38 +405,31 @@ fn open_pull_requests_on_the_same_files_are_listed() -> Result<()> {
         repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
         Ok(())
     };
-    let module = "candle-transformers/src/generation/mod.rs";
     pull(
         7,
-        module,
+        MODULE,
         "//! Logit Processing and Sampling",
         "//! Logit processing and sampling",
     )?;
-    pull(
-        8,
-        module,
-        "if v < 1e-7 { None } else { Some(v) }",
-        "if v < 1e-6 { None } else { Some(v) }",
-    )?;
+    pull(8, MODULE, OLD_LINE, NEW_LINE)?;
     pull(
         9,
         "candle-transformers/src/lib.rs",
         "pub mod generation;",
         "pub mod generation; // x",
     )?;
-    let prepared = prepare(&repo, "main", "greedy", false)?;
-    assert_eq!(prepared.overlaps.len(), 2, "{:?}", prepared.overlaps);
-    assert!(prepared.overlaps[0].starts_with("Pull request #7 (\"Pull request 7\") also changes candle-transformers/src/generation/mod.rs; the patches apply on top of it"), "{}", prepared.overlaps[0]);
+    let found = prepare(&repo, "main", false)?.overlaps;
+    let numbers: Vec<u64> = found.current.iter().map(|o| o.number).collect();
+    assert_eq!(numbers, [7, 8]);
+    assert_eq!(found.current[0].summary, "Pull request 7");
+    assert_eq!(found.current[0].files, [MODULE]);
+    assert_eq!(found.current[0].conflict, None);
+    let conflict = found.current[1].conflict.as_deref().unwrap_or_default();
     assert!(
-        prepared.overlaps[1].starts_with("Pull request #8"),
-        "{}",
-        prepared.overlaps[1]
+        conflict.starts_with("0001-generation-Raise-the-threshold.patch does not apply"),
+        "{conflict}"
     );
-    assert!(
-        prepared.overlaps[1].contains("the patches conflict with it"),
-        "{}",
-        prepared.overlaps[1]
-    );
+    assert!(found.older.is_empty());
     Ok(())
 }
 
@@ -310,13 +470,12 @@ fn reachable(repo: &Repository, id: Oid, found: &mut BTreeSet<String>) -> Result
 }
 
 #[test]
-fn pr_writes_the_branchs_new_objects_and_nothing_else() -> Result<()> {
+fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
     let (temp, repo) = candle()?;
-    // A pull request the patches apply on: trying them there must write nothing.
-    let module = "candle-transformers/src/generation/mod.rs";
+    // A pull request the series applies on: trying it there must write nothing.
     edit(
         temp.path(),
-        module,
+        MODULE,
         "//! Logit Processing and Sampling",
         "//! Logit processing and sampling",
     )?;
@@ -329,73 +488,22 @@ fn pr_writes_the_branchs_new_objects_and_nothing_else() -> Result<()> {
     )?;
     let (before, packs_before) = stored(&repo)?;
 
-    let prepared = prepare(&repo, "main", "greedy", false)?;
-    assert!(prepared.overlaps[0].contains("the patches apply on top of it"));
+    let prepared = prepare(&repo, "main", false)?;
+    assert_eq!(prepared.overlaps.current[0].conflict, None);
     let (after, packs_after) = stored(&repo)?;
     assert_eq!(packs_after, packs_before, "no pack of the whole tree");
     // Read back through a new handle, without the in-memory objects of the first.
     let fresh = Repository::open(temp.path())?;
-    let mut branch = BTreeSet::new();
-    reachable(&fresh, *prepared.commits.last().unwrap(), &mut branch)?;
-    let written: BTreeSet<String> = after.difference(&before).cloned().collect();
-    let new_in_branch: BTreeSet<String> = branch.difference(&before).cloned().collect();
-    assert_eq!(written, new_in_branch);
-    // Two commits, each with its trees down to both changed files (the root,
-    // candle-transformers/, src/, src/generation/, tests/) and their two blobs.
-    assert_eq!(written.len(), 2 * 8, "{written:?}");
-    Ok(())
-}
-
-#[test]
-fn the_title_and_body_come_from_the_patches() -> Result<()> {
-    let patches = patches()?;
-    let messages: Vec<_> = patches.iter().map(Patch::message).collect::<Result<_>>()?;
-    assert_eq!(
-        pr::title(&messages),
-        "Sample greedily at temperature 0; report bad input instead of rand's error"
-    );
-    assert_eq!(
-        pr::default_branch(&messages[..1]),
-        "sample-greedily-at-temperature-0"
-    );
-    let tests = pr::added_tests(&patches[0]);
-    assert_eq!(
-        tests,
-        [
-            "sample_with_zero_temperature_from_sampling",
-            "sample_with_negative_temperature",
-            "sample_with_tiny_temperature",
-            "sample_with_nan_temperature",
-            "new_and_from_sampling_agree"
-        ]
-    );
-    let prepared = Prepared {
-        branch: None,
-        commits: Vec::new(),
-        base: vec!["Base line.".into()],
-        overlaps: Vec::new(),
-        audit: Some(pr::sites_in(
-            "examples/x.rs",
-            "let temperature = args.temperature;\nlet sampling = if temperature <= 0. {\n    Sampling::ArgMax\n} else {\n    Sampling::All { temperature }\n};\nLogitsProcessor::from_sampling(seed, sampling)\n",
-        )),
-        series: Vec::new(),
-    };
-    let inputs = pr::Inputs {
-        messages: &messages,
-        patches: &patches,
-        repro: Some("case  upstream  patched\nTopK  error  66\n".into()),
-        bench: None,
-        prepared: &prepared,
-    };
-    let body = pr::body(&inputs);
-    for message in &messages {
-        assert!(body.contains(&format!("### {}\n\n{}\n", message.subject, message.body)));
+    let mut branches = BTreeSet::new();
+    for entry in &prepared.stack.entries {
+        reachable(&fresh, entry.commit, &mut branches)?;
     }
-    assert!(body.contains("`sample_with_tiny_temperature`"));
-    assert!(body.contains("```\ncase  upstream  patched\nTopK  error  66\n```"));
-    assert!(body.contains("| `examples/x.rs:7` | maps temperature <= 0 to `ArgMax` itself |"));
-    assert!(body.contains("`cargo bench`, then `cargo xtask bench-report --callgrind`"));
-    assert!(body.contains("- Base line.\n"));
+    let written: BTreeSet<String> = after.difference(&before).cloned().collect();
+    let new_in_branches: BTreeSet<String> = branches.difference(&before).cloned().collect();
+    assert_eq!(written, new_in_branches);
+    // Each commit, with its trees down to the file it changes (the root, candle-transformers/,
+    // src/ or tests/, and generation/ for the module) and that file: 6 + 6 + 5.
+    assert_eq!(written.len(), 17, "{written:?}");
     Ok(())
 }
 
@@ -405,24 +513,18 @@ fn call_sites_are_classified() {
 fn a(sampling: Sampling) { let p = LogitsProcessor::from_sampling(1, sampling); }
 let sampling = Sampling::TopK { k, temperature };
 let p = LogitsProcessor::from_sampling(2, sampling);
+let sampling = if temperature <= 0. { Sampling::ArgMax } else { Sampling::All { temperature } };
+let p = LogitsProcessor::from_sampling(3, sampling);
 ";
-    let sites = pr::sites_in("x.rs", text);
-    let guards: Vec<&str> = sites.iter().map(|s| s.guard).collect();
-    assert_eq!(guards, [pr::ELSEWHERE, pr::NO_GUARD]);
-    assert_eq!(sites[1].line, 3);
-}
-
-#[test]
-fn the_repro_table_is_named_for_reviewers() {
-    let output = "running on the committed fixture\n\nargmax     66 \"R\"\n\nseed 42: each row samples one token\n\
-case  upstream (published)  patched (+ patches/)\n\
-----  --------------------  --------------------\n\
-TopK  error: rand           66 \"R\"\n\nfixture    the committed logits differ by 0\n";
+    let sites = audit::sites_in("x.rs", text);
+    let guards: Vec<audit::Guard> = sites.iter().map(|s| s.guard).collect();
     assert_eq!(
-        pr::table_for_reviewers(output).unwrap(),
-        "case  before (0.11.1)       after this PR\n\
-         ----  --------------------  --------------------\n\
-         TopK  error: rand           66 \"R\"\n"
+        guards,
+        [
+            audit::Guard::Caller,
+            audit::Guard::None,
+            audit::Guard::Itself
+        ]
     );
-    assert_eq!(pr::table_for_reviewers("no table here\n"), None);
+    assert_eq!(sites[1].line, 3);
 }

@@ -150,6 +150,27 @@ pub fn make_patch(
     Ok(email)
 }
 
+/// A change to a work tree, as a test makes it.
+pub type Change = Box<dyn FnOnce(&Path) -> Result<()>>;
+
+/// `git format-patch` files of commits that make `changes` one after another on `base`: each
+/// commit's subject and mail, written by our own `series::email`.
+pub fn make_series(
+    base: &[CrateFile],
+    changes: Vec<(&str, Change)>,
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let temp = TempDir::new("series-repo")?;
+    let repo = upstream_repo(temp.path(), base)?;
+    let mut emails = Vec::new();
+    for (message, change) in changes {
+        change(temp.path())?;
+        let commit = repo.find_commit(commit_all(&repo, message)?)?;
+        let subject = commit.summary()?.unwrap_or_default().to_string();
+        emails.push((subject, xtask::series::email(&commit)?));
+    }
+    Ok(emails)
+}
+
 /// The edit that the fixture's first patch makes.
 pub const OLD_LINE: &str = "if v < 1e-7 { None } else { Some(v) }";
 pub const NEW_LINE: &str = "if v < 1e-6 { None } else { Some(v) }";

@@ -1,0 +1,79 @@
+//! The call sites of `LogitsProcessor::from_sampling` in the base, and how each treats a
+//! temperature of 0: what a pull request that makes `from_sampling` greedy there changes.
+
+use anyhow::Result;
+use git2::{Oid, Repository};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// Maps temperature <= 0 to `ArgMax` before calling.
+    Itself,
+    /// Builds its `Sampling` right there with no such guard.
+    None,
+    /// Takes its `Sampling` from its caller.
+    Caller,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    pub path: String,
+    pub line: usize,
+    pub guard: Guard,
+}
+
+/// Every `from_sampling(` call in the base's Rust files, outside the module that defines it and
+/// its own tests, which call it at fixed temperatures.
+pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
+    let tree = repo.find_commit(base)?.tree()?;
+    let mut sites = Vec::new();
+    let mut failure = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        let name = entry.name().unwrap_or_default();
+        let path = format!("{dir}{name}");
+        if !name.ends_with(".rs")
+            || path.ends_with("generation/mod.rs")
+            || path.ends_with("tests/generation_tests.rs")
+        {
+            return git2::TreeWalkResult::Ok;
+        }
+        match repo.find_blob(entry.id()) {
+            Ok(blob) => sites.extend(sites_in(&path, &String::from_utf8_lossy(blob.content()))),
+            Err(err) => failure = Some(err),
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    match failure {
+        Some(err) => Err(err.into()),
+        None => Ok(sites),
+    }
+}
+
+/// The calls in one file. A guard is a comparison of a temperature with 0 (or `1e-7`) in the 40
+/// lines before the call; a `Sampling::` there means the call builds its own.
+pub fn sites_in(path: &str, text: &str) -> Vec<CallSite> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut sites = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if !line.contains("from_sampling(") || line.contains("fn from_sampling") {
+            continue;
+        }
+        let before = &lines[index.saturating_sub(40)..index];
+        let guarded = before.iter().any(|l| {
+            let l = l.replace(' ', "");
+            l.contains("temperature")
+                && (l.contains("<=0") || l.contains("<1e-7") || l.contains("<0."))
+        });
+        let builds = before.iter().any(|l| l.contains("Sampling::"));
+        let guard = match (guarded, builds) {
+            (true, _) => Guard::Itself,
+            (false, true) => Guard::None,
+            (false, false) => Guard::Caller,
+        };
+        sites.push(CallSite {
+            path: path.to_string(),
+            line: index + 1,
+            guard,
+        });
+    }
+    sites
+}

@@ -1,0 +1,81 @@
+//! How the base relates to the pin: the contributor's check that the patches were made against
+//! the code they now land on. Printed by `pr`, never put in a pull request.
+
+use std::path::Path;
+
+use anyhow::Result;
+use git2::{Oid, Repository};
+
+use crate::published::Published;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BaseRelation {
+    /// The base is the commit the pinned crate was published from.
+    Pinned,
+    /// The base descends from that commit, this many commits later.
+    After { commits: usize },
+    /// Both are in the clone, but the base does not descend from the pinned commit.
+    Diverged,
+    /// The pinned commit is not in the clone; the files below are compared with the crate's.
+    PinNotInClone,
+}
+
+/// A file the patches change, in the base against the published crate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileState {
+    AsPublished,
+    Changed { added: usize, removed: usize },
+    NotInBase,
+    NotPublished,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BaseReport {
+    pub relation: BaseRelation,
+    pub files: Vec<(String, FileState)>,
+}
+
+pub fn relate(
+    repo: &Repository,
+    base: Oid,
+    published: &Published,
+    touched: &[String],
+) -> Result<BaseReport> {
+    let pin = &published.pin;
+    let pinned = Oid::from_str(&pin.commit)
+        .ok()
+        .filter(|id| repo.find_commit(*id).is_ok());
+    let relation = match pinned {
+        None => BaseRelation::PinNotInClone,
+        Some(pinned) if pinned == base => BaseRelation::Pinned,
+        Some(pinned) if repo.graph_descendant_of(base, pinned)? => BaseRelation::After {
+            commits: repo.graph_ahead_behind(base, pinned)?.0,
+        },
+        Some(_) => BaseRelation::Diverged,
+    };
+    let tree = repo.find_commit(base)?.tree()?;
+    let mut files = Vec::new();
+    for path in touched {
+        let published_file = path
+            .strip_prefix(&format!("{}/", pin.path_in_vcs))
+            .and_then(|p| published.files.iter().find(|f| f.path == p));
+        let in_base = tree.get_path(Path::new(path)).ok().map(|e| e.id());
+        let state = match (published_file, in_base) {
+            (_, None) => FileState::NotInBase,
+            (None, Some(_)) => FileState::NotPublished,
+            (Some(file), Some(id)) => {
+                let blob = repo.find_blob(id)?;
+                if blob.content() == file.data.as_slice() {
+                    FileState::AsPublished
+                } else {
+                    let diff =
+                        git2::Patch::from_buffers(&file.data, None, blob.content(), None, None)?;
+                    let (_, added, removed) = diff.line_stats()?;
+                    FileState::Changed { added, removed }
+                }
+            }
+        };
+        files.push((path.clone(), state));
+    }
+    Ok(BaseReport { relation, files })
+}

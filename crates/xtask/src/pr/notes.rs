@@ -1,0 +1,180 @@
+//! What a pull request says beyond its commit: `patches/<patch>.md` beside each
+//! `patches/<patch>.patch`. The commit message gives the Summary (its first paragraph) and the
+//! Fix (the rest); the notes add sections for reviewers only, such as what changes for users,
+//! related pull requests and history, and lines for the Test plan after a `## Test plan` heading.
+//! A marker line there is replaced by what `pr` computes (see `Marker`).
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use crate::series::Patch;
+
+/// A line of the notes that `pr` replaces with a table it makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// `<!-- call-sites -->`: the calls of `from_sampling` in the base and their guards.
+    CallSites,
+    /// `<!-- real-model -->`: the real-model table from `cargo repro --format json`.
+    RealModel,
+    /// `<!-- bench -->`: the benchmark table from `cargo xtask bench-report`.
+    Bench,
+}
+
+impl Marker {
+    pub const ALL: [Marker; 3] = [Marker::CallSites, Marker::RealModel, Marker::Bench];
+
+    pub fn line(self) -> &'static str {
+        match self {
+            Marker::CallSites => "<!-- call-sites -->",
+            Marker::RealModel => "<!-- real-model -->",
+            Marker::Bench => "<!-- bench -->",
+        }
+    }
+}
+
+/// One piece of the notes: Markdown text, or a marker to fill.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Marker(Marker),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// Sections that come after the Fix.
+    pub sections: Vec<Part>,
+    /// What follows the generated lines of the Test plan.
+    pub test_plan: Vec<Part>,
+}
+
+impl Notes {
+    pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
+        self.sections
+            .iter()
+            .chain(&self.test_plan)
+            .filter_map(|part| match part {
+                Part::Marker(marker) => Some(*marker),
+                Part::Text(_) => None,
+            })
+    }
+}
+
+/// The notes file of `patch`: its file name with `.md` for `.patch`.
+pub fn path(dir: &Path, patch: &Patch) -> std::path::PathBuf {
+    let stem = patch.file_name.trim_end_matches(".patch");
+    dir.join(format!("{stem}.md"))
+}
+
+/// The notes of `patch`, empty if it has no notes file.
+pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
+    let path = path(dir, patch);
+    if !path.exists() {
+        return Ok(Notes::default());
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    parse(&text).with_context(|| format!("in {}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<Notes> {
+    let mut notes = Notes::default();
+    let mut in_test_plan = false;
+    let mut text_lines: Vec<&str> = Vec::new();
+    let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
+        let joined = lines.join("\n");
+        let trimmed = joined.trim_matches('\n');
+        if !trimmed.trim().is_empty() {
+            into.push(Part::Text(trimmed.to_string()));
+        }
+        lines.clear();
+    };
+    for line in text.lines() {
+        let target = if in_test_plan {
+            &mut notes.test_plan
+        } else {
+            &mut notes.sections
+        };
+        if line.trim() == "## Test plan" {
+            if in_test_plan {
+                bail!("`## Test plan` appears twice");
+            }
+            flush(&mut text_lines, target);
+            in_test_plan = true;
+        } else if line.trim_start().starts_with("<!--") {
+            let Some(marker) = Marker::ALL.into_iter().find(|m| m.line() == line.trim()) else {
+                let known: Vec<&str> = Marker::ALL.iter().map(|m| m.line()).collect();
+                bail!(
+                    "`{}` is not a marker: use one of {}",
+                    line.trim(),
+                    known.join(", ")
+                );
+            };
+            flush(&mut text_lines, target);
+            target.push(Part::Marker(marker));
+        } else {
+            text_lines.push(line);
+        }
+    }
+    let target = if in_test_plan {
+        &mut notes.test_plan
+    } else {
+        &mut notes.sections
+    };
+    flush(&mut text_lines, target);
+    Ok(notes)
+}
+
+/// Fails on a notes file whose patch is gone, as after a subject changed and `format-patch`
+/// wrote the patch under a new name: rename the notes with it.
+pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if !patches
+            .iter()
+            .any(|p| p.file_name == format!("{stem}.patch"))
+        {
+            bail!(
+                "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is \
+                 not in patches/)"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_split_at_the_test_plan_and_find_markers() -> Result<()> {
+        let notes = parse(
+            "## For users\n\nGreedy now.\n<!-- call-sites -->\n\n## Test plan\n\n<!-- real-model -->\nMore.\n",
+        )?;
+        assert_eq!(
+            notes.sections,
+            [
+                Part::Text("## For users\n\nGreedy now.".into()),
+                Part::Marker(Marker::CallSites)
+            ]
+        );
+        assert_eq!(
+            notes.test_plan,
+            [Part::Marker(Marker::RealModel), Part::Text("More.".into())]
+        );
+        let err = parse("<!-- benches -->\n").unwrap_err().to_string();
+        assert!(
+            err.starts_with("`<!-- benches -->` is not a marker"),
+            "{err}"
+        );
+        let err = parse("## Test plan\n## Test plan\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "`## Test plan` appears twice");
+        Ok(())
+    }
+}

@@ -1,0 +1,316 @@
+//! Everything `pr` writes for people, in one place: each pull request's title and body in
+//! candle's style (Summary, Fix, the notes' sections, Test plan), and the console report.
+
+use std::fmt::Write;
+
+use super::audit::{CallSite, Guard};
+use super::base::{BaseRelation, BaseReport, FileState};
+use super::notes::{Marker, Notes, Part};
+use super::overlap::Overlaps;
+use super::stack::{Parent, Stack};
+use super::verify::{self, Check};
+use crate::git::short;
+use crate::pin::Pin;
+
+/// `cargo repro --format json`'s table: each case, before and after the patches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RealModel {
+    /// The model file and the package it comes from.
+    pub model: String,
+    /// `model` when computed by the model now, `fixture` when read from the committed logits.
+    pub logits: String,
+    pub prompt: String,
+    pub seed: u64,
+    /// The case, the published crate's outcome, the patched crate's outcome.
+    pub rows: Vec<[String; 3]>,
+}
+
+/// What `pr` computed for the markers of the notes; `None` where it could not.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub call_sites: Option<Vec<CallSite>>,
+    pub real_model: Option<RealModel>,
+    /// `target/bench-table.md`, written by `cargo xtask bench-report`.
+    pub bench: Option<String>,
+}
+
+/// The title of entry `index`: its subject, as candle squash-merges it (`Title (#N)`).
+pub fn title(stack: &Stack, index: usize) -> String {
+    stack.entries[index].message.subject.clone()
+}
+
+/// The body of entry `index`'s pull request.
+pub fn body(
+    stack: &Stack,
+    index: usize,
+    notes: &Notes,
+    facts: &Facts,
+    pin: &Pin,
+    checks: Option<&[Check]>,
+) -> String {
+    let entry = &stack.entries[index];
+    let (summary, fix) = match entry.message.body.split_once("\n\n") {
+        Some((summary, fix)) => (summary, fix),
+        None => (entry.message.body.as_str(), ""),
+    };
+    let mut out = format!("## Summary\n\n{summary}\n\n");
+    if !fix.is_empty() {
+        out += &format!("## Fix\n\n{fix}\n\n");
+    }
+    for part in &notes.sections {
+        out += &part_text(part, facts, pin);
+        out += "\n\n";
+    }
+    out += "## Test plan\n\n";
+    for (file, tests) in added_tests(&entry.patch.bytes) {
+        let names: Vec<String> = tests.iter().map(|t| format!("`{t}`")).collect();
+        out += &format!("Tests added to `{file}`: {}.\n\n", names.join(", "));
+    }
+    match checks {
+        Some(checks) => {
+            out += "candle's CI commands, run on this branch:\n\n| command | result | time |\n|---|---|---:|\n";
+            for check in checks {
+                let result = if check.passed { "pass" } else { "**fail**" };
+                out += &format!(
+                    "| `{}` | {result} | {:.0} s |\n",
+                    check.command(),
+                    check.seconds
+                );
+            }
+            out += &format!("\nNot run: {}.\n\n", verify::NOT_RUN);
+        }
+        None => out += "candle's CI commands have not been run on this branch yet.\n\n",
+    }
+    for part in &notes.test_plan {
+        out += &part_text(part, facts, pin);
+        out += "\n\n";
+    }
+    let ancestors = stack.ancestors(index);
+    if !ancestors.is_empty() {
+        let titles: Vec<String> = ancestors
+            .iter()
+            .rev()
+            .map(|&i| format!("\"{}\"", title(stack, i)))
+            .collect();
+        let (one, them) = if ancestors.len() == 1 {
+            ("that pull request", "its commit")
+        } else {
+            ("those pull requests, in this order,", "their commits")
+        };
+        out += &format!(
+            "## Depends on\n\nThis pull request builds on {}: merge {one} first. Until then its \
+             diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
+            and_list(&titles),
+            entry.message.subject
+        );
+    }
+    out.trim_end().to_string() + "\n"
+}
+
+fn part_text(part: &Part, facts: &Facts, pin: &Pin) -> String {
+    match part {
+        Part::Text(text) => text.clone(),
+        Part::Marker(Marker::CallSites) => match &facts.call_sites {
+            Some(sites) => call_sites(sites),
+            None => "(The call sites are listed when the text is made against a clone of candle.)"
+                .into(),
+        },
+        Part::Marker(Marker::RealModel) => match &facts.real_model {
+            Some(table) => real_model(table, pin),
+            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
+        },
+        Part::Marker(Marker::Bench) => match &facts.bench {
+            Some(table) => table.trim_end().to_string(),
+            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
+        },
+    }
+}
+
+fn call_sites(sites: &[CallSite]) -> String {
+    let of = |guard| -> Vec<&CallSite> { sites.iter().filter(|s| s.guard == guard).collect() };
+    let (itself, none, caller) = (of(Guard::Itself), of(Guard::None), of(Guard::Caller));
+    let mut clauses = Vec::new();
+    if !itself.is_empty() {
+        clauses.push(format!(
+            "{} map temperature <= 0 to `ArgMax` themselves and no longer need to",
+            itself.len()
+        ));
+    }
+    if !none.is_empty() {
+        clauses.push(format!(
+            "{} build their `Sampling` with no such guard and now decode greedily at temperature 0 \
+             where they failed",
+            none.len()
+        ));
+    }
+    if !caller.is_empty() {
+        clauses.push(format!(
+            "{} take their `Sampling` from a caller and follow it",
+            caller.len()
+        ));
+    }
+    let mut out = format!(
+        "Of the {} calls of `LogitsProcessor::from_sampling` outside the module and its tests, {}.\n",
+        sites.len(),
+        clauses.join("; ")
+    );
+    let list = |sites: &[&CallSite]| -> String {
+        sites
+            .iter()
+            .map(|s| format!("- `{}:{}`\n", s.path, s.line))
+            .collect()
+    };
+    if !none.is_empty() {
+        out += &format!("\nWithout a guard:\n\n{}", list(&none));
+    }
+    if !caller.is_empty() {
+        out += &format!("\nFrom a caller:\n\n{}", list(&caller));
+    }
+    if !itself.is_empty() {
+        out += &format!(
+            "\n<details><summary>The {} calls that guard it themselves</summary>\n\n{}\n</details>\n",
+            itself.len(),
+            list(&itself)
+        );
+    }
+    out.trim_end().to_string()
+}
+
+fn real_model(table: &RealModel, pin: &Pin) -> String {
+    let computed = match table.logits.as_str() {
+        "model" => "computed with candle on the CPU",
+        _ => "as recorded from the model in the test fixture",
+    };
+    let mut out = format!(
+        "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
+         {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
+         before is {}, after is the same crate with this change and the ones it builds \
+         on.\n\n| call | before | after |\n|---|---|---|\n",
+        table.model,
+        table.prompt,
+        table.seed,
+        pin.label()
+    );
+    for [case, before, after] in &table.rows {
+        let _ = writeln!(out, "| `{case}` | {before} | {after} |");
+    }
+    out.trim_end().to_string()
+}
+
+/// The tests a patch adds, per file: `#[test]` functions on added lines.
+pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
+    let text = String::from_utf8_lossy(patch);
+    let mut files: Vec<(String, Vec<String>)> = Vec::new();
+    let mut after_test_attribute = false;
+    for line in text.lines() {
+        if let Some(path) = line.strip_prefix("+++ b/") {
+            files.push((path.to_string(), Vec::new()));
+            after_test_attribute = false;
+            continue;
+        }
+        let Some(added) = line.strip_prefix('+') else {
+            after_test_attribute = false;
+            continue;
+        };
+        let added = added.trim();
+        if after_test_attribute {
+            if let (Some(name), Some((_, tests))) = (
+                added.strip_prefix("fn ").and_then(|r| r.split('(').next()),
+                files.last_mut(),
+            ) {
+                tests.push(name.to_string());
+            }
+        }
+        after_test_attribute = added == "#[test]";
+    }
+    files.retain(|(_, tests)| !tests.is_empty());
+    files
+}
+
+/// What the contributor reads: the order to open the pull requests in and what each depends
+/// on, how the base relates to the pin, and open pull requests on the same files.
+pub fn console(stack: &Stack, base: Option<&BaseReport>, overlaps: &Overlaps, pin: &Pin) -> String {
+    let mut out = String::from("Open the pull requests in this order:\n");
+    for (index, entry) in stack.entries.iter().enumerate() {
+        let depends = match entry.parent {
+            Parent::Base => "on the base alone".to_string(),
+            Parent::Entry(parent) => format!("after {}", stack.entries[parent].branch),
+        };
+        let _ = writeln!(
+            out,
+            "  {}. {} ({}): \"{}\", {depends}",
+            index + 1,
+            entry.branch,
+            entry.number(),
+            entry.message.subject
+        );
+    }
+    if let Some(base) = base {
+        let _ = writeln!(out, "{}", relation(&base.relation, pin));
+        for (path, state) in &base.files {
+            let state = match state {
+                FileState::AsPublished => format!("as published in {}", pin.label()),
+                FileState::Changed { added, removed } => {
+                    format!("changed since {} (+{added} -{removed} lines)", pin.label())
+                }
+                FileState::NotInBase => "not in the base".to_string(),
+                FileState::NotPublished => "not in the published crate".to_string(),
+            };
+            let _ = writeln!(out, "  {path}: {state}");
+        }
+    }
+    for overlap in &overlaps.current {
+        let verdict = match &overlap.conflict {
+            None => "the series applies on top of it".to_string(),
+            Some(conflict) => format!("the series conflicts with it ({conflict})"),
+        };
+        let _ = writeln!(
+            out,
+            "Pull request #{} (\"{}\") also changes {}; {verdict}.",
+            overlap.number,
+            overlap.summary,
+            overlap.files.join(", ")
+        );
+    }
+    if !overlaps.older.is_empty() {
+        let numbers: Vec<String> = overlaps.older.iter().map(|n| format!("#{n}")).collect();
+        let _ = writeln!(
+            out,
+            "{} older pull requests changed these files from an earlier version (closed, or due a \
+             rebase): {}.",
+            numbers.len(),
+            numbers.join(", ")
+        );
+    }
+    out
+}
+
+fn relation(relation: &BaseRelation, pin: &Pin) -> String {
+    match relation {
+        BaseRelation::Pinned => format!("The base is the commit {} was published from.", pin.label()),
+        BaseRelation::After { commits } => format!(
+            "The base is {commits} commits after {} ({}).",
+            short(&pin.commit),
+            pin.label()
+        ),
+        BaseRelation::Diverged => format!(
+            "The base does not descend from {} ({}).",
+            short(&pin.commit),
+            pin.label()
+        ),
+        BaseRelation::PinNotInClone => format!(
+            "Commit {} ({}) is not in the clone; the base's files are compared with the published crate's:",
+            short(&pin.commit),
+            pin.label()
+        ),
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}

@@ -1,0 +1,315 @@
+//! `--verify`: on each branch of the stack, the commands of candle's CI
+//! (`.github/workflows/rust-ci.yml`) that a pull request touching these crates must pass, run in
+//! an export of the branch beside the workspace's target folder; the clone is not touched.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use git2::{Delta, Oid, Repository};
+
+use crate::fsutil::TempDir;
+use crate::trees;
+
+/// A command and how it went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// The arguments after `cargo`.
+    pub args: Vec<String>,
+    pub passed: bool,
+    pub seconds: f64,
+}
+
+impl Check {
+    pub fn command(&self) -> String {
+        format!("cargo {}", self.args.join(" "))
+    }
+}
+
+/// The crates a branch touches and those that use what it touches: what its checks cover.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Crates {
+    /// Packages with a file the patch changes.
+    pub touched: Vec<String>,
+    /// Workspace members that depend on a touched package and use a module the patch changes.
+    pub dependents: Vec<String>,
+}
+
+/// candle's CI commands for `crates`: formatting of the whole workspace; clippy with tests,
+/// examples and benches, warnings denied, over the touched crates and their dependents; the
+/// touched crates' tests.
+pub fn commands(crates: &Crates) -> Vec<Vec<String>> {
+    let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut clippy = strings(&["clippy"]);
+    for name in crates.touched.iter().chain(&crates.dependents) {
+        clippy.extend(["-p".to_string(), name.clone()]);
+    }
+    clippy.extend(strings(&[
+        "--tests",
+        "--examples",
+        "--benches",
+        "--",
+        "-D",
+        "warnings",
+    ]));
+    let mut test = strings(&["test"]);
+    for name in &crates.touched {
+        test.extend(["-p".to_string(), name.clone()]);
+    }
+    vec![strings(&["fmt", "--all", "--", "--check"]), clippy, test]
+}
+
+/// The jobs of candle's CI that `--verify` cannot run on this machine.
+pub const NOT_RUN: &str = "candle's macOS (Metal), CUDA and Windows jobs";
+
+/// Which crates of the tree `tree` the changes from `from` to `tree` touch and reach.
+pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
+    let tree_obj = repo.find_tree(tree)?;
+    let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(from)?), Some(&tree_obj), None)?;
+    let read = |path: &str| -> Option<String> {
+        let entry = tree_obj.get_path(Path::new(path)).ok()?;
+        let blob = repo.find_blob(entry.id()).ok()?;
+        Some(String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    let mut touched = Vec::new();
+    let mut modules = Vec::new();
+    for delta in diff.deltas() {
+        let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+            continue;
+        };
+        let path = path.to_string_lossy().into_owned();
+        // The nearest folder above the file with a manifest is its crate.
+        let mut dir = Path::new(&path).parent();
+        while let Some(d) = dir {
+            let manifest = d.join("Cargo.toml").to_string_lossy().into_owned();
+            if let Some(name) = read(&manifest).as_deref().and_then(package_name) {
+                if !touched.contains(&name) {
+                    touched.push(name.clone());
+                }
+                if let Some(module) = module_of(&path, &d.to_string_lossy()) {
+                    modules.push(module);
+                }
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+    let mut dependents = Vec::new();
+    for member in members(repo, &tree_obj, &read("Cargo.toml").unwrap_or_default())? {
+        let Some(manifest) = read(&format!("{member}/Cargo.toml")) else {
+            continue;
+        };
+        let Some(name) = package_name(&manifest) else {
+            continue;
+        };
+        if touched.contains(&name)
+            || !touched.iter().any(|t| depends_on(&manifest, t))
+            || !uses_any(repo, &tree_obj, &member, &modules)?
+        {
+            continue;
+        }
+        dependents.push(name);
+    }
+    Ok(Crates {
+        touched,
+        dependents,
+    })
+}
+
+/// `name = "..."` of the `[package]` table.
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+        } else if in_package {
+            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
+                if let Some(value) = value.strip_prefix('=') {
+                    return Some(value.trim().trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `candle-transformers/src/generation/mod.rs` in `candle-transformers` -> `generation::`.
+fn module_of(path: &str, crate_dir: &str) -> Option<String> {
+    let inner = path.strip_prefix(&format!("{crate_dir}/src/"))?;
+    let inner = inner.strip_suffix(".rs")?;
+    let inner = inner.strip_suffix("/mod").unwrap_or(inner);
+    if inner == "lib" || inner == "main" {
+        return None;
+    }
+    Some(format!("{}::", inner.replace('/', "::")))
+}
+
+fn depends_on(manifest: &str, package: &str) -> bool {
+    manifest.lines().map(str::trim).any(|line| {
+        line.starts_with(&format!("{package} "))
+            || line.starts_with(&format!("{package}="))
+            || line.starts_with(&format!("{package}."))
+            || line.contains(&format!("package = \"{package}\""))
+    })
+}
+
+/// Whether a Rust file under `dir` names one of `modules` (as in `generation::LogitsProcessor`).
+fn uses_any(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    dir: &str,
+    modules: &[String],
+) -> Result<bool> {
+    let Ok(entry) = tree.get_path(Path::new(dir)) else {
+        return Ok(false);
+    };
+    let sub = repo.find_tree(entry.id())?;
+    let mut found = false;
+    sub.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        if entry.name().is_ok_and(|n| n.ends_with(".rs")) {
+            if let Ok(blob) = repo.find_blob(entry.id()) {
+                let text = String::from_utf8_lossy(blob.content());
+                if modules.iter().any(|m| text.contains(m.as_str())) {
+                    found = true;
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|err| if found { Ok(()) } else { Err(err) })?;
+    Ok(found)
+}
+
+/// The workspace members of the root manifest: its `members` list, `dir/*` expanded.
+fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<Vec<String>> {
+    let Some(start) = manifest.find("members") else {
+        return Ok(Vec::new());
+    };
+    let list = &manifest[start..];
+    let list = &list[list.find('[').unwrap_or(0) + 1..list.find(']').unwrap_or(list.len())];
+    let mut members = Vec::new();
+    for item in list
+        .split(',')
+        .map(|s| s.trim().trim_matches('"'))
+        .filter(|s| !s.is_empty())
+    {
+        match item.strip_suffix("/*") {
+            Some(dir) => {
+                if let Ok(entry) = tree.get_path(Path::new(dir)) {
+                    for child in repo.find_tree(entry.id())?.iter() {
+                        if child.kind() == Some(git2::ObjectType::Tree) {
+                            members.push(format!("{dir}/{}", child.name().unwrap_or_default()));
+                        }
+                    }
+                }
+            }
+            None => members.push(item.to_string()),
+        }
+    }
+    Ok(members)
+}
+
+/// Makes `dir` hold `tree`: the first time by writing it whole, after that by writing only what
+/// differs from `previous`, so that cargo rebuilds only the crates a branch changes.
+pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
+    let Some(previous) = previous.filter(|_| dir.is_dir()) else {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        let parent = dir.parent().context("the export has no parent folder")?;
+        std::fs::create_dir_all(parent)?;
+        let temp = TempDir::in_dir(parent, "export")?;
+        let staged = temp.path().join("tree");
+        trees::write_tree(repo, tree, &staged)?;
+        std::fs::rename(&staged, dir)?;
+        return Ok(());
+    };
+    let diff = repo.diff_tree_to_tree(
+        Some(&repo.find_tree(previous)?),
+        Some(&repo.find_tree(tree)?),
+        None,
+    )?;
+    let new_tree = repo.find_tree(tree)?;
+    for delta in diff.deltas() {
+        if let Some(old) = delta.old_file().path() {
+            if matches!(delta.status(), Delta::Deleted | Delta::Renamed) {
+                let _ = std::fs::remove_file(dir.join(old));
+            }
+        }
+        if delta.status() == Delta::Deleted {
+            continue;
+        }
+        let Some(path) = delta.new_file().path() else {
+            continue;
+        };
+        let entry = new_tree.get_path(path)?;
+        let target = dir.join(path);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&target, repo.find_blob(entry.id())?.content())?;
+    }
+    Ok(())
+}
+
+/// Runs `commands` in `dir` with cargo's build folder `target_dir`, printing a line each.
+pub fn run(dir: &Path, target_dir: &Path, commands: &[Vec<String>]) -> Result<Vec<Check>> {
+    let mut checks = Vec::new();
+    for args in commands {
+        let started = Instant::now();
+        let status = std::process::Command::new("cargo")
+            .args(args)
+            .current_dir(dir)
+            .env("CARGO_TARGET_DIR", target_dir)
+            .env_remove("CARGO")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .status()
+            .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+        let check = Check {
+            args: args.clone(),
+            passed: status.success(),
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        eprintln!(
+            "{}  {} ({:.1} s)",
+            if check.passed { "pass" } else { "FAIL" },
+            check.command(),
+            check.seconds
+        );
+        checks.push(check);
+    }
+    Ok(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_and_modules_are_read() {
+        let manifest = "[package]\nname = \"candle-examples\"\n\n[dependencies]\ncandle-transformers = { workspace = true }\n";
+        assert_eq!(package_name(manifest).as_deref(), Some("candle-examples"));
+        assert!(depends_on(manifest, "candle-transformers"));
+        assert!(!depends_on(manifest, "candle-nn"));
+        assert_eq!(
+            module_of("candle-nn/src/sampling.rs", "candle-nn").as_deref(),
+            Some("sampling::")
+        );
+        assert_eq!(
+            module_of(
+                "candle-transformers/src/generation/mod.rs",
+                "candle-transformers"
+            )
+            .as_deref(),
+            Some("generation::")
+        );
+        assert_eq!(
+            module_of(
+                "candle-transformers/tests/generation_tests.rs",
+                "candle-transformers"
+            ),
+            None
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! `cargo xtask pr --verify`'s choice of crates and its export, on a small git2-built workspace
+//! shaped like candle's: a library, an examples crate that uses the changed module, one that
+//! depends on the library without using it, and one that does not depend on it.
+
+use std::path::Path;
+
+use anyhow::Result;
+use git2::{Oid, Repository};
+use xtask::fsutil::TempDir;
+use xtask::pr::verify::{self, Crates};
+
+fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
+    let mut index = git2::Index::new()?;
+    for (path, text) in files {
+        let id = repo.blob(text.as_bytes())?;
+        index.add(&git2::IndexEntry {
+            ctime: git2::IndexTime::new(0, 0),
+            mtime: git2::IndexTime::new(0, 0),
+            dev: 0,
+            ino: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            file_size: text.len() as u32,
+            id,
+            flags: 0,
+            flags_extended: 0,
+            path: path.as_bytes().to_vec(),
+        })?;
+    }
+    Ok(index.write_tree_to(repo)?)
+}
+
+const ROOT: &str =
+    "[workspace]\nmembers = [\n    \"lib\",\n    \"examples\",\n    \"wasm/*\",\n]\n";
+
+fn files(module: &'static str) -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("Cargo.toml", ROOT),
+        ("lib/Cargo.toml", "[package]\nname = \"my-lib\"\n"),
+        ("lib/src/lib.rs", "pub mod generation;\n"),
+        ("lib/src/generation/mod.rs", module),
+        (
+            "examples/Cargo.toml",
+            "[package]\nname = \"my-examples\"\n\n[dependencies]\nmy-lib = { workspace = true }\n",
+        ),
+        (
+            "examples/examples/a.rs",
+            "use my_lib::{generation::Sampler};\n",
+        ),
+        (
+            "wasm/one/Cargo.toml",
+            "[package]\nname = \"wasm-one\"\n\n[dependencies]\nmy-lib.workspace = true\n",
+        ),
+        ("wasm/one/src/lib.rs", "use my_lib::other;\n"),
+        (
+            "wasm/two/Cargo.toml",
+            "[package]\nname = \"wasm-two\"\n\n[dependencies]\nother = \"1\"\n",
+        ),
+        ("wasm/two/src/lib.rs", "use generation::x;\n"),
+    ]
+}
+
+#[test]
+fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
+    let temp = TempDir::new("verify")?;
+    let repo = Repository::init(temp.path())?;
+    let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
+    let after = tree_of(&repo, &files("pub struct Sampler;\npub fn greedy() {}\n"))?;
+    let crates = verify::crates(&repo, before, after)?;
+    assert_eq!(
+        crates,
+        Crates {
+            touched: vec!["my-lib".into()],
+            dependents: vec!["my-examples".into()],
+        }
+    );
+    let commands: Vec<String> = verify::commands(&crates)
+        .iter()
+        .map(|args| args.join(" "))
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "fmt --all -- --check",
+            "clippy -p my-lib -p my-examples --tests --examples --benches -- -D warnings",
+            "test -p my-lib",
+        ]
+    );
+    Ok(())
+}
+
+#[test]
+fn the_export_rewrites_only_what_changed() -> Result<()> {
+    let temp = TempDir::new("verify-export")?;
+    let repo = Repository::init(temp.path().join("repo"))?;
+    let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
+    let mut changed = files("pub struct Sampler;\npub fn greedy() {}\n");
+    changed.retain(|(path, _)| *path != "wasm/two/src/lib.rs");
+    changed.push(("wasm/three/src/lib.rs", "// new\n"));
+    let after = tree_of(&repo, &changed)?;
+
+    let dir = temp.path().join("export");
+    verify::export(&repo, None, before, &dir)?;
+    let untouched = dir.join("lib/Cargo.toml");
+    let old_time = std::fs::metadata(&untouched)?.modified()?;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    verify::export(&repo, Some(before), after, &dir)?;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("lib/src/generation/mod.rs"))?,
+        "pub struct Sampler;\npub fn greedy() {}\n"
+    );
+    assert!(!dir.join("wasm/two/src/lib.rs").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("wasm/three/src/lib.rs"))?,
+        "// new\n"
+    );
+    assert_eq!(std::fs::metadata(&untouched)?.modified()?, old_time);
+    // The export equals the tree, file for file.
+    let scratch = xtask::trees::Scratch::new()?;
+    let on_disk = scratch.tree_of_dir(Path::new(&dir))?;
+    let expected = scratch.tree("", &tree_files(&repo, after)?)?;
+    assert_eq!(on_disk, expected);
+    Ok(())
+}
+
+fn tree_files(repo: &Repository, tree: Oid) -> Result<Vec<xtask::published::CrateFile>> {
+    let mut files = Vec::new();
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if let Ok(blob) = repo.find_blob(entry.id()) {
+                files.push(xtask::published::CrateFile {
+                    path: format!("{dir}{}", entry.name().unwrap_or_default()),
+                    data: blob.content().to_vec(),
+                    executable: false,
+                });
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+    Ok(files)
+}
