@@ -207,6 +207,51 @@ fn sample_with_bad_temperature_or_top_p() -> Result<()> {
 }
 
 #[test]
+fn sample_with_top_k_zero() -> Result<()> {
+    // k = 0 disables top-k: the same tokens as sampling from every token.
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    let pairs = [
+        (
+            Sampling::TopK {
+                k: 0,
+                temperature: 2.0,
+            },
+            Sampling::All { temperature: 2.0 },
+        ),
+        (
+            Sampling::TopKThenTopP {
+                k: 0,
+                p: 0.9,
+                temperature: 2.0,
+            },
+            Sampling::TopP {
+                p: 0.9,
+                temperature: 2.0,
+            },
+        ),
+        (
+            Sampling::TopKThenTopP {
+                k: 0,
+                p: 0.0,
+                temperature: 2.0,
+            },
+            Sampling::All { temperature: 2.0 },
+        ),
+    ];
+    for (sampling, same) in pairs {
+        let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+        let mut same_process = LogitsProcessor::from_sampling(42, same);
+        for _ in 0..20 {
+            assert_eq!(
+                logits_process.sample(&logits)?,
+                same_process.sample(&logits)?
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn sample_with_nan_or_inf_logits() -> Result<()> {
     // A NaN first is what argmax picks: token 0.
     let logits = Tensor::new(&[f32::NAN, 4.0, 2.0, 3.0], &Device::Cpu)?;
@@ -259,51 +304,6 @@ fn sample_with_masked_logits() -> Result<()> {
         for _ in 0..20 {
             let token = logits_process.sample(&logits)?;
             assert!(token == 1 || token == 3);
-        }
-    }
-    Ok(())
-}
-
-#[test]
-fn sample_with_top_k_zero() -> Result<()> {
-    // k = 0 disables top-k: the same tokens as sampling from every token.
-    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
-    let pairs = [
-        (
-            Sampling::TopK {
-                k: 0,
-                temperature: 2.0,
-            },
-            Sampling::All { temperature: 2.0 },
-        ),
-        (
-            Sampling::TopKThenTopP {
-                k: 0,
-                p: 0.9,
-                temperature: 2.0,
-            },
-            Sampling::TopP {
-                p: 0.9,
-                temperature: 2.0,
-            },
-        ),
-        (
-            Sampling::TopKThenTopP {
-                k: 0,
-                p: 0.0,
-                temperature: 2.0,
-            },
-            Sampling::All { temperature: 2.0 },
-        ),
-    ];
-    for (sampling, same) in pairs {
-        let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
-        let mut same_process = LogitsProcessor::from_sampling(42, same);
-        for _ in 0..20 {
-            assert_eq!(
-                logits_process.sample(&logits)?,
-                same_process.sample(&logits)?
-            );
         }
     }
     Ok(())

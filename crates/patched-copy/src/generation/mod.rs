@@ -23,9 +23,9 @@ pub enum Sampling {
     GumbelSoftmax { temperature: f64 },
 }
 
-/// The lowest temperature that is sampled from, as in `LogitsProcessor::new` since #848.
-/// Dividing the logits by zero, by a negative or by a value whose inverse overflows `f32` would
-/// give infinite or NaN probabilities.
+/// The lowest temperature that is sampled from, in every constructor. Dividing the logits by
+/// zero, by a negative or by a value whose inverse overflows `f32` would give infinite or NaN
+/// probabilities.
 const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
 
 /// Whether `temperature` means greedy decoding. `NaN` does not.
