@@ -268,8 +268,16 @@ fn sample_with_nan_or_inf_logits() -> Result<()> {
     let logits = Tensor::new(&[1.0, f32::INFINITY, 2.0, 3.0], &Device::Cpu)?;
     let mut logits_process = LogitsProcessor::from_sampling(42, Sampling::ArgMax);
     assert_eq!(logits_process.sample(&logits)?, 1);
-    let err = sample_error(Sampling::All { temperature: 1.0 }, &logits);
-    assert!(err.starts_with("logits contain 0 NaN and 1 +inf values out of 4"));
+    for sampling in [
+        Sampling::All { temperature: 1.0 },
+        Sampling::GumbelSoftmax { temperature: 1.0 },
+    ] {
+        let err = sample_error(sampling, &logits);
+        assert!(
+            err.starts_with("logits contain 0 NaN and 1 +inf values out of 4"),
+            "{err}"
+        );
+    }
     let logits = logits.to_dtype(candle::DType::F16)?;
     let err = sample_error(Sampling::All { temperature: 1.0 }, &logits);
     assert!(err.contains("(f16 overflows above 65504)"), "{err}");

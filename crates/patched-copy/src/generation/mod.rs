@@ -97,16 +97,21 @@ fn logits_problem(
     Ok(Some(problem))
 }
 
-/// `token`, unless argmax fell back to it: argmax answers token 0 when the largest logit is `NaN`
-/// (on the CPU, a `NaN` that comes first) and when every logit is `-inf`. Only then is the logit
-/// read back, so that greedy decoding costs nothing more for every other token. `+inf` counts as
-/// the largest logit, and argmax skips a `NaN` further on.
-fn check_picked(logits: &Tensor, token: u32) -> Result<u32> {
-    if token == 0 {
-        let logit = logits.get(0)?.to_scalar::<f32>()?;
-        if logit.is_nan() || logit == f32::NEG_INFINITY {
-            candle::bail!("picked token 0 has logit {logit}")
-        }
+/// The token held by the 0-D `u32` tensor `token` and its logit, read back together: on a GPU
+/// that is one transfer, as when only the token is read. Token ids below 2^24 are exact in f32.
+fn token_and_logit(logits: &Tensor, token: &Tensor) -> Result<(u32, f32)> {
+    let token = token.unsqueeze(0)?;
+    let logit = logits.gather(&token, 0)?;
+    let both = Tensor::cat(&[&token.to_dtype(DType::F32)?, &logit], 0)?.to_vec1::<f32>()?;
+    Ok((both[0] as u32, both[1]))
+}
+
+/// An error unless a greedy pick's logit is a number above `-inf`: argmax answers with a `NaN`
+/// (on the CPU, token 0 when the `NaN` comes first) or a `-inf` (every logit masked). `+inf`
+/// counts as the largest logit.
+fn check_greedy(token: u32, logit: f32) -> Result<u32> {
+    if logit.is_nan() || logit == f32::NEG_INFINITY {
+        candle::bail!("picked token {token} has logit {logit}")
     }
     Ok(token)
 }
@@ -170,16 +175,26 @@ impl LogitsProcessor {
     }
 
     fn sample_argmax(&mut self, logits: &Tensor) -> Result<u32> {
-        let token = logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()?;
-        check_picked(logits, token)
+        let token = logits.argmax(candle::D::Minus1)?;
+        if !logits.device().is_cpu() {
+            let (token, logit) = token_and_logit(logits, &token)?;
+            return check_greedy(token, logit);
+        }
+        // On the CPU, argmax skips a `NaN` after the first value and picks token 0 for a `NaN`
+        // first or for all `-inf`: the logit is read only then, so that other tokens cost
+        // nothing more.
+        let token = token.to_scalar::<u32>()?;
+        match token {
+            0 => check_greedy(0, logits.get(0)?.to_scalar::<f32>()?),
+            token => Ok(token),
+        }
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
-        let token = sampled.to_scalar::<u32>()?;
-        // Cheap beside the noise drawn for every logit: as for the other sampling variants, a
-        // `+inf` logit is an error, and so is a `NaN` or `-inf` one.
-        let logit = logits.get(token as usize)?.to_scalar::<f32>()?;
+        // As for the other sampling variants, a `+inf` logit is an error, and so is a `NaN` or
+        // `-inf` one.
+        let (token, logit) = token_and_logit(logits, &sampled)?;
         if !logit.is_finite() {
             candle::bail!("picked token {token} has logit {logit}")
         }
