@@ -6,6 +6,7 @@
 //!   each side back to back, in alternating order, and prints one line per round:
 //!   `<upstream ns> <patched ns>`. On a noisy machine the ratio of two separate measurements
 //!   drifts by more than the effects looked for; the ratio within a round does not.
+//! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
 
 use std::process::ExitCode;
 
@@ -25,12 +26,11 @@ fn main() -> ExitCode {
 }
 
 const USAGE: &str = "usage: bench-driver count <upstream|patched> <group> <vocab> <calls>\n       \
-                     bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]";
+                     bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]\n       \
+                     bench-driver settings";
 
 fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{name} must be a number, got {value}"))
+    shared::number(name, value).map_err(|e| e.to_string())
 }
 
 fn run() -> Result<(), String> {
@@ -71,6 +71,16 @@ fn run() -> Result<(), String> {
                 };
                 println!("{upstream} {patched}");
             }
+            Ok(())
+        }
+        [mode] if mode == "settings" => {
+            let settings = serde_json::json!({
+                "model": testbed::model::FILE_NAME,
+                "vocab": fixture.logits.len(),
+                "seed": benches::SEED,
+                "temperature": benches::TEMPERATURE,
+            });
+            println!("{settings}");
             Ok(())
         }
         _ => Err(USAGE.to_string()),

@@ -9,4 +9,6 @@ step "lint" bash ci/lint.sh
 step "check" bash ci/check.sh
 step "test" bash ci/test.sh
 step "bench" bash ci/bench.sh
+step "metal" bash ci/metal.sh
+step "fuzz" bash ci/fuzz.sh
 summary

@@ -8,6 +8,7 @@ use candle::Device;
 use repro::model::Model;
 use repro::vocab::{self, Vocab};
 use repro::{chat, table};
+use shared::flags::Flags;
 use testbed::cases;
 use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
@@ -51,55 +52,42 @@ struct Options {
 }
 
 impl Options {
-    fn parse(args: impl IntoIterator<Item = String>) -> Result<Options> {
-        let mut options = Options {
-            model: None,
-            prompt: None,
-            seed: 42,
-            generate: None,
-            device: "cpu".to_string(),
-            save_fixture: false,
-            json: false,
+    fn parse(args: Vec<String>) -> Result<Options> {
+        let mut flags = Flags::new(args);
+        let json = match flags.value("--format")?.as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => bail!("--format must be text or json, got `{other}`"),
         };
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let mut value =
-                |name: &str| args.next().with_context(|| format!("{name} needs a value"));
-            match arg.as_str() {
-                "--model" => options.model = Some(value("--model")?.into()),
-                "--prompt" => options.prompt = Some(value("--prompt")?),
-                "--seed" => options.seed = number("--seed", &value("--seed")?)?,
-                "--generate" => {
-                    options.generate = Some(number("--generate", &value("--generate")?)?)
-                }
-                "--device" => options.device = value("--device")?,
-                "--save-fixture" => options.save_fixture = true,
-                "--format" => {
-                    options.json = match value("--format")?.as_str() {
-                        "text" => false,
-                        "json" => true,
-                        other => bail!("--format must be text or json, got `{other}`"),
-                    }
-                }
-                "--help" | "-h" => {
-                    print!("{HELP}");
-                    std::process::exit(0);
-                }
-                other => bail!("unexpected argument `{other}` (see `cargo repro --help`)"),
-            }
-        }
+        let options = Options {
+            model: flags.value("--model")?.map(PathBuf::from),
+            prompt: flags.value("--prompt")?,
+            seed: match flags.value("--seed")? {
+                Some(seed) => shared::number("--seed", &seed)?,
+                None => 42,
+            },
+            generate: match flags.value("--generate")? {
+                Some(count) => Some(shared::number("--generate", &count)?),
+                None => None,
+            },
+            device: flags
+                .value("--device")?
+                .unwrap_or_else(|| "cpu".to_string()),
+            save_fixture: flags.switch("--save-fixture"),
+            json,
+        };
+        flags.finish()?;
         Ok(options)
     }
 }
 
-fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T> {
-    value
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{name} must be a whole number, got `{value}`"))
-}
-
 fn main() -> ExitCode {
-    let result = Options::parse(std::env::args().skip(1)).and_then(|options| run(&options));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let result = Options::parse(args).and_then(|options| run(&options));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -373,10 +361,11 @@ fn save_fixture(
             "the GGUF's gpt2 BPE with the smollm pre-tokenizer (repro::vocab); its ids equal \
                     llama.cpp's on llama-cpp-tokens.json (crates/repro/tests/tokenizer.rs)"
                 .to_string(),
-        computed_with:
-            "candle-core 0.11.1, candle-transformers 0.11.1 quantized_llama::ModelWeights, \
-                        last position after prefilling the token ids"
-                .to_string(),
+        computed_with: format!(
+            "candle-core and candle-transformers {} (patched) quantized_llama::ModelWeights, last \
+             position after prefilling the token ids",
+            pinned_version()?
+        ),
         device: device.to_string(),
         logits_file: String::new(),
         logits_sha256: String::new(),
@@ -394,4 +383,21 @@ fn save_fixture(
         vocab::fixture_path().display()
     );
     Ok(())
+}
+
+/// The candle release the workspace builds: the version of the pin that `cargo xtask vendor`
+/// writes to `patches/upstream.toml`, where every version label comes from.
+fn pinned_version() -> Result<String> {
+    let path = shared::root().join("patches/upstream.toml");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .find_map(|line| {
+            let value = line
+                .strip_prefix("version")?
+                .trim_start()
+                .strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
+        .with_context(|| format!("{} has no version", path.display()))
 }

@@ -1,5 +1,5 @@
-//! The real model, when it is on disk (`bash ci/fetch-model.sh`; CI sets REPRO_REQUIRE_MODEL so
-//! that these fail rather than skip there).
+//! The real model, when it is on disk (`bash ci/fetch-model.sh`): without it these tests are
+//! ignored (see `build.rs`), and CI, which sets REPRO_REQUIRE_MODEL, fails instead.
 
 use anyhow::Result;
 use candle::Device;
@@ -8,18 +8,14 @@ use repro::vocab::{self, Vocab};
 use testbed::fixture::{self, Fixture};
 use testbed::sampler::{Patched, Sampling, Upstream, RAND_INVALID_WEIGHT};
 
-fn load(test: &str) -> Result<Option<Model>> {
-    match testbed::model::for_test(test) {
-        Some(path) => Ok(Some(Model::load(&path, &Device::Cpu)?)),
-        None => Ok(None),
-    }
+fn load() -> Result<Model> {
+    Model::load(&testbed::model::required()?, &Device::Cpu)
 }
 
 #[test]
+#[cfg_attr(not(model_on_disk), ignore = "needs the model: bash ci/fetch-model.sh")]
 fn the_model_is_the_pinned_file() -> Result<()> {
-    let Some(path) = testbed::model::for_test("the_model_is_the_pinned_file") else {
-        return Ok(());
-    };
+    let path = testbed::model::required()?;
     assert_eq!(
         fixture::sha256_hex(&std::fs::read(path)?),
         testbed::model::SHA256
@@ -28,10 +24,9 @@ fn the_model_is_the_pinned_file() -> Result<()> {
 }
 
 #[test]
+#[cfg_attr(not(model_on_disk), ignore = "needs the model: bash ci/fetch-model.sh")]
 fn the_vocabulary_fixture_is_the_ggufs() -> Result<()> {
-    let Some(model) = load("the_vocabulary_fixture_is_the_ggufs")? else {
-        return Ok(());
-    };
+    let model = load()?;
     assert!(
         model.vocab == Vocab::load(&vocab::fixture_path())?,
         "run `cargo repro --save-fixture`"
@@ -41,10 +36,9 @@ fn the_vocabulary_fixture_is_the_ggufs() -> Result<()> {
 
 /// CI re-derives the logits from the model: they must match the committed ones.
 #[test]
+#[cfg_attr(not(model_on_disk), ignore = "needs the model: bash ci/fetch-model.sh")]
 fn the_logits_fixture_matches_the_model() -> Result<()> {
-    let Some(mut model) = load("the_logits_fixture_matches_the_model")? else {
-        return Ok(());
-    };
+    let mut model = load()?;
     let committed = Fixture::load()?;
     let text = repro::chat::render(&model.vocab.chat_template, fixture::PROMPT)?;
     let ids = model.encode(&text)?;
@@ -67,10 +61,9 @@ fn the_logits_fixture_matches_the_model() -> Result<()> {
 /// Greedy generation end to end: `from_sampling` at temperature 0 gives exactly the tokens of
 /// `new(seed, None, None)`; upstream fails on the first token.
 #[test]
+#[cfg_attr(not(model_on_disk), ignore = "needs the model: bash ci/fetch-model.sh")]
 fn greedy_generation_through_from_sampling() -> Result<()> {
-    let Some(mut model) = load("greedy_generation_through_from_sampling")? else {
-        return Ok(());
-    };
+    let mut model = load()?;
     let prompt = Fixture::load()?.provenance.token_ids;
     let greedy = Sampling::TopK {
         k: 40,

@@ -37,7 +37,7 @@ impl Flags {
     /// Fails on anything not taken.
     pub fn finish(self) -> Result<()> {
         match self.args.first() {
-            Some(arg) => bail!("unexpected argument `{arg}` (see `cargo xtask help`)"),
+            Some(arg) => bail!("unexpected argument `{arg}` (see --help)"),
             None => Ok(()),
         }
     }
@@ -57,7 +57,7 @@ mod tests {
         assert!(!flags.switch("--verify"));
         assert_eq!(flags.value("--branch")?, None);
         let err = flags.finish().unwrap_err().to_string();
-        assert_eq!(err, "unexpected argument `--x` (see `cargo xtask help`)");
+        assert_eq!(err, "unexpected argument `--x` (see --help)");
         let mut flags = Flags::new(vec!["--candle".into()]);
         assert_eq!(
             flags.value("--candle").unwrap_err().to_string(),

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use candle::{Device, Result, Tensor};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// The fixture's name in `fixtures/`: `<name>.json` and `<name>.logits.f32le`.
 pub const NAME: &str = "what-is-rust";
@@ -90,12 +89,7 @@ pub fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use shared::sha256_hex;
 
 /// An error that names the file. Built without `Error::msg`, which would put a backtrace in
 /// the message when `RUST_BACKTRACE` is set.

@@ -13,11 +13,15 @@ pub enum Implementation {
     /// builds: what the tests run.
     Patched,
     /// The same patched module built like `Upstream` (`crates/patched-copy`): what the
-    /// benches compare with `Upstream`, so that only the patches differ.
+    /// benches compare with `Upstream`, so that only the patches differ. Only with the
+    /// `bench-copy` feature, which the benches turn on.
+    #[cfg(feature = "bench-copy")]
     PatchedCopy,
 }
 
-pub use Implementation::{Patched, PatchedCopy, Upstream};
+#[cfg(feature = "bench-copy")]
+pub use Implementation::PatchedCopy;
+pub use Implementation::{Patched, Upstream};
 
 /// `sampling` as the `Sampling` of the `generation` module of crate `$krate`.
 macro_rules! sampling_of {
@@ -42,6 +46,7 @@ impl Implementation {
         match self {
             Upstream => "upstream",
             Patched => "patched",
+            #[cfg(feature = "bench-copy")]
             PatchedCopy => "patched copy",
         }
     }
@@ -55,6 +60,7 @@ impl Implementation {
                 sampling_of!(upstream, sampling),
             )),
             Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
+            #[cfg(feature = "bench-copy")]
             PatchedCopy => {
                 Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::from_sampling(
                     seed,
@@ -82,6 +88,7 @@ impl Implementation {
                 temperature,
                 top_p,
             )),
+            #[cfg(feature = "bench-copy")]
             PatchedCopy => Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::new(
                 seed,
                 temperature,
@@ -95,6 +102,7 @@ impl Implementation {
 pub enum Processor {
     Upstream(upstream::generation::LogitsProcessor),
     Patched(candle_transformers::generation::LogitsProcessor),
+    #[cfg(feature = "bench-copy")]
     PatchedCopy(patched_copy::generation::LogitsProcessor),
 }
 
@@ -103,6 +111,7 @@ impl Processor {
         match self {
             Processor::Upstream(processor) => processor.sample(logits),
             Processor::Patched(processor) => processor.sample(logits),
+            #[cfg(feature = "bench-copy")]
             Processor::PatchedCopy(processor) => processor.sample(logits),
         }
     }

@@ -6,7 +6,7 @@ use testbed::fuzz::{check, check_with};
 use testbed::sampler::{Outcome, Upstream};
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = testbed::workspace_root().join("crates/fuzz/corpus/sample");
+    let dir = shared::root().join("crates/fuzz/corpus/sample");
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| {

@@ -152,6 +152,16 @@ pub fn verdict(ratio: f64, (low, high): (f64, f64)) -> String {
     }
 }
 
+/// How many paired rounds `bench-driver pair` times per row.
+pub const ROUNDS: usize = 201;
+/// About how long each side's calls take in one round, in nanoseconds.
+const ROUND_NS: f64 = 2e6;
+/// Bootstrap resamples of the rounds, and the interval they give.
+const RESAMPLES: usize = 2000;
+const CONFIDENCE: f64 = 0.95;
+/// The two call counts that callgrind runs each side with: their difference cancels the setup.
+const COUNTED_CALLS: [u64; 2] = [4, 16];
+
 /// The ratio of one comparison from paired rounds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Paired {
@@ -170,7 +180,7 @@ impl Paired {
             .map(|(upstream, patched)| patched / upstream)
             .collect();
         let mut rng = SplitMix(0x5eed);
-        let mut medians: Vec<f64> = (0..2000)
+        let mut medians: Vec<f64> = (0..RESAMPLES)
             .map(|_| {
                 let drawn: Vec<f64> = (0..ratios.len())
                     .map(|_| ratios[rng.below(ratios.len())])
@@ -180,7 +190,9 @@ impl Paired {
             .collect();
         medians.sort_by(f64::total_cmp);
         let ratio = median(&ratios);
-        let interval = (medians[50], medians[1949]);
+        // The percentile interval: the resamples cut off on each side.
+        let tail = ((1.0 - CONFIDENCE) / 2.0 * RESAMPLES as f64).round() as usize;
+        let interval = (medians[tail], medians[RESAMPLES - 1 - tail]);
         Paired {
             rounds: rounds.len(),
             ratio,
@@ -250,6 +262,39 @@ pub struct Provenance {
     pub patches: Vec<String>,
     pub commit: String,
     pub date: String,
+    pub settings: Settings,
+}
+
+/// What the benches run with, as `bench-driver settings` reports it: the benches decide it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub model: String,
+    /// The real logits' vocabulary; the other sizes are drawn from them.
+    pub vocab: u64,
+    pub seed: u64,
+    pub temperature: f64,
+}
+
+impl Settings {
+    pub fn parse(json: &str) -> Result<Settings> {
+        let value: Value = serde_json::from_str(json).context("bench-driver settings: not JSON")?;
+        let number = |key: &str| {
+            value[key]
+                .as_u64()
+                .with_context(|| format!("bench-driver settings: no whole number `{key}`"))
+        };
+        Ok(Settings {
+            model: value["model"]
+                .as_str()
+                .context("bench-driver settings: no `model`")?
+                .to_string(),
+            vocab: number("vocab")?,
+            seed: number("seed")?,
+            temperature: value["temperature"]
+                .as_f64()
+                .context("bench-driver settings: no `temperature`")?,
+        })
+    }
 }
 
 /// The whole report: the table with its heading, then upstream's cost profile.
@@ -271,19 +316,28 @@ pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) 
 /// (`target/bench-table.md`).
 pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
     let mut out = String::new();
+    out += &devices_line(rows);
+    let settings = &provenance.settings;
     out += &format!(
-        "{} as published against {} + {}. One `sample` call on SmolLM2-135M's real logits \
-         (49152) and on vocabularies drawn from them; seed 42, temperature 0.8 \
-         (`temperature_0`: upstream `ArgMax` against patched `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
+        "{} as published against {} + {}. One `sample` call on {}'s real logits ({}) and on \
+         vocabularies drawn from them; seed {}, temperature {} (`temperature_0`: upstream \
+         `ArgMax` against patched `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
         provenance.crate_label,
         provenance.crate_label,
-        provenance.patches.join(", ")
+        provenance.patches.join(", "),
+        settings.model,
+        settings.vocab,
+        settings.seed,
+        settings.temperature
     );
     out += &format!(
         "Machine: {}. Commit {}. Date {}.\n\n",
         provenance.machine, provenance.commit, provenance.date
     );
-    out += "| comparison | vocab | device | upstream | patched | ratio | 95% interval | instructions | verdict |\n";
+    out += &format!(
+        "| comparison | vocab | device | upstream | patched | ratio | {}% interval | instructions | verdict |\n",
+        CONFIDENCE * 100.0
+    );
     out += "|---|---:|---|---:|---:|---:|---|---:|---|\n";
     for row in rows {
         let (ratio, interval, verdict) = match &row.paired {
@@ -313,10 +367,11 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
     out += &format!(
         "\nupstream, patched: criterion's medians of one call. Ratio: the median of patched / \
          upstream over {rounds} paired rounds, each timing both back to back, in alternating \
-         order; the interval is its 95% bootstrap over rounds. Verdict: \"no measurable cost\" \
+         order; the interval is its {confidence}% bootstrap over rounds. Verdict: \"no measurable cost\" \
          when that interval contains 1.0 or lies within ±1%. Instructions: patched over upstream \
          instructions per call under callgrind, which machine noise does not move (one \
-         thread).\n"
+         thread).\n",
+        confidence = CONFIDENCE * 100.0
     );
     out
 }
@@ -349,7 +404,7 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
         .collect();
-    let provenance = provenance(layout)?;
+    let provenance = provenance(layout, &driver)?;
     let report = render(&rows, &profile, &provenance);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &report)?;
@@ -357,6 +412,32 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
     print!("{report}");
     eprintln!("wrote {}", path.display());
     Ok(())
+}
+
+/// candle's devices, as the benches prefix their groups, and what measures one.
+const DEVICES: [(&str, &str); 3] = [
+    ("cpu", "`cargo bench`"),
+    (
+        "cuda",
+        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
+    ),
+    ("metal", "`cargo bench --features metal` on a Mac"),
+];
+
+/// Which devices the rows measured and which were not run, so that a table without a device's
+/// rows never reads as complete.
+pub fn devices_line(rows: &[Row]) -> String {
+    let parts: Vec<String> = DEVICES
+        .iter()
+        .map(|(device, how)| {
+            if rows.iter().any(|row| row.device == *device) {
+                format!("{device} measured")
+            } else {
+                format!("**{device} not run** ({how})")
+            }
+        })
+        .collect();
+    format!("Devices: {}.\n\n", parts.join("; "))
 }
 
 /// Where `run` writes the table alone, for the pull request texts.
@@ -384,16 +465,16 @@ fn build_driver(layout: &Layout) -> Result<PathBuf> {
     Ok(layout.target().join("release").join("bench-driver"))
 }
 
-/// The paired ratio of `row`: 201 rounds of about 2 ms of calls on each side.
+/// The paired ratio of `row`: `ROUNDS` rounds of about `ROUND_NS` of calls on each side.
 fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
-    let calls = (2e6 / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
+    let calls = (ROUND_NS / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
     let rounds = stdout_of(
         "bench-driver pair",
         std::process::Command::new(driver).args([
             "pair",
             &row.comparison,
             &row.vocab,
-            "201",
+            &ROUNDS.to_string(),
             &calls.to_string(),
             &row.device,
         ]),
@@ -414,7 +495,7 @@ fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
 }
 
 /// Fills `instructions` for the CPU rows at 49152 tokens: each side's loop runs under callgrind
-/// twice, with 4 and 16 calls, so that the setup cancels out.
+/// once per count of `COUNTED_CALLS`, so that the setup cancels out.
 fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Result<()> {
     let out = layout.target().join("callgrind");
     std::fs::create_dir_all(&out)?;
@@ -425,7 +506,7 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
         let mut per_call = BTreeMap::new();
         for side in ["upstream", "patched"] {
             let mut totals = Vec::new();
-            for calls in [4u64, 16] {
+            for calls in COUNTED_CALLS {
                 let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
                 stdout_of(
                     "valgrind --tool=callgrind",
@@ -444,7 +525,8 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
                 )?;
                 totals.push(callgrind_total(&std::fs::read_to_string(&file)?)?);
             }
-            per_call.insert(side, (totals[1] - totals[0]) as f64 / 12.0);
+            let extra_calls = COUNTED_CALLS[1] - COUNTED_CALLS[0];
+            per_call.insert(side, (totals[1] - totals[0]) as f64 / extra_calls as f64);
         }
         row.instructions = Some(per_call["patched"] / per_call["upstream"]);
         eprintln!(
@@ -477,7 +559,11 @@ pub fn callgrind_total(text: &str) -> Result<u64> {
         .context("no totals in the callgrind output")
 }
 
-fn provenance(layout: &Layout) -> Result<Provenance> {
+fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
+    let settings = Settings::parse(&stdout_of(
+        "bench-driver settings",
+        std::process::Command::new(driver).arg("settings"),
+    )?)?;
     let pin = Pin::read(&layout.pin())?;
     let patches = crate::series::load(&layout.patches())?
         .into_iter()
@@ -515,27 +601,9 @@ fn provenance(layout: &Layout) -> Result<Provenance> {
         crate_label: pin.label(),
         patches,
         commit,
-        date: today(),
+        date: crate::date::today(),
+        settings,
     })
-}
-
-/// Today's date in UTC, as YYYY-MM-DD.
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }
 
 #[cfg(test)]
@@ -554,7 +622,7 @@ mod tests {
     #[test]
     fn paired_rounds_cancel_drift() {
         // The machine slows down threefold over the run; within each round patched is 10% slower.
-        let rounds: Vec<(f64, f64)> = (0..201)
+        let rounds: Vec<(f64, f64)> = (0..ROUNDS)
             .map(|i| {
                 let drift = 1.0 + 2.0 * i as f64 / 200.0;
                 let jitter = 1.0 + ((i * 37) % 11) as f64 / 1000.0;
@@ -595,12 +663,5 @@ mod tests {
         assert_eq!(callgrind_total(text)?, 123456);
         assert_eq!(callgrind_total("events: Ir\nsummary: 99\n")?, 99);
         Ok(())
-    }
-
-    #[test]
-    fn today_is_a_date() {
-        let date = today();
-        assert_eq!(date.len(), 10);
-        assert!(date.starts_with("20"), "{date}");
     }
 }

@@ -3,11 +3,12 @@
 
 pub mod bench_report;
 pub mod check;
-pub mod flags;
+pub mod date;
 pub mod format_patch;
 pub mod fsutil;
 pub mod generate;
 pub mod git;
+pub mod metal;
 pub mod patch_use;
 pub mod pin;
 pub mod pr;

@@ -2,10 +2,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use xtask::flags::Flags;
+use shared::flags::Flags;
 use xtask::pin::Pin;
 use xtask::project::Layout;
-use xtask::{bench_report, check, format_patch, pr, published, vendor};
+use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 const HELP: &str = "\
 cargo xtask <command>
@@ -23,6 +23,8 @@ cargo xtask <command>
      [--verify]         make the upstream pull requests as a stack, one branch per patch in the
                         clone, and write target/pr/<branch>/ (title, body, patch) for each;
                         --verify runs candle's CI commands on every branch
+  metal-check           clippy for aarch64-apple-darwin with `metal`, over the crates that have
+                        the feature (type-checked, not linked or run)
   format-patch --candle <clone> --branch NAME [--base main]
                         write the branch's commits back into patches/ (after review comments)
 ";
@@ -90,6 +92,10 @@ fn run(args: Vec<String>) -> Result<()> {
             };
             flags.finish()?;
             pr::run(&layout, &options)
+        }
+        "metal-check" => {
+            flags.finish()?;
+            metal::run(&layout)
         }
         "format-patch" => {
             let candle = flags

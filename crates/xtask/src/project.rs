@@ -48,14 +48,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// This workspace, found from the xtask crate's own manifest.
+    /// This workspace.
     pub fn workspace() -> Layout {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .nth(2)
-            .expect("crates/xtask sits two folders below the workspace root")
-            .to_path_buf();
-        Layout::at(root)
+        Layout::at(shared::root())
     }
 
     pub fn at(root: PathBuf) -> Layout {
@@ -79,10 +74,7 @@ impl Layout {
 
     /// Cargo's target folder, where the tools keep their scratch files and reports.
     pub fn target(&self) -> PathBuf {
-        match std::env::var_os("CARGO_TARGET_DIR") {
-            Some(dir) => self.root.join(dir),
-            None => self.root.join("target"),
-        }
+        shared::target_dir_of(&self.root)
     }
 
     /// The patched crate's folder.

@@ -4,7 +4,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use sha2::{Digest, Sha256};
 
 use crate::pin::Pin;
 use crate::project::{self, Layout};
@@ -24,12 +23,7 @@ pub struct Published {
     pub files: Vec<CrateFile>,
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use shared::sha256_hex;
 
 fn cargo_home() -> PathBuf {
     if let Some(home) = std::env::var_os("CARGO_HOME") {
@@ -285,13 +279,5 @@ mod tests {
         let err = unpack(&bytes, "demo", "0.1.0").unwrap_err().to_string();
         assert_eq!(err, "`other-0.1.0/src/lib.rs` is outside `demo-0.1.0/`");
         Ok(())
-    }
-
-    #[test]
-    fn sha256_of_empty_input() {
-        assert_eq!(
-            sha256_hex(b""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
     }
 }

@@ -294,18 +294,11 @@ fn parse_date(value: &str) -> Result<(i64, i32)> {
     }
     let zone: i32 = digits.parse().map_err(|_| bad())?;
     let offset = sign * (zone / 100 * 60 + zone % 100);
-    let local = days_from_civil(year, month, day) * 86_400 + hours * 3600 + minutes * 60 + seconds;
+    let local = crate::date::days_from_civil(year, month, day) * 86_400
+        + hours * 3600
+        + minutes * 60
+        + seconds;
     Ok((local - i64::from(offset) * 60, offset))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 /// Applies `patch` to `tree` in `repo`. When a hunk does not apply, the error names the patch,

@@ -25,17 +25,64 @@ pub fn run(layout: &Layout, version: Option<&str>) -> Result<()> {
     };
     vendor(layout, &published)?;
     if published.pin != pinned {
-        std::fs::write(layout.pin(), published.pin.render())?;
+        repin(layout, &pinned, &published.pin)?;
         eprintln!(
-            "pinned {} (sha256 {}, commit {}); now set the candle versions in Cargo.toml's \
-             [workspace.dependencies] to {}",
+            "pinned {} (sha256 {}, commit {}) and set candle's versions in Cargo.toml; run \
+             `cargo update -p candle-transformers` to update Cargo.lock, then `cargo test`",
             published.pin.label(),
             published.pin.sha256,
             published.pin.commit,
-            published.pin.version
         );
     }
     Ok(())
+}
+
+/// The candle crates whose version `[workspace.dependencies]` sets to the pin's: the pinned
+/// crate and the ones published with it, which must be of the same release.
+const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transformers"];
+
+/// Writes `new` to the pin file and moves `Cargo.toml`'s candle versions from `old`'s to
+/// `new`'s. Fails, writing nothing, if `Cargo.toml` names no candle crate at the old version.
+pub fn repin(layout: &Layout, old: &Pin, new: &Pin) -> Result<()> {
+    let manifest = layout.root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    let (updated, count) = set_versions(&text, &old.version, &new.version);
+    if count == 0 {
+        anyhow::bail!(
+            "{} names no candle crate at version {}: set the versions by hand",
+            layout.show(&manifest),
+            old.version
+        );
+    }
+    std::fs::write(layout.pin(), new.render())?;
+    std::fs::write(&manifest, updated)?;
+    Ok(())
+}
+
+/// `text` with the version of each candle crate in `[workspace.dependencies]` moved from `old`
+/// to `new`, and how many lines changed.
+pub fn set_versions(text: &str, old: &str, new: &str) -> (String, usize) {
+    let mut in_dependencies = false;
+    let mut count = 0;
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            in_dependencies = trimmed == "[workspace.dependencies]";
+        }
+        let names_candle = CANDLE_CRATES.iter().any(|name| {
+            trimmed.starts_with(&format!("{name} ")) || trimmed.contains(&format!("\"{name}\""))
+        });
+        let quoted = format!("\"{old}\"");
+        if in_dependencies && names_candle && line.contains(&quoted) {
+            out += &line.replace(&quoted, &format!("\"{new}\""));
+            count += 1;
+        } else {
+            out += line;
+        }
+    }
+    (out, count)
 }
 
 /// Writes every generated folder of `layout` from `published` and the patches. Everything is

@@ -66,6 +66,9 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
         patches: vec!["0001".into()],
         commit: "abc".into(),
         date: "2026-11-29".into(),
+        settings: bench_report::Settings::parse(
+            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8}"#,
+        )?,
     };
     let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &provenance);
     let line = report
@@ -78,5 +81,14 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
     );
     assert!(report.contains("| argmax | 30.0 µs |"));
     assert!(report.contains("over 3 paired rounds"));
+    assert!(report.contains(
+        "on SmolLM2-135M-Instruct.Q4_1.gguf's real logits (49152) and on vocabularies drawn \
+         from them; seed 42, temperature 0.8"
+    ));
+    // Only the CPU was measured: the other devices say so.
+    assert!(report.contains(
+        "Devices: cpu measured; **cuda not run** (`cargo bench --features cuda` on a machine with \
+         an NVIDIA GPU); **metal not run** (`cargo bench --features metal` on a Mac)."
+    ));
     Ok(())
 }

@@ -11,10 +11,14 @@ fn check_without_the_crate_says_what_to_run() -> anyhow::Result<()> {
         .output()?;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.starts_with("error: candle-transformers 0.11.1 is not in cargo's cache (no candle-transformers-0.11.1.crate under "),
-        "{stderr}"
+    let pin = xtask::pin::Pin::read(&xtask::project::Layout::workspace().pin())?;
+    let expected = format!(
+        "error: {} is not in cargo's cache (no {}-{}.crate under ",
+        pin.label(),
+        pin.name,
+        pin.version
     );
+    assert!(stderr.starts_with(&expected), "{stderr}");
     assert!(
         stderr
             .trim_end()

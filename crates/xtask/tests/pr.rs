@@ -158,17 +158,34 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
         )?),
         bench: None,
     };
-    let checks = [xtask::pr::verify::Check {
-        args: vec!["fmt".into(), "--all".into(), "--".into(), "--check".into()],
-        passed: true,
-        seconds: 4.2,
-    }];
+    let command = |args: &str, cross_metal| xtask::pr::verify::Command {
+        args: args.split(' ').map(String::from).collect(),
+        cross_metal,
+    };
+    let checks = [
+        xtask::pr::verify::Check {
+            command: command("fmt --all -- --check", false),
+            passed: true,
+            seconds: 4.2,
+        },
+        xtask::pr::verify::Check {
+            command: command(
+                "check -p candle-transformers --features metal --target aarch64-apple-darwin",
+                true,
+            ),
+            passed: true,
+            seconds: 31.0,
+        },
+    ];
     let bodies: Vec<String> = (0..3)
         .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pin, Some(&checks)))
         .collect();
     assert!(bodies[0].starts_with("## Summary\n\nThe threshold was too low.\n\n## Fix\n\nIt is now 1e-6.\n\n## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n"), "{}", bodies[0]);
     assert!(bodies[0].contains("| `cargo fmt --all -- --check` | pass | 4 s |"));
-    assert!(bodies[0].contains("Not run: candle's macOS (Metal), CUDA and Windows jobs."));
+    assert!(bodies[0].contains(
+        "| `cargo check -p candle-transformers --features metal --target aarch64-apple-darwin` | pass (cross, not run) | 31 s |"
+    ));
+    assert!(bodies[0].contains("Not run: candle's macOS, CUDA and Windows jobs"));
     assert!(bodies[0].contains("| `TopK { k: 40, temperature: 0.0 }` | error: rand | 66 \"R\" |"));
     assert!(bodies[0].contains("On a real model, m.gguf (pkg==1)"));
     // Only the second depends on another.

@@ -176,3 +176,64 @@ fn check_fails_when_a_generated_folder_is_missing() -> Result<()> {
     );
     Ok(())
 }
+
+/// The fixture crate as if published again as `version`, with `change` made to its files.
+fn republished(
+    version: &str,
+    change: impl Fn(&mut Vec<xtask::published::CrateFile>),
+) -> Result<xtask::published::Published> {
+    let mut files = crate_files();
+    files[1] = file(
+        "Cargo.toml",
+        format!("[package]\nname = \"candle-transformers\"\nversion = \"{version}\"\n"),
+    );
+    change(&mut files);
+    let bytes = xtask::published::pack("candle-transformers", version, &files)?;
+    xtask::published::unpack(&bytes, "candle-transformers", version)
+}
+
+#[test]
+fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
+    let ws = workspace()?;
+    // The workspace's own manifest, as `vendor --version` finds it.
+    let manifest = xtask::project::Layout::workspace().root.join("Cargo.toml");
+    std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
+    let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
+    ws.add_patch(PATCH_NAME, &patch)?;
+    vendor::vendor(&ws.layout, &ws.published)?;
+    let old = ws.published.pin.clone();
+    let read = |path: &str| std::fs::read_to_string(ws.layout.root.join(path));
+    assert!(read("Cargo.toml")?.contains(&format!("\"{}\"", old.version)));
+
+    // A release where the patched line moved: nothing is written, and the hunk is named.
+    let moved = republished("0.11.2", |files| {
+        let module = &mut files[2].data;
+        *module = String::from_utf8_lossy(module)
+            .replace(OLD_LINE, "if v < 1e-7 { None } else { Some(v * 1.0) }")
+            .into_bytes();
+    })?;
+    let before = snapshot(&ws.layout.root);
+    let err = format!("{:#}", vendor::vendor(&ws.layout, &moved).unwrap_err());
+    assert!(
+        err.contains(&format!("{PATCH_NAME} does not apply")),
+        "{err}"
+    );
+    assert!(
+        err.contains("candle-transformers/src/generation/mod.rs: hunk"),
+        "{err}"
+    );
+    assert!(snapshot(&ws.layout.root) == before, "the workspace changed");
+
+    // A release the patch applies to: the trees, the pin and every candle version move.
+    let next = republished("0.11.2", |_| {})?;
+    vendor::vendor(&ws.layout, &next)?;
+    vendor::repin(&ws.layout, &old, &next.pin)?;
+    let cargo_toml = read("Cargo.toml")?;
+    assert!(
+        !cargo_toml.contains(&format!("\"{}\"", old.version)),
+        "{cargo_toml}"
+    );
+    assert_eq!(cargo_toml.matches("\"0.11.2\"").count(), 3, "{cargo_toml}");
+    assert_eq!(xtask::pin::Pin::read(&ws.layout.pin())?, next.pin);
+    check::check_generated(&ws.layout, &next)
+}

@@ -37,7 +37,10 @@ const ROOT: &str =
 fn files(module: &'static str) -> Vec<(&'static str, &'static str)> {
     vec![
         ("Cargo.toml", ROOT),
-        ("lib/Cargo.toml", "[package]\nname = \"my-lib\"\n"),
+        (
+            "lib/Cargo.toml",
+            "[package]\nname = \"my-lib\"\n\n[features]\nmetal = []\n",
+        ),
         ("lib/src/lib.rs", "pub mod generation;\n"),
         ("lib/src/generation/mod.rs", module),
         (
@@ -73,11 +76,12 @@ fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
         Crates {
             touched: vec!["my-lib".into()],
             dependents: vec!["my-examples".into()],
+            metal: vec!["my-lib".into()],
         }
     );
     let commands: Vec<String> = verify::commands(&crates)
         .iter()
-        .map(|args| args.join(" "))
+        .map(|command| command.args.join(" "))
         .collect();
     assert_eq!(
         commands,
@@ -85,6 +89,7 @@ fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
             "fmt --all -- --check",
             "clippy -p my-lib -p my-examples --tests --examples --benches -- -D warnings",
             "test -p my-lib",
+            "check -p my-lib --features metal --target aarch64-apple-darwin",
         ]
     );
     Ok(())

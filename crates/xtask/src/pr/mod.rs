@@ -23,7 +23,7 @@ use crate::pin::Pin;
 use crate::project::{self, Layout};
 use crate::published::{self, Published};
 use crate::series::{self, Patch};
-use crate::{bench_report, trees};
+use crate::{bench_report, metal, trees};
 
 use render::{Facts, RealModel};
 use stack::Stack;
@@ -111,6 +111,10 @@ pub struct Prepared {
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     options.validate()?;
+    if options.verify {
+        // Before any branch is made: the Metal check needs what a fresh machine may lack.
+        metal::preflight(true)?;
+    }
     let patches = select(series::load(&layout.patches())?, &options.patches)?;
     if patches.is_empty() {
         bail!("patches/ holds no patch");
@@ -454,7 +458,13 @@ fn verify_stack(
     let dir = layout.target().join("pr-verify");
     let export = dir.join("candle");
     let target_dir = dir.join("target");
-    let mut previous: Option<Oid> = None;
+    // The tree the export holds from an earlier run, if this clone has it: only what differs
+    // from it is written, so cargo keeps what it built then.
+    let record = dir.join("exported-tree");
+    let mut previous: Option<Oid> = std::fs::read_to_string(&record)
+        .ok()
+        .and_then(|id| Oid::from_str(id.trim()).ok())
+        .filter(|id| repo.find_tree(*id).is_ok());
     let mut all = Vec::new();
     for entry in &stack.entries {
         let commit = repo.find_commit(entry.commit)?;
@@ -470,7 +480,10 @@ fn verify_stack(
                 crates.dependents.join(", ")
             }
         );
+        // Forget the record first: an export cut short leaves a folder that matches no tree.
+        let _ = std::fs::remove_file(&record);
         verify::export(repo, previous, commit.tree_id(), &export)?;
+        std::fs::write(&record, commit.tree_id().to_string())?;
         previous = Some(commit.tree_id());
         all.push(verify::run(
             &export,

@@ -70,7 +70,11 @@ pub fn body(
         Some(checks) => {
             out += "candle's CI commands, run on this branch:\n\n| command | result | time |\n|---|---|---:|\n";
             for check in checks {
-                let result = if check.passed { "pass" } else { "**fail**" };
+                let result = match (check.passed, check.command.cross_metal) {
+                    (true, true) => "pass (cross, not run)",
+                    (true, false) => "pass",
+                    (false, _) => "**fail**",
+                };
                 out += &format!(
                     "| `{}` | {result} | {:.0} s |\n",
                     check.command(),

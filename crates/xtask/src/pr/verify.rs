@@ -9,20 +9,34 @@ use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
 use crate::fsutil::TempDir;
-use crate::trees;
+use crate::{metal, trees};
+
+/// A cargo command of candle's CI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Command {
+    /// The arguments after `cargo`.
+    pub args: Vec<String>,
+    /// A type-check for Apple's target with `metal`, in `metal::cross_env`: compiled, never run.
+    pub cross_metal: bool,
+}
+
+impl Command {
+    pub fn text(&self) -> String {
+        format!("cargo {}", self.args.join(" "))
+    }
+}
 
 /// A command and how it went.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
-    /// The arguments after `cargo`.
-    pub args: Vec<String>,
+    pub command: Command,
     pub passed: bool,
     pub seconds: f64,
 }
 
 impl Check {
     pub fn command(&self) -> String {
-        format!("cargo {}", self.args.join(" "))
+        self.command.text()
     }
 }
 
@@ -33,12 +47,15 @@ pub struct Crates {
     pub touched: Vec<String>,
     /// Workspace members that depend on a touched package and use a module the patch changes.
     pub dependents: Vec<String>,
+    /// The touched packages that have a `metal` feature.
+    pub metal: Vec<String>,
 }
 
 /// candle's CI commands for `crates`: formatting of the whole workspace; clippy with tests,
 /// examples and benches, warnings denied, over the touched crates and their dependents; the
-/// touched crates' tests.
-pub fn commands(crates: &Crates) -> Vec<Vec<String>> {
+/// touched crates' tests; and, as candle's macOS job checks `--features metal`, a cross-check
+/// of the touched crates that have that feature.
+pub fn commands(crates: &Crates) -> Vec<Command> {
     let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut clippy = strings(&["clippy"]);
     for name in crates.touched.iter().chain(&crates.dependents) {
@@ -56,11 +73,31 @@ pub fn commands(crates: &Crates) -> Vec<Vec<String>> {
     for name in &crates.touched {
         test.extend(["-p".to_string(), name.clone()]);
     }
-    vec![strings(&["fmt", "--all", "--", "--check"]), clippy, test]
+    let mut commands: Vec<Command> = [strings(&["fmt", "--all", "--", "--check"]), clippy, test]
+        .into_iter()
+        .map(|args| Command {
+            args,
+            cross_metal: false,
+        })
+        .collect();
+    if !crates.metal.is_empty() {
+        let mut check = strings(&["check"]);
+        for name in &crates.metal {
+            check.extend(["-p".to_string(), name.clone()]);
+        }
+        check.extend(strings(&["--features", "metal", "--target", metal::TARGET]));
+        commands.push(Command {
+            args: check,
+            cross_metal: true,
+        });
+    }
+    commands
 }
 
-/// The jobs of candle's CI that `--verify` cannot run on this machine.
-pub const NOT_RUN: &str = "candle's macOS (Metal), CUDA and Windows jobs";
+/// The jobs of candle's CI that `--verify` cannot run on this machine; their Metal check is
+/// cross-compiled instead.
+pub const NOT_RUN: &str = "candle's macOS, CUDA and Windows jobs (Metal is checked for \
+                           aarch64-apple-darwin, cross, not run)";
 
 /// Which crates of the tree `tree` the changes from `from` to `tree` touch and reach.
 pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
@@ -72,6 +109,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         Some(String::from_utf8_lossy(blob.content()).into_owned())
     };
     let mut touched = Vec::new();
+    let mut metal = Vec::new();
     let mut modules = Vec::new();
     for delta in diff.deltas() {
         let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
@@ -82,9 +120,13 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         let mut dir = Path::new(&path).parent();
         while let Some(d) = dir {
             let manifest = d.join("Cargo.toml").to_string_lossy().into_owned();
-            if let Some(name) = read(&manifest).as_deref().and_then(package_name) {
+            let text = read(&manifest).unwrap_or_default();
+            if let Some(name) = package_name(&text) {
                 if !touched.contains(&name) {
                     touched.push(name.clone());
+                    if metal::has_metal_feature(&text) {
+                        metal.push(name.clone());
+                    }
                 }
                 if let Some(module) = module_of(&path, &d.to_string_lossy()) {
                     modules.push(module);
@@ -113,11 +155,12 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
     Ok(Crates {
         touched,
         dependents,
+        metal,
     })
 }
 
 /// `name = "..."` of the `[package]` table.
-fn package_name(manifest: &str) -> Option<String> {
+pub fn package_name(manifest: &str) -> Option<String> {
     let mut in_package = false;
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
@@ -254,20 +297,25 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
 }
 
 /// Runs `commands` in `dir` with cargo's build folder `target_dir`, printing a line each.
-pub fn run(dir: &Path, target_dir: &Path, commands: &[Vec<String>]) -> Result<Vec<Check>> {
+pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    for args in commands {
+    for command in commands {
         let started = Instant::now();
-        let status = std::process::Command::new("cargo")
-            .args(args)
+        let mut cargo = std::process::Command::new("cargo");
+        cargo
+            .args(&command.args)
             .current_dir(dir)
             .env("CARGO_TARGET_DIR", target_dir)
             .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN")
+            .env_remove("RUSTUP_TOOLCHAIN");
+        if command.cross_metal {
+            cargo.envs(metal::cross_env());
+        }
+        let status = cargo
             .status()
-            .with_context(|| format!("cannot run cargo {}", args.join(" ")))?;
+            .with_context(|| format!("cannot run {}", command.text()))?;
         let check = Check {
-            args: args.clone(),
+            command: command.clone(),
             passed: status.success(),
             seconds: started.elapsed().as_secs_f64(),
         };

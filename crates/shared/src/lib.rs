@@ -1,0 +1,47 @@
+//! What the workspace's tool (`xtask`), its test support (`testbed`) and its binaries (`cargo
+//! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
+//! are, sha256, and command-line flags.
+
+pub mod flags;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The workspace's root, from this crate's manifest.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/shared sits two folders below the workspace root")
+        .to_path_buf()
+}
+
+/// Cargo's target folder of the workspace at `root`: `CARGO_TARGET_DIR` (relative to the root
+/// when relative), else `target/`.
+pub fn target_dir_of(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
+}
+
+/// Cargo's target folder of this workspace.
+pub fn target_dir() -> PathBuf {
+    target_dir_of(&root())
+}
+
+/// The sha256 of `bytes`, in lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `value` as a number, or an error that names the flag or argument `name`.
+pub fn number<T: std::str::FromStr>(name: &str, value: &str) -> anyhow::Result<T> {
+    value
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{name} must be a number, got `{value}`"))
+}

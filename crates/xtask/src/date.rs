@@ -1,0 +1,71 @@
+//! Civil dates and days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's
+//! algorithms): for patch mails' `Date:` headers and the bench report's date.
+
+/// Days since 1970-01-01 of `year-month-day`.
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// `(year, month, day)` of the day `days` after 1970-01-01.
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// `YYYY-MM-DD` of the day `days` after 1970-01-01.
+pub fn iso(days: i64) -> String {
+    let (year, month, day) = civil_from_days(days);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Today's date, in UTC.
+pub fn today() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    iso((seconds / 86_400) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_days_and_round_trips() {
+        // Python: (date.fromisoformat(d) - date(1970, 1, 1)).days
+        for (date, days) in [
+            ("1970-01-01", 0),
+            ("1969-12-31", -1),
+            ("2000-02-29", 11_016),
+            ("2000-03-01", 11_017),
+            ("2026-11-30", 20_787),
+            ("2100-03-01", 47_541),
+        ] {
+            assert_eq!(iso(days), date);
+            let parts: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
+            assert_eq!(
+                days_from_civil(parts[0], parts[1], parts[2]),
+                days,
+                "{date}"
+            );
+        }
+        for days in (-800_000..800_000).step_by(97) {
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(days_from_civil(year, month, day), days);
+            assert!((1..=12).contains(&month) && (1..=31).contains(&day));
+        }
+    }
+}

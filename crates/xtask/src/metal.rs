@@ -1,0 +1,177 @@
+//! Metal, type-checked on Linux: candle's `metal` feature only builds for Apple's targets, and
+//! nothing here can link or run it, but `cargo check` and `cargo clippy` for
+//! `aarch64-apple-darwin` compile every line of it. `cargo xtask metal-check` does it for the
+//! workspace's crates that have a `metal` feature (and so for the vendored candle crates they
+//! build), and `cargo xtask pr --verify` for the crates each patch touches.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::project::{self, Layout};
+
+pub const TARGET: &str = "aarch64-apple-darwin";
+
+/// What the cross-check needs that a fresh machine may lack, with the command that installs it.
+const NEEDS: [(&str, &str); 3] = [
+    ("clang", "apt-get install clang"),
+    ("pkg-config", "apt-get install pkg-config"),
+    ("rustup", "the rustup that manages this toolchain"),
+];
+
+/// The environment of a cross-check. C code that dependencies build is compiled by clang for
+/// the Apple target without Apple's SDK (`-ffreestanding`: no libc headers); oniguruma, which
+/// needs libc headers, is taken from the system's library instead, which nothing links. The
+/// host's `-C target-cpu=native` (candle's `.cargo/config.toml`) is dropped, as candle's own
+/// macOS job drops that file.
+pub fn cross_env() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("CC_aarch64_apple_darwin", "clang"),
+        (
+            "CFLAGS_aarch64_apple_darwin",
+            "--target=arm64-apple-macos11 -ffreestanding",
+        ),
+        ("RUSTONIG_SYSTEM_LIBONIG", "1"),
+        ("PKG_CONFIG_ALLOW_CROSS", "1"),
+        ("RUSTFLAGS", ""),
+    ]
+}
+
+/// Fails with what to install when the machine cannot cross-check: the target's standard
+/// library, clang, pkg-config and, when `onig` is set, oniguruma's development files.
+pub fn preflight(onig: bool) -> Result<()> {
+    let mut missing = Vec::new();
+    for (tool, install) in NEEDS {
+        if which(tool).is_none() {
+            missing.push(format!("{tool} ({install})"));
+        }
+    }
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == TARGET)
+        })
+        .unwrap_or(false);
+    if !installed {
+        missing.push(format!(
+            "the {TARGET} standard library (rustup target add {TARGET})"
+        ));
+    }
+    if onig {
+        let found = Command::new("pkg-config")
+            .args(["--exists", "oniguruma"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "the Metal cross-check for {TARGET} needs {}",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Whether the manifest's `[features]` table has `metal`.
+pub fn has_metal_feature(manifest: &str) -> bool {
+    let mut in_features = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_features = line == "[features]";
+        } else if in_features && (line.starts_with("metal =") || line.starts_with("metal=")) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The workspace's members that have a `metal` feature, from their manifests.
+pub fn workspace_crates(layout: &Layout) -> Result<Vec<String>> {
+    let mut crates = Vec::new();
+    for dir in ["crates", "."] {
+        let dir = layout.root.join(dir);
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
+            let path = entry?.path();
+            let manifest = path.join("Cargo.toml");
+            let Ok(text) = std::fs::read_to_string(&manifest) else {
+                continue;
+            };
+            if has_metal_feature(&text) && is_member(layout, &path)? {
+                if let Some(name) = crate::pr::verify::package_name(&text) {
+                    crates.push(name);
+                }
+            }
+        }
+    }
+    crates.sort();
+    Ok(crates)
+}
+
+/// Whether `dir` is a member of the workspace (the vendored crates and the fuzzer are not).
+fn is_member(layout: &Layout, dir: &Path) -> Result<bool> {
+    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
+    let relative = dir
+        .strip_prefix(&layout.root)
+        .unwrap_or(dir)
+        .display()
+        .to_string();
+    Ok(root.contains(&format!("\"{relative}\"")))
+}
+
+/// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
+/// every target of each workspace crate that has the feature.
+pub fn run(layout: &Layout) -> Result<()> {
+    preflight(false)?;
+    let crates = workspace_crates(layout)?;
+    if crates.is_empty() {
+        bail!("no workspace crate has a `metal` feature");
+    }
+    let mut command = project::cargo();
+    command
+        .current_dir(&layout.root)
+        .args(["clippy", "--locked"]);
+    for name in &crates {
+        command.args(["-p", name]);
+    }
+    let features: Vec<String> = crates.iter().map(|name| format!("{name}/metal")).collect();
+    command.args(["--features", &features.join(",")]);
+    command.args(["--all-targets", "--target", TARGET, "--", "-D", "warnings"]);
+    command.envs(cross_env());
+    eprintln!(
+        "metal-check: {} for {TARGET} (type-checked, not linked or run)",
+        crates.join(", ")
+    );
+    let status = command.status().context("cannot run cargo clippy")?;
+    if !status.success() {
+        bail!("cargo clippy for {TARGET} with `metal` failed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_metal_feature_is_found_in_the_features_table_only() {
+        assert!(super::has_metal_feature(
+            "[features]\ncuda = []\nmetal = [\"candle/metal\"]\n"
+        ));
+        assert!(!super::has_metal_feature("[dependencies]\nmetal = \"1\"\n"));
+        assert!(!super::has_metal_feature("[features]\nmetal-debug = []\n"));
+    }
+}
