@@ -4,7 +4,6 @@
 //! workspace's crates that have a `metal` feature (and so for the vendored candle crates they
 //! build), and `cargo xtask pr --verify` for the crates each patch touches.
 
-use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -99,39 +98,39 @@ pub fn has_metal_feature(manifest: &str) -> bool {
     false
 }
 
-/// The workspace's members that have a `metal` feature, from their manifests.
+/// The crates to check: the workspace's members that have a `metal` feature, and the vendored
+/// crates, so that a patch that breaks their Metal build fails here.
 pub fn workspace_crates(layout: &Layout) -> Result<Vec<String>> {
+    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
+    let vendored = layout
+        .generated
+        .iter()
+        .filter(|g| g.patched && g.crate_dir.is_empty())
+        .map(|g| g.dir.to_string());
     let mut crates = Vec::new();
-    for dir in ["crates", "."] {
-        let dir = layout.root.join(dir);
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
-        {
-            let path = entry?.path();
-            let manifest = path.join("Cargo.toml");
-            let Ok(text) = std::fs::read_to_string(&manifest) else {
-                continue;
-            };
-            if has_metal_feature(&text) && is_member(layout, &path)? {
-                if let Some(name) = crate::pr::verify::package_name(&text) {
-                    crates.push(name);
-                }
-            }
+    for dir in members(&root).into_iter().chain(vendored) {
+        let manifest = layout.root.join(&dir).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .with_context(|| format!("cannot read {}", manifest.display()))?;
+        if has_metal_feature(&text) {
+            crates.extend(crate::pr::verify::package_name(&text));
         }
     }
     crates.sort();
     Ok(crates)
 }
 
-/// Whether `dir` is a member of the workspace (the vendored crates and the fuzzer are not).
-fn is_member(layout: &Layout, dir: &Path) -> Result<bool> {
-    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let relative = dir
-        .strip_prefix(&layout.root)
-        .unwrap_or(dir)
-        .display()
-        .to_string();
-    Ok(root.contains(&format!("\"{relative}\"")))
+/// The folders of the root manifest's `members = [...]` list.
+fn members(manifest: &str) -> Vec<String> {
+    let Some(start) = manifest.find("members = [") else {
+        return Vec::new();
+    };
+    let list = &manifest[start + "members = [".len()..];
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split(',')
+        .map(|item| item.trim().trim_matches('"').to_string())
+        .filter(|item| !item.is_empty() && !item.starts_with('#'))
+        .collect()
 }
 
 /// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
@@ -166,6 +165,12 @@ pub fn run(layout: &Layout) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn members_are_read_from_the_list_not_from_exclude() {
+        let manifest = "[workspace]\nmembers = [\n    \"crates/a\",\n    \"benches\",\n]\nexclude = [\"crates/v\"]\n";
+        assert_eq!(super::members(manifest), ["crates/a", "benches"]);
+    }
+
     #[test]
     fn the_metal_feature_is_found_in_the_features_table_only() {
         assert!(super::has_metal_feature(
