@@ -135,7 +135,7 @@ fn run(options: &Options) -> Result<()> {
             tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
             source: None,
         };
-        return report(&scenario, options.seed, &device, json);
+        return print_cases(&scenario, options.seed, &device, json);
     };
 
     let mut model = Model::load(&path, &device)?;
@@ -155,7 +155,7 @@ fn run(options: &Options) -> Result<()> {
         tokenizer: model.tokenizer.clone(),
         source: Some(path.display().to_string()),
     };
-    report(&scenario, options.seed, &device, json)?;
+    print_cases(&scenario, options.seed, &device, json)?;
     if scenario.prompt == fixture::PROMPT {
         match Fixture::load() {
             Ok(committed) => compare_with_fixture(&scenario, &committed, json),
@@ -186,7 +186,7 @@ fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
     }
 }
 
-fn report(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> Result<()> {
+fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> Result<()> {
     let stats = LogitStats::of(&scenario.logits);
     say!(json, "");
     say!(
@@ -222,7 +222,7 @@ fn report(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> Result
         "seed {seed}: each row builds a LogitsProcessor and samples one token"
     );
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
-    let rows: Vec<Vec<String>> = cases::report()
+    let rows: Vec<Vec<String>> = cases::bug_report()
         .iter()
         .map(|case| {
             let mut row = vec![case.label.clone()];

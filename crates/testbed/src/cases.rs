@@ -1,4 +1,4 @@
-//! The report's scenario: each way it built a `LogitsProcessor`, for `cargo repro`'s table and
+//! The bug report's scenario: each way it built a `LogitsProcessor`, for `cargo repro`'s table and
 //! the regression tests, which run every case on both implementations.
 
 use candle::Tensor;
@@ -62,8 +62,8 @@ impl Case {
     }
 }
 
-/// What a CLI does with `--temperature` and `--top-k`, as the report shows it; `guard` is the
-/// report's fix, made at the call site, as candle's own examples do.
+/// What a CLI does with `--temperature` and `--top-k`, as the bug report shows it; `guard` is the
+/// bug report's fix, made at the call site, as candle's own examples do.
 pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Sampling {
     if guard && temperature <= 0.0 {
         return Sampling::ArgMax;
@@ -93,8 +93,8 @@ pub fn variants(temperature: f64) -> [Sampling; 5] {
     ]
 }
 
-/// Every case of the report, in its order.
-pub fn report() -> Vec<Case> {
+/// Every case of the bug report, in its order.
+pub fn bug_report() -> Vec<Case> {
     let mut cases: Vec<Case> = variants(0.0).into_iter().map(Case::from_sampling).collect();
     for temperature in [1e-3, 1e-7, 1e-30, 1e-38, f64::MIN_POSITIVE, -0.0, -1.0] {
         let mut case = Case::from_sampling(Sampling::All { temperature });

@@ -44,7 +44,7 @@ const MAX_LOGITS: usize = 1 << 16;
 
 /// A decoded case.
 #[derive(Debug, Clone)]
-pub struct Case {
+pub struct Input {
     pub build: Build,
     pub seed: u64,
     pub dtype: DType,
@@ -76,7 +76,7 @@ impl Bytes<'_> {
 
 /// Reads a case: a variant byte, a flags byte, temperature, top-p, k, seed, then logits as
 /// little-endian f32 (at most 65536).
-pub fn decode(data: &[u8]) -> Case {
+pub fn decode(data: &[u8]) -> Input {
     let mut bytes = Bytes(data);
     let [variant, flags] = bytes.take::<2>();
     let temperature = bytes.number(flags & 0x10 != 0);
@@ -102,7 +102,7 @@ pub fn decode(data: &[u8]) -> Case {
         },
     };
     let dtype = [DType::F32, DType::F16, DType::BF16, DType::F32][(flags & 0x03) as usize];
-    Case {
+    Input {
         build,
         seed,
         dtype,
@@ -111,7 +111,7 @@ pub fn decode(data: &[u8]) -> Case {
     }
 }
 
-impl Case {
+impl Input {
     /// Whether the processor samples greedily: `ArgMax`, or a temperature below 1e-7.
     fn is_greedy(&self) -> bool {
         let temperature = match &self.build {

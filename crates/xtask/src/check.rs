@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use crate::generate;
+use crate::expected;
 use crate::patch_use;
 use crate::pin::Pin;
 use crate::project::Layout;
@@ -34,7 +34,7 @@ pub fn check_generated(layout: &Layout, published: &Published) -> Result<()> {
         patch.message()?;
     }
     let scratch = Scratch::new()?;
-    let expected = generate::expected_trees(&scratch, published, &patches, &layout.generated)?;
+    let expected = expected::expected_trees(&scratch, published, &patches, &layout.generated)?;
     let mut problems = Vec::new();
     for (generated, expected) in layout.generated.iter().zip(expected) {
         let dir = layout.root.join(generated.dir);

@@ -4,9 +4,9 @@
 pub mod bench_report;
 pub mod check;
 pub mod date;
+pub mod expected;
 pub mod format_patch;
 pub mod fsutil;
-pub mod generate;
 pub mod git;
 pub mod metal;
 pub mod patch_use;

@@ -3,8 +3,8 @@
 
 use anyhow::{Context, Result};
 
+use crate::expected;
 use crate::fsutil::{swap_in, TempDir};
-use crate::generate;
 use crate::pin::Pin;
 use crate::project::Layout;
 use crate::published;
@@ -90,7 +90,7 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> (String, usize) {
 pub fn vendor(layout: &Layout, published: &published::Published) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     let scratch = Scratch::new()?;
-    let trees = generate::expected_trees(&scratch, published, &patches, &layout.generated)?;
+    let trees = expected::expected_trees(&scratch, published, &patches, &layout.generated)?;
     // Each tree is written into a temporary folder beside its target (the same file system,
     // so that a rename moves it), then all of them are swapped in together.
     let mut temps = Vec::new();

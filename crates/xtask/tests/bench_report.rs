@@ -92,3 +92,38 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
     ));
     Ok(())
 }
+
+#[test]
+fn equal_instructions_qualify_a_time_verdict() {
+    let row = |vocab: &str, ratio: f64, instructions: Option<f64>| bench_report::Row {
+        device: "cpu".into(),
+        comparison: "top_k".into(),
+        vocab: vocab.into(),
+        upstream_ns: 100.0,
+        patched_ns: 100.0 * ratio,
+        paired: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
+        instructions,
+    };
+    let mut rows = vec![
+        row("49152", 1.03, Some(0.9999)),
+        row("128256", 1.07, None),
+        row("32000", 1.0, None),
+    ];
+    bench_report::same_work(&mut rows);
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r.paired.as_ref().unwrap().verdict.as_str())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "same instructions; slower by 3.0% in time",
+            "same instructions; slower by 7.0% in time",
+            "no measurable cost"
+        ]
+    );
+    // More instructions keep the plain verdict.
+    let mut rows = vec![row("49152", 1.03, Some(1.002))];
+    bench_report::same_work(&mut rows);
+    assert_eq!(rows[0].paired.as_ref().unwrap().verdict, "slower by 3.0%");
+}

@@ -5,34 +5,13 @@ use std::fmt::Write;
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
+use super::facts::{Facts, RealModel};
 use super::notes::{Marker, Notes, Part};
 use super::overlap::Overlaps;
 use super::stack::{Parent, Stack};
 use super::verify::{self, Check};
 use crate::git::short;
 use crate::pin::Pin;
-
-/// `cargo repro --format json`'s table: each case, before and after the patches.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RealModel {
-    /// The model file and the package it comes from.
-    pub model: String,
-    /// `model` when computed by the model now, `fixture` when read from the committed logits.
-    pub logits: String,
-    pub prompt: String,
-    pub seed: u64,
-    /// The case, the published crate's outcome, the patched crate's outcome.
-    pub rows: Vec<[String; 3]>,
-}
-
-/// What `pr` computed for the markers of the notes; `None` where it could not.
-#[derive(Clone, Debug, Default)]
-pub struct Facts {
-    pub call_sites: Option<Vec<CallSite>>,
-    pub real_model: Option<RealModel>,
-    /// `target/bench-table.md`, written by `cargo xtask bench-report`.
-    pub bench: Option<String>,
-}
 
 /// The title of entry `index`: its subject, as candle squash-merges it (`Title (#N)`).
 pub fn title(stack: &Stack, index: usize) -> String {
@@ -317,4 +296,43 @@ fn and_list(items: &[String]) -> String {
         [one] => one.clone(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
+}
+
+/// What was made and what is left to do, for the contributor.
+pub fn next_steps(
+    options: &super::Options,
+    stack: &Stack,
+    out: &std::path::Path,
+    facts: &Facts,
+    verified: bool,
+) -> String {
+    let mut text = String::new();
+    match &options.candle {
+        Some(clone) => {
+            let _ = writeln!(
+                text,
+                "made {} branches in {}; push each with `git -C {} push <your fork> <branch>`",
+                stack.entries.len(),
+                clone.display(),
+                clone.display()
+            );
+        }
+        None => {
+            text += "made the stack on the published crate only: with `--candle <clone>`, pr \
+                         makes the branches, checks the base and lists the call sites\n"
+        }
+    }
+    let _ = writeln!(
+        text,
+        "wrote {} (a folder per branch: title.txt, body.md, the patch)",
+        out.display()
+    );
+    if facts.bench.is_none() {
+        text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
+                 --callgrind`, then pr again\n";
+    }
+    if !verified {
+        text += "the bodies have no CI results: run pr again with --verify\n";
+    }
+    text
 }

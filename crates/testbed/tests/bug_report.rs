@@ -1,4 +1,4 @@
-//! Every line of the report, on the real SmolLM2 logits of the committed fixture, upstream and
+//! Every line of the bug report (shared/reference), on the real SmolLM2 logits of the committed fixture, upstream and
 //! patched in the same run. Upstream's failures are pinned too: if upstream ever changes, these
 //! tests say that the patch may be moot.
 
@@ -16,7 +16,7 @@ fn rand_error() -> Outcome {
     Outcome::Error(RAND_INVALID_WEIGHT.to_string())
 }
 
-/// What upstream gives for each case of `cases::report()`, in order; patched gives `GREEDY`
+/// What upstream gives for each case of `cases::bug_report()`, in order; patched gives `GREEDY`
 /// for every one.
 fn upstream_expected() -> Vec<(&'static str, Outcome)> {
     vec![
@@ -73,7 +73,7 @@ fn the_fixture_is_what_its_provenance_says() -> Result<()> {
 #[test]
 fn every_case_of_the_report_upstream_beside_patched() -> Result<()> {
     let fixture = Fixture::load()?;
-    let cases = cases::report();
+    let cases = cases::bug_report();
     let expected = upstream_expected();
     let labels: Vec<&str> = cases.iter().map(|c| c.label.as_str()).collect();
     let expected_labels: Vec<&str> = expected.iter().map(|(label, _)| *label).collect();
@@ -142,7 +142,7 @@ fn new_agrees_with_from_sampling_at_every_temperature() -> Result<()> {
 
 #[test]
 fn the_report_fix_cases_build_what_the_report_says() {
-    let fixes: Vec<Build> = cases::report()
+    let fixes: Vec<Build> = cases::bug_report()
         .into_iter()
         .filter(|c| c.label.starts_with("guarded at the call site"))
         .map(|c| c.build)

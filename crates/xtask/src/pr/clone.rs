@@ -1,0 +1,137 @@
+//! Making the stack's branches in a clone of candle: every check first, every patch applied
+//! in memory, and only then the branches' new objects and the branches themselves.
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+
+use super::{audit, base, overlap, stack, touched_files, Prepared};
+use crate::git::{self, short};
+use crate::published::Published;
+use crate::series::Patch;
+
+/// Makes the stack's branches in `repo`: checks everything first, applies every patch in memory,
+/// and only then writes the branches' new objects and the branches. Anything refused or failed
+/// leaves `repo` as it was.
+pub fn prepare(
+    repo: &Repository,
+    published: &Published,
+    patches: &[Patch],
+    base_name: &str,
+    branches: &[String],
+    force_branch: bool,
+) -> Result<Prepared> {
+    let clone = git::show(repo);
+    let changed = git::uncommitted(repo, None)?;
+    if !changed.is_empty() {
+        let shown: Vec<&str> = changed.iter().take(5).map(String::as_str).collect();
+        bail!(
+            "{clone} has changes that are not committed ({}{}): commit or stash them first; pr \
+             never touches the work tree, but prepares nothing from a clone in that state",
+            shown.join(", "),
+            if changed.len() > 5 { ", ..." } else { "" }
+        );
+    }
+    let base = resolve_base(repo, base_name)?;
+    for branch in branches {
+        check_branch(repo, branch, force_branch)?;
+    }
+    let touched = touched_files(patches)?;
+    let base_report = base::relate(repo, base, published, &touched)?;
+    // Objects go to an in-memory backend first: a patch that fails writes nothing.
+    let odb = repo.odb()?;
+    let memory = odb.add_new_mempack_backend(1000)?;
+    let stack = stack::build(repo, base, patches, branches).with_context(|| {
+        format!(
+            "on `{base_name}` ({}); {clone} is as it was",
+            short(&base.to_string())
+        )
+    })?;
+    let overlaps = overlap::find(repo, base, &touched, patches)?;
+    let call_sites = audit::audit(repo, base)?;
+    // Everything succeeded: write the branches' new objects, then the branches. Not the whole
+    // mempack: its dump packs every tree and blob the commits reach, and it also holds what
+    // trying the patches on pull requests wrote.
+    let on_disk = Repository::open(repo.path())?;
+    let disk = on_disk.odb()?;
+    for entry in &stack.entries {
+        write_missing(repo, &disk, entry.commit)?;
+    }
+    for entry in &stack.entries {
+        let commit = on_disk.find_commit(entry.commit)?;
+        on_disk.branch(&entry.branch, &commit, force_branch)?;
+    }
+    memory.reset()?;
+    Ok(Prepared {
+        stack,
+        base: base_report,
+        overlaps,
+        call_sites,
+    })
+}
+
+/// Writes object `id` of `repo` into `disk`, and every object it refers to that `disk` lacks:
+/// the new commits, and the trees and blobs along the paths the patches changed. Children go
+/// first, so that `disk` never holds an object whose parts it lacks.
+fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()> {
+    if disk.exists(id) {
+        return Ok(());
+    }
+    let object = repo.find_object(id, None)?;
+    if let Some(commit) = object.as_commit() {
+        write_missing(repo, disk, commit.tree_id())?;
+        for parent in commit.parent_ids() {
+            write_missing(repo, disk, parent)?;
+        }
+    } else if let Some(tree) = object.as_tree() {
+        // Submodules' commits are not in this repository.
+        for entry in tree.iter().filter(|e| e.filemode() != 0o160000) {
+            write_missing(repo, disk, entry.id())?;
+        }
+    }
+    let odb = repo.odb()?;
+    let raw = odb.read(id)?;
+    disk.write(raw.kind(), raw.data())?;
+    Ok(())
+}
+
+/// The commit of the branch `name`: local, or remote-tracking (`origin/main`). A commit id or a
+/// tag is refused: a pull request is made against a branch.
+fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
+    for reference in [format!("refs/heads/{name}"), format!("refs/remotes/{name}")] {
+        if let Ok(reference) = repo.find_reference(&reference) {
+            return Ok(reference.peel_to_commit()?.id());
+        }
+    }
+    if repo.revparse_single(name).is_ok() {
+        bail!(
+            "`{name}` is not a branch of {} (a commit or a tag): name the branch the pull request \
+             goes to, or make one there with `git branch <name> {name}`",
+            git::show(repo)
+        );
+    }
+    bail!(
+        "{} has no branch `{name}`: fetch it (`git fetch origin {name}`), or name another with --base",
+        git::show(repo)
+    )
+}
+
+fn check_branch(repo: &Repository, branch: &str, force: bool) -> Result<()> {
+    let Ok(existing) = repo.find_branch(branch, git2::BranchType::Local) else {
+        return Ok(());
+    };
+    if existing.is_head() {
+        bail!(
+            "branch `{branch}` is checked out in {}: pr will not move it; check out another \
+             branch there, or choose other names with --prefix",
+            git::show(repo)
+        );
+    }
+    if !force {
+        bail!(
+            "branch `{branch}` already exists in {}: choose other names with --prefix, or replace \
+             the branches with --force-branch",
+            git::show(repo)
+        );
+    }
+    Ok(())
+}
