@@ -300,7 +300,11 @@ impl Settings {
 /// The whole report: the table with its heading, then upstream's cost profile.
 pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) -> String {
     let mut out = "## Sampling cost: upstream against patched\n\n".to_string();
-    out += &format!("Workspace commit {}.\n\n", provenance.commit);
+    out += &format!(
+        "Workspace commit {}; patches {}.\n\n",
+        provenance.commit,
+        provenance.patches.join(", ")
+    );
     out += &render_table(rows, provenance);
     if !profile.is_empty() {
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
@@ -320,12 +324,12 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
     out += &devices_line(rows);
     let settings = &provenance.settings;
     out += &format!(
-        "{} as published against {} + {}. One `sample` call on {}'s real logits ({}) and on \
-         vocabularies drawn from them; seed {}, temperature {} (`temperature_0`: upstream \
-         `ArgMax` against patched `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
+        "{} as published against the same crate with all {} changes of this stack applied. One \
+         `sample` call on {}'s real logits ({}) and on vocabularies drawn from them; seed {}, \
+         temperature {} (`temperature_0`: upstream `ArgMax` against patched \
+         `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
         provenance.crate_label,
-        provenance.crate_label,
-        provenance.patches.join(", "),
+        provenance.patches.len(),
         settings.model,
         settings.vocab,
         settings.seed,
