@@ -235,35 +235,38 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> R
             row
         })
         .collect();
-    if json {
-        let rows: Vec<serde_json::Value> = rows
-            .into_iter()
-            .map(|row| serde_json::json!({ "case": row[0], "upstream": row[1], "patched": row[2] }))
-            .collect();
-        // What the logits came from, without a local path: the table goes into pull requests.
-        let source = match &scenario.source {
-            Some(_) => "model",
-            None => "fixture",
-        };
-        let table = serde_json::json!({
-            "model": format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
-            "model_sha256": model_file::SHA256,
-            "prompt": scenario.prompt,
-            "logits": source,
-            "seed": seed,
-            "rows": rows,
-        });
-        println!("{table}");
-    } else {
-        print!(
+    match json {
+        true => println!("{}", cases_json(scenario, seed, rows)),
+        false => print!(
             "{}",
             table::render(
                 &["case", "upstream (published)", "patched (+ patches/)"],
                 &rows
             )
-        );
+        ),
     }
     Ok(())
+}
+
+/// The cases' table as data, for `cargo xtask pr`: the rows, and what they were run on, without
+/// a local path, since the table goes into pull requests.
+fn cases_json(scenario: &Scenario, seed: u64, rows: Vec<Vec<String>>) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = rows
+        .into_iter()
+        .map(|row| serde_json::json!({ "case": row[0], "upstream": row[1], "patched": row[2] }))
+        .collect();
+    let source = match &scenario.source {
+        Some(_) => "model",
+        None => "fixture",
+    };
+    serde_json::json!({
+        "model": format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
+        "model_sha256": model_file::SHA256,
+        "prompt": scenario.prompt,
+        "logits": source,
+        "seed": seed,
+        "rows": rows,
+    })
 }
 
 fn compare_with_fixture(scenario: &Scenario, committed: &Fixture, json: bool) {

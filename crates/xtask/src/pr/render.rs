@@ -103,7 +103,10 @@ fn part_text(part: &Part, facts: &Facts, pin: &Pin) -> String {
             None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
         },
         Part::Marker(Marker::Bench) => match &facts.bench {
-            Some(table) => table.trim_end().to_string(),
+            Some(table) => format!(
+                "The cost of one `sample` call, against the published crate:\n\n{}",
+                table.trim_end()
+            ),
             None => "(The benchmark table is missing: no benchmark report was found.)".into(),
         },
     }
@@ -113,23 +116,32 @@ fn call_sites(sites: &[CallSite]) -> String {
     let of = |guard| -> Vec<&CallSite> { sites.iter().filter(|s| s.guard == guard).collect() };
     let (itself, none, caller) = (of(Guard::Itself), of(Guard::None), of(Guard::Caller));
     let mut clauses = Vec::new();
+    // "1 builds its", "2 build their".
+    let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     if !itself.is_empty() {
+        let n = itself.len();
         clauses.push(format!(
-            "{} map temperature <= 0 to `ArgMax` themselves and no longer need to",
-            itself.len()
+            "{} temperature <= 0 to `ArgMax` {} and no longer {} to",
+            verb(n, "maps", "map"),
+            if n == 1 { "itself" } else { "themselves" },
+            if n == 1 { "needs" } else { "need" }
         ));
     }
     if !none.is_empty() {
+        let n = none.len();
         clauses.push(format!(
-            "{} build their `Sampling` with no such guard and now decode greedily at temperature 0 \
-             where they failed",
-            none.len()
+            "{} `Sampling` with no such guard and now {} greedily at temperature 0 where {} failed",
+            verb(n, "builds its", "build their"),
+            if n == 1 { "decodes" } else { "decode" },
+            if n == 1 { "it" } else { "they" }
         ));
     }
     if !caller.is_empty() {
+        let n = caller.len();
         clauses.push(format!(
-            "{} take their `Sampling` from a caller and follow it",
-            caller.len()
+            "{} `Sampling` from a caller and {} it",
+            verb(n, "takes its", "take their"),
+            if n == 1 { "follows" } else { "follow" }
         ));
     }
     let mut out = format!(
@@ -167,8 +179,8 @@ fn real_model(table: &RealModel, pin: &Pin) -> String {
     let mut out = format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {}, after is the same crate with this change and the ones it builds \
-         on.\n\n| call | before | after |\n|---|---|---|\n",
+         before is {}, after is the same crate with every change of this stack \
+         applied.\n\n| call | before | after |\n|---|---|---|\n",
         table.model,
         table.prompt,
         table.seed,
@@ -335,4 +347,38 @@ pub fn next_steps(
         text += "the bodies have no CI results: run pr again with --verify\n";
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(path: &str, guard: Guard) -> CallSite {
+        CallSite {
+            path: path.into(),
+            line: 7,
+            guard,
+        }
+    }
+
+    #[test]
+    fn call_sites_are_counted_in_words() {
+        let text = call_sites(&[
+            site("a.rs", Guard::Itself),
+            site("b.rs", Guard::Itself),
+            site("c.rs", Guard::None),
+        ]);
+        assert!(text.starts_with(
+            "Of the 3 calls of `LogitsProcessor::from_sampling` outside the module and its \
+             tests, 2 map temperature <= 0 to `ArgMax` themselves and no longer need to; 1 \
+             builds its `Sampling` with no such guard and now decodes greedily at temperature 0 \
+             where it failed.\n\nWithout a guard:\n\n- `c.rs:7`\n"
+        ));
+        assert!(text.contains("<details><summary>The 2 calls that guard it themselves"));
+        let text = call_sites(&[site("d.rs", Guard::Caller)]);
+        assert!(
+            text.contains("1 takes its `Sampling` from a caller and follows it."),
+            "{text}"
+        );
+    }
 }
