@@ -74,23 +74,19 @@ pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Samp
     }
 }
 
-/// Every variant that takes a temperature, with the report's k = 40 and p = 0.9, in the
-/// report's order.
-pub fn variants(temperature: f64) -> [Sampling; 5] {
-    [
-        Sampling::TopK { k: 40, temperature },
-        Sampling::All { temperature },
-        Sampling::TopP {
-            p: 0.9,
-            temperature,
-        },
-        Sampling::TopKThenTopP {
-            k: 40,
-            p: 0.9,
-            temperature,
-        },
-        Sampling::GumbelSoftmax { temperature },
-    ]
+/// Every variant that takes a temperature, with the bug report's k = 40 and p = 0.9, in its
+/// order: its headline case, `TopK`, first.
+pub fn variants(temperature: f64) -> Vec<Sampling> {
+    let mut variants: Vec<Sampling> = crate::sampler::all_samplings(temperature, 40, 0.9)
+        .into_iter()
+        .filter(|s| crate::sampler::temperature(s).is_some())
+        .collect();
+    let top_k = variants
+        .iter()
+        .position(|s| matches!(s, Sampling::TopK { .. }))
+        .expect("TopK is a variant");
+    variants[..=top_k].rotate_right(1);
+    variants
 }
 
 /// Every case of the bug report, in its order.

@@ -7,7 +7,7 @@
 use candle::{DType, Device, Tensor};
 
 use crate::cases::Build;
-use crate::sampler::{Implementation, Outcome, Patched, Sampling};
+use crate::sampler::{self, Implementation, Outcome, Patched};
 
 /// How every error of the patched sampler begins; any other error is a finding.
 pub const OUR_ERRORS: [&str; 7] = [
@@ -89,13 +89,10 @@ pub fn decode(data: &[u8]) -> Input {
         .take(MAX_LOGITS)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    let build = match variant % 7 {
-        0 => Build::FromSampling(Sampling::ArgMax),
-        1 => Build::FromSampling(Sampling::All { temperature }),
-        2 => Build::FromSampling(Sampling::TopK { k, temperature }),
-        3 => Build::FromSampling(Sampling::TopP { p, temperature }),
-        4 => Build::FromSampling(Sampling::TopKThenTopP { k, p, temperature }),
-        5 => Build::FromSampling(Sampling::GumbelSoftmax { temperature }),
+    // Each `Sampling`, then `LogitsProcessor::new`.
+    let samplings = sampler::all_samplings(temperature, k, p);
+    let build = match usize::from(variant) % (samplings.len() + 1) {
+        index if index < samplings.len() => Build::FromSampling(samplings[index].clone()),
         _ => Build::New {
             temperature: (flags & 0x40 == 0).then_some(temperature),
             top_p: (flags & 0x80 == 0).then_some(p),
@@ -115,20 +112,10 @@ impl Input {
     /// Whether the processor samples greedily: `ArgMax`, or a temperature below 1e-7.
     fn is_greedy(&self) -> bool {
         let temperature = match &self.build {
-            Build::FromSampling(Sampling::ArgMax) => return true,
-            Build::FromSampling(
-                Sampling::All { temperature }
-                | Sampling::TopK { temperature, .. }
-                | Sampling::TopP { temperature, .. }
-                | Sampling::TopKThenTopP { temperature, .. }
-                | Sampling::GumbelSoftmax { temperature },
-            ) => *temperature,
-            Build::New { temperature, .. } => match temperature {
-                None => return true,
-                Some(temperature) => *temperature,
-            },
+            Build::FromSampling(sampling) => sampler::temperature(sampling),
+            Build::New { temperature, .. } => *temperature,
         };
-        temperature < 1e-7
+        temperature.is_none_or(|t| t < 1e-7)
     }
 
     fn tensor(&self) -> candle::Result<Tensor> {

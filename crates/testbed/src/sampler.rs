@@ -23,6 +23,32 @@ pub enum Implementation {
 pub use Implementation::PatchedCopy;
 pub use Implementation::{Patched, Upstream};
 
+/// Every `Sampling`, `ArgMax` first, with the parameters given: the one list that the fuzzer,
+/// the property tests and the bug report's cases take their variants from. A new variant goes
+/// here, in `temperature` and in `sampling_of!`; the compiler points at the last two.
+pub fn all_samplings(temperature: f64, k: usize, p: f64) -> [Sampling; 6] {
+    [
+        Sampling::ArgMax,
+        Sampling::All { temperature },
+        Sampling::TopK { k, temperature },
+        Sampling::TopP { p, temperature },
+        Sampling::TopKThenTopP { k, p, temperature },
+        Sampling::GumbelSoftmax { temperature },
+    ]
+}
+
+/// The temperature of `sampling`; `None` for `ArgMax`.
+pub fn temperature(sampling: &Sampling) -> Option<f64> {
+    match *sampling {
+        Sampling::ArgMax => None,
+        Sampling::All { temperature }
+        | Sampling::TopK { temperature, .. }
+        | Sampling::TopP { temperature, .. }
+        | Sampling::TopKThenTopP { temperature, .. }
+        | Sampling::GumbelSoftmax { temperature } => Some(temperature),
+    }
+}
+
 /// `sampling` as the `Sampling` of the `generation` module of crate `$krate`.
 macro_rules! sampling_of {
     ($krate:ident, $sampling:expr) => {{

@@ -63,20 +63,17 @@ fn logits() -> impl Strategy<Value = Logits> {
         })
 }
 
-/// Every variant with `temperature`, its k (0 disables top-k) and p drawn too.
+/// Every variant that has a temperature, with `temperature`, its k (0 disables top-k) and p
+/// drawn too.
 fn sampling(temperature: impl Strategy<Value = f64>) -> impl Strategy<Value = Sampling> {
     (
-        0usize..5,
+        1usize..6,
         prop_oneof![Just(0usize), 1usize..60_000],
         -0.2f64..1.2,
         temperature,
     )
-        .prop_map(|(variant, k, p, temperature)| match variant {
-            0 => Sampling::All { temperature },
-            1 => Sampling::TopK { k, temperature },
-            2 => Sampling::TopP { p, temperature },
-            3 => Sampling::TopKThenTopP { k, p, temperature },
-            _ => Sampling::GumbelSoftmax { temperature },
+        .prop_map(|(variant, k, p, temperature)| {
+            testbed::sampler::all_samplings(temperature, k, p)[variant].clone()
         })
 }
 
