@@ -546,3 +546,45 @@ let p = LogitsProcessor::from_sampling(3, sampling);
     );
     assert_eq!(sites[1].line, 3);
 }
+
+#[test]
+fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
+    let all = stack_patches()?;
+    let names =
+        |picked: Vec<Patch>| -> Vec<String> { picked.into_iter().map(|p| p.file_name).collect() };
+    let picked = pr::select(all.clone(), &["0003".into(), "0001".into(), "0003".into()])?;
+    assert_eq!(
+        names(picked.clone()),
+        [
+            "0001-generation-Raise-the-threshold.patch",
+            "0003-generation-Test-argmax-on-ties.patch"
+        ]
+    );
+    // The subset makes its own stack: both stand on the base.
+    let (_temp, repo) = candle()?;
+    let branches = pr::branch_names("", &picked)?;
+    let prepared = pr::prepare(&repo, &published()?, &picked, "main", &branches, false)?;
+    let parents: Vec<Parent> = prepared.stack.entries.iter().map(|e| e.parent).collect();
+    assert_eq!(parents, [Parent::Base, Parent::Base]);
+    // The second patch alone has nothing to stand on.
+    let second = pr::select(all.clone(), &["0002".into()])?;
+    let err = format!(
+        "{:#}",
+        pr::prepare(
+            &repo,
+            &published()?,
+            &second,
+            "main",
+            &pr::branch_names("x/", &second)?,
+            false
+        )
+        .unwrap_err()
+    );
+    assert!(
+        err.contains("0002-generation-Raise-it-again.patch does not apply"),
+        "{err}"
+    );
+    let err = pr::select(all, &["0009".into()]).unwrap_err().to_string();
+    assert_eq!(err, "no patch numbered 0009 in patches/");
+    Ok(())
+}
