@@ -388,19 +388,18 @@ fn save_fixture(
     Ok(())
 }
 
-/// The candle release the workspace builds: the version of the pin that `cargo xtask vendor`
-/// writes to `patches/upstream.toml`, where every version label comes from.
+/// The candle release the workspace builds: the version of the first crate of the pin that
+/// `cargo xtask vendor` writes to `patches/upstream.toml`, where every version label comes from.
 fn pinned_version() -> Result<String> {
     let path = shared::root().join("patches/upstream.toml");
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
-        .find_map(|line| {
-            let value = line
-                .strip_prefix("version")?
-                .trim_start()
-                .strip_prefix('=')?;
-            Some(value.trim().trim_matches('"').to_string())
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with('#'))
+        .and_then(|line| {
+            let rest = &line[line.find("version = \"")? + "version = \"".len()..];
+            Some(rest[..rest.find('"')?].to_string())
         })
         .with_context(|| format!("{} has no version", path.display()))
 }

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::pin::Pin;
 use crate::project::{self, Layout};
 
 /// One benchmark's samples, as criterion saved them.
@@ -597,7 +596,7 @@ fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
         "bench-driver settings",
         std::process::Command::new(driver).arg("settings"),
     )?)?;
-    let pin = Pin::read(&layout.pin())?;
+    let pins = crate::pin::read(&layout.pin())?;
     let patches = crate::series::load(&layout.patches())?
         .into_iter()
         .map(|p| p.file_name.get(..4).unwrap_or_default().to_string())
@@ -631,7 +630,7 @@ fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
             std::env::consts::OS,
             std::env::consts::ARCH
         ),
-        crate_label: pin.label(),
+        crate_label: crate::pin::label(&pins),
         patches,
         commit,
         date: crate::date::today(),

@@ -5,39 +5,52 @@ use anyhow::{bail, Context, Result};
 
 use crate::expected;
 use crate::patch_use;
-use crate::pin::Pin;
-use crate::project::Layout;
+use crate::pin;
+use crate::project::{self, Layout};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
 
 pub fn run(layout: &Layout) -> Result<()> {
-    let pin = Pin::read(&layout.pin())?;
-    let published = published::load_pinned(&pin)?;
+    let pins = pin::read(&layout.pin())?;
+    let published = pins
+        .iter()
+        .map(published::load_pinned)
+        .collect::<Result<Vec<_>>>()?;
     check_generated(layout, &published)?;
     let lock = std::fs::read_to_string(layout.lockfile()).context("cannot read Cargo.lock")?;
-    patch_use::check_lock(&lock, &pin.name, &pin.version)?;
-    patch_use::check_cargo(&layout.root, &pin.name, &layout.vendored())?;
-    eprintln!(
-        "ok: cargo builds {} from {}",
-        pin.name,
-        layout.show(&layout.vendored())
-    );
+    for pin in &pins {
+        let vendored = layout.root.join(project::vendored_dir(&pin.name));
+        patch_use::check_lock(&lock, &pin.name, &pin.version)?;
+        patch_use::check_cargo(&layout.root, &pin.name, &vendored)?;
+        eprintln!(
+            "ok: cargo builds {} from {}",
+            pin.name,
+            layout.show(&vendored)
+        );
+    }
     Ok(())
 }
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
 /// `layout` holds the tree that `published` and the patches give.
-pub fn check_generated(layout: &Layout, published: &Published) -> Result<()> {
+pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     for patch in &patches {
         patch.message()?;
     }
     let scratch = Scratch::new()?;
-    let expected = expected::expected_trees(&scratch, published, &patches, &layout.generated)?;
+    let generated = expected::generated_for(published);
+    let expected = expected::expected_trees(&scratch, published, &patches, &generated)?;
+    let label = |name: &str| {
+        published
+            .iter()
+            .find(|p| p.pin.name == name)
+            .map_or(name.to_string(), |p| p.pin.label())
+    };
     let mut problems = Vec::new();
-    for (generated, expected) in layout.generated.iter().zip(expected) {
-        let dir = layout.root.join(generated.dir);
+    for (generated, expected) in generated.iter().zip(expected) {
+        let dir = layout.root.join(&generated.dir);
         if !dir.is_dir() {
             problems.push(format!("{} is missing", generated.dir));
             continue;
@@ -55,7 +68,7 @@ pub fn check_generated(layout: &Layout, published: &Published) -> Result<()> {
             eprintln!(
                 "ok: {} is {} {what} (tree {actual})",
                 generated.dir,
-                published.pin.label()
+                label(&generated.krate)
             );
             continue;
         }
@@ -68,7 +81,7 @@ pub fn check_generated(layout: &Layout, published: &Published) -> Result<()> {
         problems.push(format!(
             "{} differs from {}{}:\n    {}",
             generated.dir,
-            published.pin.label(),
+            label(&generated.krate),
             if generated.patched { " + patches/" } else { "" },
             changes.join("\n    ")
         ));

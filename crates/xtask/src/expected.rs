@@ -1,21 +1,48 @@
-//! Published crate + patches: the trees that `vendor` writes and `check` expects.
+//! Published crates + patches: the trees that `vendor` writes and `check` expects.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use git2::Oid;
 
-use crate::project::Generated;
+use crate::pin;
+use crate::project::{self, Generated};
 use crate::published::Published;
 use crate::series::{self, Patch};
 use crate::trees::Scratch;
 
-/// The published crate as its upstream repository has it (under `path_in_vcs`), with every
-/// patch applied in order, one `[PATCH]` line each on stderr.
-pub fn patched_tree(scratch: &Scratch, published: &Published, patches: &[Patch]) -> Result<Oid> {
-    let mut tree = scratch.tree(&published.pin.path_in_vcs, &published.files)?;
+/// Every published crate where candle's repository holds it (its `path_in_vcs`), in one tree,
+/// so that one patch may change files of several crates.
+pub fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
+    let crates: Vec<(&str, &[crate::published::CrateFile])> = published
+        .iter()
+        .map(|p| (p.pin.path_in_vcs.as_str(), p.files.as_slice()))
+        .collect();
+    scratch.tree_of_crates(&crates)
+}
+
+/// The published crates with every patch applied in order, one `[PATCH]` line each on stderr.
+/// A patch that touches a file outside every pinned crate fails, naming the file.
+pub fn patched_tree(scratch: &Scratch, published: &[Published], patches: &[Patch]) -> Result<Oid> {
+    let pins: Vec<_> = published.iter().map(|p| p.pin.clone()).collect();
+    let label = pin::label(&pins);
+    let mut tree = published_tree(scratch, published)?;
     for patch in patches {
+        for delta in patch.diff()?.deltas() {
+            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+                continue;
+            };
+            if !pins.iter().any(|p| path.starts_with(&p.path_in_vcs)) {
+                bail!(
+                    "{} changes {}, which is in none of the pinned crates ({}): add its crate to \
+                     patches/upstream.toml",
+                    patch.file_name,
+                    path.display(),
+                    label
+                );
+            }
+        }
         tree = series::apply(&scratch.repo, tree, patch)
-            .with_context(|| format!("patching {}", published.pin.label()))?;
-        eprintln!("[PATCH] {} <- {}", published.pin.label(), patch.file_name);
+            .with_context(|| format!("patching {label}"))?;
+        eprintln!("[PATCH] {label} <- {}", patch.file_name);
     }
     Ok(tree)
 }
@@ -23,25 +50,34 @@ pub fn patched_tree(scratch: &Scratch, published: &Published, patches: &[Patch])
 /// The tree each of `generated` must hold, in the same order.
 pub fn expected_trees(
     scratch: &Scratch,
-    published: &Published,
+    published: &[Published],
     patches: &[Patch],
     generated: &[Generated],
 ) -> Result<Vec<Oid>> {
-    let prefix = &published.pin.path_in_vcs;
-    let base = scratch.tree(prefix, &published.files)?;
+    let base = published_tree(scratch, published)?;
     let patched = patched_tree(scratch, published, patches)?;
     generated
         .iter()
         .map(|g| {
+            let krate = published
+                .iter()
+                .find(|p| p.pin.name == g.krate)
+                .with_context(|| format!("{}: {} is not pinned", g.dir, g.krate))?;
             let root = if g.patched { patched } else { base };
-            let path = [prefix.as_str(), g.crate_dir]
+            let path = [krate.pin.path_in_vcs.as_str(), g.crate_dir]
                 .into_iter()
                 .filter(|p| !p.is_empty())
                 .collect::<Vec<_>>()
                 .join("/");
-            scratch
-                .subtree(root, &path)
-                .with_context(|| format!("{}: the published crate has no `{}`", g.dir, g.crate_dir))
+            scratch.subtree(root, &path).with_context(|| {
+                format!("{}: {} has no `{}`", g.dir, krate.pin.label(), g.crate_dir)
+            })
         })
         .collect()
+}
+
+/// The generated folders of the crates `published` holds.
+pub fn generated_for(published: &[Published]) -> Vec<Generated> {
+    let names: Vec<&str> = published.iter().map(|p| p.pin.name.as_str()).collect();
+    project::generated(&names)
 }

@@ -3,14 +3,14 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use shared::flags::Flags;
-use xtask::pin::Pin;
+use xtask::pin;
 use xtask::project::Layout;
 use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 const HELP: &str = "\
 cargo xtask <command>
 
-  fetch                 download the pinned crate into cargo's cache and check its sha256
+  fetch                 download the pinned crates into cargo's cache and check their sha256
   vendor [--version X]  regenerate the generated folders (crates/candle-transformers, the
                         upstream and patched-copy modules, the published tests) from the
                         published crate and patches/ (X: pin another published version)
@@ -49,13 +49,14 @@ fn run(args: Vec<String>) -> Result<()> {
     match command.as_str() {
         "fetch" => {
             flags.finish()?;
-            let pin = Pin::read(&layout.pin())?;
-            published::load_or_fetch(&layout, &pin)?;
-            eprintln!(
-                "ok: {} is in cargo's cache, sha256 {}",
-                pin.label(),
-                pin.sha256
-            );
+            for pin in pin::read(&layout.pin())? {
+                published::load_or_fetch(&layout, &pin)?;
+                eprintln!(
+                    "ok: {} is in cargo's cache, sha256 {}",
+                    pin.label(),
+                    pin.sha256
+                );
+            }
             Ok(())
         }
         "vendor" => {

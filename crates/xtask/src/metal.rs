@@ -98,26 +98,29 @@ pub fn has_metal_feature(manifest: &str) -> bool {
     false
 }
 
-/// The crates to check: the workspace's members that have a `metal` feature, and the vendored
-/// crates, so that a patch that breaks their Metal build fails here.
-pub fn workspace_crates(layout: &Layout) -> Result<Vec<String>> {
+/// The crates to check: the workspace's members that have a `metal` feature, every target; and
+/// the vendored crates, their library, so that a patch that breaks their Metal build fails here
+/// (their published manifests leave out what their own tests need).
+pub fn crates_to_check(layout: &Layout) -> Result<(Vec<String>, Vec<String>)> {
     let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let vendored = layout
-        .generated
-        .iter()
-        .filter(|g| g.patched && g.crate_dir.is_empty())
-        .map(|g| g.dir.to_string());
-    let mut crates = Vec::new();
-    for dir in members(&root).into_iter().chain(vendored) {
-        let manifest = layout.root.join(&dir).join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest)
-            .with_context(|| format!("cannot read {}", manifest.display()))?;
-        if has_metal_feature(&text) {
-            crates.extend(crate::pr::verify::package_name(&text));
+    let with_metal = |dirs: Vec<String>| -> Result<Vec<String>> {
+        let mut crates = Vec::new();
+        for dir in dirs {
+            let manifest = layout.root.join(&dir).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest)
+                .with_context(|| format!("cannot read {}", manifest.display()))?;
+            if has_metal_feature(&text) {
+                crates.extend(crate::pr::verify::package_name(&text));
+            }
         }
-    }
-    crates.sort();
-    Ok(crates)
+        crates.sort();
+        Ok(crates)
+    };
+    let vendored = crate::pin::read(&layout.pin())?
+        .into_iter()
+        .map(|pin| crate::project::vendored_dir(&pin.name))
+        .collect();
+    Ok((with_metal(members(&root))?, with_metal(vendored)?))
 }
 
 /// The folders of the root manifest's `members = [...]` list.
@@ -134,31 +137,40 @@ fn members(manifest: &str) -> Vec<String> {
 }
 
 /// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
-/// every target of each workspace crate that has the feature.
+/// every target of each workspace crate that has the feature, then over the vendored crates'
+/// libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
-    let crates = workspace_crates(layout)?;
-    if crates.is_empty() {
-        bail!("no workspace crate has a `metal` feature");
+    let (members, vendored) = crates_to_check(layout)?;
+    if members.is_empty() {
+        bail!("no workspace member has a `metal` feature");
     }
-    let mut command = project::cargo();
-    command
-        .current_dir(&layout.root)
-        .args(["clippy", "--locked"]);
-    for name in &crates {
-        command.args(["-p", name]);
-    }
-    let features: Vec<String> = crates.iter().map(|name| format!("{name}/metal")).collect();
-    command.args(["--features", &features.join(",")]);
-    command.args(["--all-targets", "--target", TARGET, "--", "-D", "warnings"]);
-    command.envs(cross_env());
-    eprintln!(
-        "metal-check: {} for {TARGET} (type-checked, not linked or run)",
-        crates.join(", ")
-    );
-    let status = command.status().context("cannot run cargo clippy")?;
-    if !status.success() {
-        bail!("cargo clippy for {TARGET} with `metal` failed");
+    // Features can be named only for members: theirs turn on the vendored crates' `metal` too
+    // (testbed forwards it), so the vendored libraries are selected beside the members.
+    let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
+    let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
+    for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
+        let mut command = project::cargo();
+        command
+            .current_dir(&layout.root)
+            .args(["clippy", "--locked"]);
+        for name in &crates {
+            command.args(["-p", name]);
+        }
+        command.args(["--features", &features.join(",")]);
+        command.args([targets, "--target", TARGET, "--", "-D", "warnings"]);
+        command.envs(cross_env());
+        eprintln!(
+            "metal-check: {} ({targets}) for {TARGET}, type-checked, not linked or run",
+            crates.join(", ")
+        );
+        let status = command.status().context("cannot run cargo clippy")?;
+        if !status.success() {
+            bail!(
+                "cargo clippy for {TARGET} with `metal` failed on {}",
+                crates.join(", ")
+            );
+        }
     }
     Ok(())
 }

@@ -1,4 +1,13 @@
-//! The upstream pin: which published crate `patches/` applies to (`patches/upstream.toml`).
+//! The upstream pin: which published crates `patches/` applies to (`patches/upstream.toml`),
+//! one line each:
+//!
+//! ```toml
+//! candle-transformers = { version = "0.11.1", sha256 = "…", commit = "…", path_in_vcs = "candle-transformers" }
+//! ```
+//!
+//! Adding a crate is adding a line with its name and version alone; `cargo xtask vendor` fills in
+//! the rest from the published `.crate` (its sha256, and the commit and folder its
+//! `.cargo_vcs_info.json` records). The first line is the crate the labels name.
 
 use std::path::Path;
 
@@ -17,74 +26,153 @@ pub struct Pin {
     pub path_in_vcs: String,
 }
 
-const KEYS: [&str; 5] = ["crate", "version", "sha256", "commit", "path_in_vcs"];
+/// One line of the pin file: a crate pinned, or one just added that `vendor` has yet to pin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Line {
+    Pinned(Pin),
+    New { name: String, version: String },
+}
+
+impl Line {
+    pub fn name(&self) -> &str {
+        match self {
+            Line::Pinned(pin) => &pin.name,
+            Line::New { name, .. } => name,
+        }
+    }
+
+    pub fn version(&self) -> &str {
+        match self {
+            Line::Pinned(pin) => &pin.version,
+            Line::New { version, .. } => version,
+        }
+    }
+}
+
+const KEYS: [&str; 4] = ["version", "sha256", "commit", "path_in_vcs"];
+
+/// Every line of the pin file at `path`.
+pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the upstream pin {}", path.display()))?;
+    parse(&text).with_context(|| format!("in {}", path.display()))
+}
+
+/// Every crate of the pin file at `path`, all pinned: a line `vendor` has not completed yet is an
+/// error that says to run it.
+pub fn read(path: &Path) -> Result<Vec<Pin>> {
+    read_lines(path)?
+        .into_iter()
+        .map(|line| match line {
+            Line::Pinned(pin) => Ok(pin),
+            Line::New { name, version } => bail!(
+                "{}: {name} {version} is not pinned yet: run `cargo xtask vendor`",
+                path.display()
+            ),
+        })
+        .collect()
+}
+
+/// Reads the lines that `render` writes; a line with only a version is a crate to pin.
+pub fn parse(text: &str) -> Result<Vec<Line>> {
+    let mut lines = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let parsed = parse_line(line).with_context(|| format!("line {}", number + 1))?;
+        if lines.iter().any(|l: &Line| l.name() == parsed.name()) {
+            bail!("line {}: `{}` is pinned twice", number + 1, parsed.name());
+        }
+        lines.push(parsed);
+    }
+    if lines.is_empty() {
+        bail!("no crate is pinned");
+    }
+    Ok(lines)
+}
+
+fn parse_line(line: &str) -> Result<Line> {
+    let Some((name, table)) = line.split_once('=') else {
+        bail!("expected `crate = {{ version = \"…\", … }}`, got `{line}`");
+    };
+    let name = name.trim().to_string();
+    let Some(table) = table
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+    else {
+        bail!("the value of `{name}` must be an inline table `{{ … }}`");
+    };
+    let mut values: [Option<String>; 4] = Default::default();
+    for field in table.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        let Some((key, value)) = field.split_once('=') else {
+            bail!("expected `key = \"value\"`, got `{field}`");
+        };
+        let key = key.trim();
+        let Some(index) = KEYS.iter().position(|k| *k == key) else {
+            bail!("unknown key `{key}`");
+        };
+        let Some(value) = value
+            .trim()
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+        else {
+            bail!("the value of `{key}` must be a quoted string");
+        };
+        if value.contains(['"', '\\']) {
+            bail!("the value of `{key}` has a quote or backslash");
+        }
+        if values[index].replace(value.to_string()).is_some() {
+            bail!("`{key}` given twice");
+        }
+    }
+    let [version, sha256, commit, path_in_vcs] = values;
+    let version = version.with_context(|| format!("`{name}` has no version"))?;
+    let (Some(sha256), Some(commit), Some(path_in_vcs)) = (sha256, commit, path_in_vcs) else {
+        return Ok(Line::New { name, version });
+    };
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("`sha256` must be 64 hex digits, got `{sha256}`");
+    }
+    Ok(Line::Pinned(Pin {
+        name,
+        version,
+        sha256,
+        commit,
+        path_in_vcs,
+    }))
+}
+
+/// The pin file for `pins`, in their order.
+pub fn render(pins: &[Pin]) -> String {
+    let mut text = String::from(
+        "# The published crates that the patches in this folder apply to, one line each; the first\n\
+         # is the one labels name. Written by `cargo xtask vendor`: to vendor another crate, add a\n\
+         # line `name = { version = \"X\" }` and run it; commit and path_in_vcs come from the\n\
+         # crate's .cargo_vcs_info.json.\n",
+    );
+    for pin in pins {
+        text += &format!(
+            "{} = {{ version = \"{}\", sha256 = \"{}\", commit = \"{}\", path_in_vcs = \"{}\" }}\n",
+            pin.name, pin.version, pin.sha256, pin.commit, pin.path_in_vcs
+        );
+    }
+    text
+}
+
+/// "candle-transformers 0.11.1", or "candle-transformers 0.11.1 and candle-nn 0.11.1".
+pub fn label(pins: &[Pin]) -> String {
+    let labels: Vec<String> = pins.iter().map(Pin::label).collect();
+    match &labels[..] {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
 
 impl Pin {
-    pub fn read(path: &Path) -> Result<Pin> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the upstream pin {}", path.display()))?;
-        Pin::parse(&text).with_context(|| format!("in {}", path.display()))
-    }
-
-    /// Reads the `key = "value"` lines that `render` writes.
-    pub fn parse(text: &str) -> Result<Pin> {
-        let mut values: [Option<String>; 5] = Default::default();
-        for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let Some((key, value)) = line.split_once('=') else {
-                bail!(
-                    "line {}: expected `key = \"value\"`, got `{line}`",
-                    number + 1
-                );
-            };
-            let (key, value) = (key.trim(), value.trim());
-            let Some(index) = KEYS.iter().position(|k| *k == key) else {
-                bail!("line {}: unknown key `{key}`", number + 1);
-            };
-            let Some(value) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) else {
-                bail!(
-                    "line {}: the value of `{key}` must be a quoted string",
-                    number + 1
-                );
-            };
-            if value.contains(['"', '\\']) {
-                bail!(
-                    "line {}: the value of `{key}` has a quote or backslash",
-                    number + 1
-                );
-            }
-            if values[index].replace(value.to_string()).is_some() {
-                bail!("line {}: `{key}` given twice", number + 1);
-            }
-        }
-        let [name, version, sha256, commit, path_in_vcs] = values;
-        let missing = |key: &str| anyhow::anyhow!("`{key}` is missing");
-        let pin = Pin {
-            name: name.ok_or_else(|| missing("crate"))?,
-            version: version.ok_or_else(|| missing("version"))?,
-            sha256: sha256.ok_or_else(|| missing("sha256"))?,
-            commit: commit.ok_or_else(|| missing("commit"))?,
-            path_in_vcs: path_in_vcs.ok_or_else(|| missing("path_in_vcs"))?,
-        };
-        if pin.sha256.len() != 64 || !pin.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            bail!("`sha256` must be 64 hex digits, got `{}`", pin.sha256);
-        }
-        Ok(pin)
-    }
-
-    pub fn render(&self) -> String {
-        format!(
-            "# The published crate that the patches in this folder apply to. Written by\n\
-             # `cargo xtask vendor`; commit and path_in_vcs come from the crate's\n\
-             # .cargo_vcs_info.json.\n\
-             crate = \"{}\"\nversion = \"{}\"\nsha256 = \"{}\"\ncommit = \"{}\"\npath_in_vcs = \"{}\"\n",
-            self.name, self.version, self.sha256, self.commit, self.path_in_vcs
-        )
-    }
-
     /// "candle-transformers 0.11.1", for messages.
     pub fn label(&self) -> String {
         format!("{} {}", self.name, self.version)
@@ -95,34 +183,58 @@ impl Pin {
 mod tests {
     use super::*;
 
-    fn pin() -> Pin {
+    fn pin(name: &str) -> Pin {
         Pin {
-            name: "candle-transformers".into(),
+            name: name.into(),
             version: "0.11.1".into(),
             sha256: "2b1e1abeac23d7df4f94e8a3852b3dbb661d332e37c3bef479507bac867187b2".into(),
             commit: "59f8e903ca80a32ea7f8514b39748fc979e69e82".into(),
-            path_in_vcs: "candle-transformers".into(),
+            path_in_vcs: name.into(),
         }
     }
 
     #[test]
     fn render_then_parse_round_trips() -> Result<()> {
-        assert_eq!(Pin::parse(&pin().render())?, pin());
+        let pins = [pin("candle-transformers"), pin("candle-nn")];
+        let lines = parse(&render(&pins))?;
+        assert_eq!(lines, pins.clone().map(Line::Pinned));
+        assert_eq!(
+            label(&pins),
+            "candle-transformers 0.11.1 and candle-nn 0.11.1"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_new_crate_is_one_line_with_its_version() -> Result<()> {
+        let text =
+            render(&[pin("candle-transformers")]) + "candle-core = { version = \"0.11.1\" }\n";
+        let lines = parse(&text)?;
+        assert_eq!(
+            lines[1],
+            Line::New {
+                name: "candle-core".into(),
+                version: "0.11.1".into()
+            }
+        );
         Ok(())
     }
 
     #[test]
     fn parse_names_the_bad_line() {
-        let text = pin().render().replace("version = ", "versoin = ");
-        let err = Pin::parse(&text).unwrap_err().to_string();
-        assert_eq!(err, "line 5: unknown key `versoin`");
-        let text = pin().render().replace("sha256 = \"2b1e", "sha256 = \"zz1e");
-        let err = Pin::parse(&text).unwrap_err().to_string();
-        assert!(err.starts_with("`sha256` must be 64 hex digits"), "{err}");
-        let text = pin().render().replace("commit = ", "# commit = ");
-        assert_eq!(
-            Pin::parse(&text).unwrap_err().to_string(),
-            "`commit` is missing"
+        let text = render(&[pin("candle-transformers")]);
+        let err = format!(
+            "{:#}",
+            parse(&text.replace("version = ", "versoin = ")).unwrap_err()
         );
+        assert_eq!(err, "line 5: unknown key `versoin`");
+        let err = format!(
+            "{:#}",
+            parse(&text.replace("sha256 = \"2b1e", "sha256 = \"zz1e")).unwrap_err()
+        );
+        assert!(err.contains("`sha256` must be 64 hex digits"), "{err}");
+        let twice = text.clone() + text.lines().last().unwrap();
+        let err = format!("{:#}", parse(&twice).unwrap_err());
+        assert_eq!(err, "line 6: `candle-transformers` is pinned twice");
     }
 }

@@ -2,49 +2,78 @@
 
 use std::path::{Path, PathBuf};
 
-/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares: a folder of the
+/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares: a folder of a
 /// published crate, with `patches/` applied or as published.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
     /// Relative to the workspace root.
-    pub dir: &'static str,
-    /// The folder of the published crate it holds, `""` for the whole crate.
+    pub dir: String,
+    /// The pinned crate it comes from.
+    pub krate: String,
+    /// The folder of that crate it holds, `""` for the whole crate.
     pub crate_dir: &'static str,
     pub patched: bool,
 }
 
-/// The patched crate that `[patch.crates-io]` points at; the unpatched `generation` module
-/// that tests and benches compare it with; the published tests, which the upstream crate runs
-/// on that module and the `pr` tests build a candle-like repository from; and the patched
+/// Where a pinned crate is vendored, patched: what `[patch.crates-io]` points at.
+pub fn vendored_dir(name: &str) -> String {
+    format!("crates/{name}")
+}
+
+/// Folders made from a part of one pinned crate: the unpatched `generation` module that tests
+/// and benches compare the patched crate with; the published tests, which the upstream crate
+/// runs on that module and the `pr` tests build a candle-like repository from; and the patched
 /// module again, built like the unpatched one, so that the benches compare the patches alone.
-pub const GENERATED: [Generated; 4] = [
-    Generated {
-        dir: "crates/candle-transformers",
-        crate_dir: "",
-        patched: true,
-    },
-    Generated {
-        dir: "crates/upstream/src/generation",
-        crate_dir: "src/generation",
-        patched: false,
-    },
-    Generated {
-        dir: "crates/upstream/published-tests",
-        crate_dir: "tests",
-        patched: false,
-    },
-    Generated {
-        dir: "crates/patched-copy/src/generation",
-        crate_dir: "src/generation",
-        patched: true,
-    },
+const PARTS: [(&str, &str, &str, bool); 3] = [
+    (
+        "candle-transformers",
+        "crates/upstream/src/generation",
+        "src/generation",
+        false,
+    ),
+    (
+        "candle-transformers",
+        "crates/upstream/published-tests",
+        "tests",
+        false,
+    ),
+    (
+        "candle-transformers",
+        "crates/patched-copy/src/generation",
+        "src/generation",
+        true,
+    ),
 ];
+
+/// Every generated folder for the crates `pins` names: each crate whole and patched, then the
+/// parts taken from them.
+pub fn generated(names: &[&str]) -> Vec<Generated> {
+    let mut all: Vec<Generated> = names
+        .iter()
+        .map(|name| Generated {
+            dir: vendored_dir(name),
+            krate: name.to_string(),
+            crate_dir: "",
+            patched: true,
+        })
+        .collect();
+    for (krate, dir, crate_dir, patched) in PARTS {
+        if names.contains(&krate) {
+            all.push(Generated {
+                dir: dir.to_string(),
+                krate: krate.to_string(),
+                crate_dir,
+                patched,
+            });
+        }
+    }
+    all
+}
 
 /// The paths the commands work on; tests point one at a temporary workspace.
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub root: PathBuf,
-    pub generated: Vec<Generated>,
 }
 
 impl Layout {
@@ -54,10 +83,7 @@ impl Layout {
     }
 
     pub fn at(root: PathBuf) -> Layout {
-        Layout {
-            root,
-            generated: GENERATED.to_vec(),
-        }
+        Layout { root }
     }
 
     pub fn patches(&self) -> PathBuf {
@@ -75,16 +101,6 @@ impl Layout {
     /// Cargo's target folder, where the tools keep their scratch files and reports.
     pub fn target(&self) -> PathBuf {
         shared::target_dir_of(&self.root)
-    }
-
-    /// The patched crate's folder.
-    pub fn vendored(&self) -> PathBuf {
-        let generated = self
-            .generated
-            .iter()
-            .find(|g| g.patched && g.crate_dir.is_empty());
-        self.root
-            .join(generated.map_or(GENERATED[0].dir, |g| g.dir))
     }
 
     /// A path relative to the root, for messages.

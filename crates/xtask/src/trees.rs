@@ -33,6 +33,19 @@ impl Scratch {
         Ok(index.write_tree_to(&self.repo)?)
     }
 
+    /// The tree of several crates' `files`, each crate under its own folder.
+    pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
+        let mut index = Index::new()?;
+        for (prefix, files) in crates {
+            for file in files.iter() {
+                let path = join(prefix, &file.path);
+                let id = self.repo.blob(&file.data)?;
+                index.add(&entry(&path, id, file.executable, file.data.len()))?;
+            }
+        }
+        Ok(index.write_tree_to(&self.repo)?)
+    }
+
     /// The tree of the folder `dir` as it is on disk.
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
         let mut files = Vec::new();

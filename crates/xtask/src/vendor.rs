@@ -1,37 +1,41 @@
-//! `cargo xtask vendor [--version X]`: regenerates the vendored crate and the unpatched
-//! `generation` module from the published crate and `patches/`.
+//! `cargo xtask vendor [--version X]`: regenerates the vendored crates and the unpatched
+//! `generation` module from the published crates and `patches/`, and pins the crates that
+//! `patches/upstream.toml` lists.
 
 use anyhow::{Context, Result};
 
 use crate::expected;
 use crate::fsutil::{swap_in, TempDir};
-use crate::pin::Pin;
+use crate::pin::{self, Line, Pin};
 use crate::project::Layout;
 use crate::published;
 use crate::series;
 use crate::trees::Scratch;
 
 pub fn run(layout: &Layout, version: Option<&str>) -> Result<()> {
-    let pinned = Pin::read(&layout.pin())?;
-    let published = match version {
-        Some(version) if version != pinned.version => {
-            let archive = match published::find_cached(&pinned.name, version) {
-                Some(archive) => archive,
-                None => published::fetch(layout, &pinned.name, version)?,
-            };
-            published::read_archive(&archive, &pinned.name, version)?
-        }
-        _ => published::load_or_fetch(layout, &pinned)?,
-    };
+    let lines = pin::read_lines(&layout.pin())?;
+    let mut published = Vec::new();
+    for line in &lines {
+        let wanted = version.unwrap_or(line.version());
+        published.push(match line {
+            Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
+            _ => {
+                let archive = match published::find_cached(line.name(), wanted) {
+                    Some(archive) => archive,
+                    None => published::fetch(layout, line.name(), wanted)?,
+                };
+                published::read_archive(&archive, line.name(), wanted)?
+            }
+        });
+    }
     vendor(layout, &published)?;
-    if published.pin != pinned {
-        repin(layout, &pinned, &published.pin)?;
+    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
+    if lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {
+        repin(layout, &lines, &pins)?;
         eprintln!(
-            "pinned {} (sha256 {}, commit {}) and set candle's versions in Cargo.toml; run \
+            "pinned {} and set Cargo.toml's candle versions and [patch.crates-io] to match; run \
              `cargo update -p candle-transformers` to update Cargo.lock, then `cargo test`",
-            published.pin.label(),
-            published.pin.sha256,
-            published.pin.commit,
+            pin::label(&pins)
         );
     }
     Ok(())
@@ -41,23 +45,85 @@ pub fn run(layout: &Layout, version: Option<&str>) -> Result<()> {
 /// crate and the ones published with it, which must be of the same release.
 const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transformers"];
 
-/// Writes `new` to the pin file and moves `Cargo.toml`'s candle versions from `old`'s to
-/// `new`'s. Fails, writing nothing, if `Cargo.toml` names no candle crate at the old version.
-pub fn repin(layout: &Layout, old: &Pin, new: &Pin) -> Result<()> {
+/// Writes `new` to the pin file; moves `Cargo.toml`'s candle versions from the first crate's old
+/// version to its new one; and points `[patch.crates-io]` at every vendored crate, in the
+/// workspace and in the fuzzer's workspace. Fails, writing nothing, if `Cargo.toml` names no
+/// candle crate at the old version.
+pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("cannot read {}", manifest.display()))?;
-    let (updated, count) = set_versions(&text, &old.version, &new.version);
-    if count == 0 {
+        .with_context(|| format!("cannot read {}", layout.show(&manifest)))?;
+    let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
+    let (mut updated, count) = set_versions(&text, old_version, new_version);
+    if count == 0 && old_version != new_version {
         anyhow::bail!(
-            "{} names no candle crate at version {}: set the versions by hand",
-            layout.show(&manifest),
-            old.version
+            "{} names no candle crate at version {old_version}: set the versions by hand",
+            layout.show(&manifest)
         );
     }
-    std::fs::write(layout.pin(), new.render())?;
+    let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
+    updated = patch_entries(&updated, &names, "crates/");
+    let fuzz = layout.root.join("crates/fuzz/Cargo.toml");
+    let fuzz_text = match std::fs::read_to_string(&fuzz) {
+        Ok(text) => Some(patch_entries(&text, &names, "../")),
+        Err(_) => None,
+    };
+    std::fs::write(layout.pin(), pin::render(new))?;
     std::fs::write(&manifest, updated)?;
+    if let Some(text) = fuzz_text {
+        std::fs::write(&fuzz, text)?;
+    }
     Ok(())
+}
+
+/// `manifest` with a `[patch.crates-io]` line `name = { path = "<prefix>name" }` for each of
+/// `names` it lacks, and, where it has an `exclude` list, `"crates/name"` in it: the vendored
+/// crates are dependencies, not members.
+pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> String {
+    let mut lines: Vec<String> = manifest.lines().map(str::to_string).collect();
+    let section = lines.iter().position(|l| l.trim() == "[patch.crates-io]");
+    let section = match section {
+        Some(at) => at,
+        None => {
+            lines.push(String::new());
+            lines.push("[patch.crates-io]".to_string());
+            lines.len() - 1
+        }
+    };
+    let end = lines[section + 1..]
+        .iter()
+        .position(|l| l.trim().starts_with('['))
+        .map_or(lines.len(), |at| section + 1 + at);
+    // After the section's last entry: a comment after it introduces what follows.
+    let mut insert_at = lines[section + 1..end]
+        .iter()
+        .rposition(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map_or(section + 1, |at| section + 2 + at);
+    for name in names {
+        let present = lines[section + 1..end]
+            .iter()
+            .any(|l| l.trim_start().starts_with(&format!("{name} ")));
+        if !present {
+            lines.insert(
+                insert_at,
+                format!("{name} = {{ path = \"{prefix}{name}\" }}"),
+            );
+            insert_at += 1;
+        }
+    }
+    if let Some(exclude) = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("exclude = ["))
+    {
+        for name in names {
+            let entry = format!("\"crates/{name}\"");
+            if !lines[exclude].contains(&entry) {
+                lines[exclude] =
+                    lines[exclude].replacen("exclude = [", &format!("exclude = [{entry}, "), 1);
+            }
+        }
+    }
+    lines.join("\n") + "\n"
 }
 
 /// `text` with the version of each candle crate in `[workspace.dependencies]` moved from `old`
@@ -85,18 +151,20 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> (String, usize) {
     (out, count)
 }
 
-/// Writes every generated folder of `layout` from `published` and the patches. Everything is
-/// built in temporary folders first; a patch that does not apply leaves the workspace as it was.
-pub fn vendor(layout: &Layout, published: &published::Published) -> Result<()> {
+/// Writes every generated folder of the crates `published` holds, from them and the patches.
+/// Everything is built in temporary folders first; a patch that does not apply leaves the
+/// workspace as it was.
+pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     let scratch = Scratch::new()?;
-    let trees = expected::expected_trees(&scratch, published, &patches, &layout.generated)?;
+    let generated = expected::generated_for(published);
+    let trees = expected::expected_trees(&scratch, published, &patches, &generated)?;
     // Each tree is written into a temporary folder beside its target (the same file system,
     // so that a rename moves it), then all of them are swapped in together.
     let mut temps = Vec::new();
     let mut pairs = Vec::new();
-    for (generated, tree) in layout.generated.iter().zip(&trees) {
-        let target = layout.root.join(generated.dir);
+    for (generated, tree) in generated.iter().zip(&trees) {
+        let target = layout.root.join(&generated.dir);
         let parent = target
             .parent()
             .context("a generated folder has no parent")?;
@@ -108,8 +176,32 @@ pub fn vendor(layout: &Layout, published: &published::Published) -> Result<()> {
         temps.push(temp);
     }
     swap_in(&pairs)?;
-    for (generated, tree) in layout.generated.iter().zip(&trees) {
+    for (generated, tree) in generated.iter().zip(&trees) {
         eprintln!("wrote {} (tree {tree})", generated.dir);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn patch_entries_go_after_the_last_entry_and_into_exclude() {
+        let manifest = "[workspace]\nexclude = [\"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\n\n# Next.\n[profile.dev]\n";
+        assert_eq!(
+            super::patch_entries(manifest, &["a", "b"], "crates/"),
+            "[workspace]\nexclude = [\"crates/b\", \"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\nb = { path = \"crates/b\" }\n\n# Next.\n[profile.dev]\n"
+        );
+        let (moved, count) = super::set_versions(
+            "[workspace.dependencies]\ncandle-nn = \"0.11.1\"\nrand = \"0.11.1\"\n",
+            "0.11.1",
+            "0.11.2",
+        );
+        assert_eq!(
+            (moved.as_str(), count),
+            (
+                "[workspace.dependencies]\ncandle-nn = \"0.11.2\"\nrand = \"0.11.1\"\n",
+                1
+            )
+        );
+    }
 }

@@ -11,7 +11,7 @@ fn check_without_the_crate_says_what_to_run() -> anyhow::Result<()> {
         .output()?;
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let pin = xtask::pin::Pin::read(&xtask::project::Layout::workspace().pin())?;
+    let pin = xtask::pin::read(&xtask::project::Layout::workspace().pin())?.remove(0);
     let expected = format!(
         "error: {} is not in cargo's cache (no {}-{}.crate under ",
         pin.label(),

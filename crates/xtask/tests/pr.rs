@@ -66,7 +66,7 @@ fn candle() -> Result<(TempDir, Repository)> {
 fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
     let patches = stack_patches()?;
     let branches = pr::branch_names("", &patches)?;
-    pr::prepare(repo, &published()?, &patches, base, &branches, force)
+    pr::prepare(repo, &[published()?], &patches, base, &branches, force)
 }
 
 fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
@@ -147,7 +147,7 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
 fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     let (temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
-    let pin = published()?.pin;
+    let pins = [published()?.pin];
     let notes = notes::parse(
         "## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n<!-- real-model -->\n",
     )?;
@@ -179,7 +179,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
         },
     ];
     let bodies: Vec<String> = (0..3)
-        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pin, Some(&checks)))
+        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, Some(&checks)))
         .collect();
     assert!(bodies[0].starts_with("## Summary\n\nThe threshold was too low.\n\n## Fix\n\nIt is now 1e-6.\n\n## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n"), "{}", bodies[0]);
     assert!(bodies[0].contains("| `cargo fmt --all -- --check` | pass | 4 s |"));
@@ -216,9 +216,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
 fn bodies_without_results_say_so() -> Result<()> {
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
-    let pin = published()?.pin;
+    let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- bench -->\n<!-- call-sites -->\n")?;
-    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pin, None);
+    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pins, None);
     assert!(body.contains("candle's CI commands have not been run on this branch yet."));
     assert!(body.contains("(The benchmark table is missing: no benchmark report was found.)"));
     assert!(body
@@ -228,7 +228,7 @@ fn bodies_without_results_say_so() -> Result<()> {
         0,
         &Notes::default(),
         &Facts::default(),
-        &pin,
+        &pins,
         None,
     );
     assert!(!plain.contains("(The"), "{plain}");
@@ -563,7 +563,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
     // The subset makes its own stack: both stand on the base.
     let (_temp, repo) = candle()?;
     let branches = pr::branch_names("", &picked)?;
-    let prepared = pr::prepare(&repo, &published()?, &picked, "main", &branches, false)?;
+    let prepared = pr::prepare(&repo, &[published()?], &picked, "main", &branches, false)?;
     let parents: Vec<Parent> = prepared.stack.entries.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [Parent::Base, Parent::Base]);
     // The second patch alone has nothing to stand on.
@@ -572,7 +572,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         "{:#}",
         pr::prepare(
             &repo,
-            &published()?,
+            &[published()?],
             &second,
             "main",
             &pr::branch_names("x/", &second)?,

@@ -15,7 +15,7 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
     ws.add_patch(PATCH_NAME, &patch)?;
 
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
 
     let root = &ws.layout.root;
     let patched =
@@ -36,27 +36,27 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     // The patched copy for the benches is the vendored module, byte for byte.
     let copy = std::fs::read(root.join("crates/patched-copy/src/generation/mod.rs"))?;
     assert_eq!(copy, patched.as_bytes());
-    check::check_generated(&ws.layout, &ws.published)
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
 }
 
 #[test]
 fn vendor_replaces_what_was_there() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let stray = ws
         .layout
         .root
         .join("crates/candle-transformers/src/stray.rs");
     std::fs::write(&stray, "// left over\n")?;
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     assert!(!stray.exists());
-    check::check_generated(&ws.layout, &ws.published)
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
 }
 
 #[test]
 fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let crates = ws.layout.root.join("crates");
     let before = snapshot(&crates);
 
@@ -75,7 +75,7 @@ fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result
 
     let err = format!(
         "{:#}",
-        vendor::vendor(&ws.layout, &ws.published).unwrap_err()
+        vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
     );
     assert!(
         err.starts_with(
@@ -114,7 +114,7 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
     ws.add_patch("0001-extra.patch", &patch)?;
     let err = format!(
         "{:#}",
-        vendor::vendor(&ws.layout, &ws.published).unwrap_err()
+        vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
     );
     assert_eq!(
         err,
@@ -133,7 +133,7 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
 #[test]
 fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let vendored = ws.layout.root.join("crates/candle-transformers");
     std::fs::write(
         vendored.join("src/lib.rs"),
@@ -144,7 +144,7 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
     let upstream_copy = ws.layout.root.join("crates/upstream/src/generation/mod.rs");
     std::fs::write(&upstream_copy, "// not the published module\n")?;
 
-    let err = check::check_generated(&ws.layout, &ws.published)
+    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -158,14 +158,14 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
          run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
          patch (README: \"After review comments\")"
     );
-    vendor::vendor(&ws.layout, &ws.published)?;
-    check::check_generated(&ws.layout, &ws.published)
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
 }
 
 #[test]
 fn check_fails_when_a_generated_folder_is_missing() -> Result<()> {
     let ws = workspace()?;
-    let err = check::check_generated(&ws.layout, &ws.published)
+    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert!(
@@ -200,7 +200,7 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
     std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
     let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
     ws.add_patch(PATCH_NAME, &patch)?;
-    vendor::vendor(&ws.layout, &ws.published)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let old = ws.published.pin.clone();
     let read = |path: &str| std::fs::read_to_string(ws.layout.root.join(path));
     assert!(read("Cargo.toml")?.contains(&format!("\"{}\"", old.version)));
@@ -213,7 +213,10 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
             .into_bytes();
     })?;
     let before = snapshot(&ws.layout.root);
-    let err = format!("{:#}", vendor::vendor(&ws.layout, &moved).unwrap_err());
+    let err = format!(
+        "{:#}",
+        vendor::vendor(&ws.layout, std::slice::from_ref(&moved)).unwrap_err()
+    );
     assert!(
         err.contains(&format!("{PATCH_NAME} does not apply")),
         "{err}"
@@ -226,14 +229,100 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
 
     // A release the patch applies to: the trees, the pin and every candle version move.
     let next = republished("0.11.2", |_| {})?;
-    vendor::vendor(&ws.layout, &next)?;
-    vendor::repin(&ws.layout, &old, &next.pin)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&next))?;
+    vendor::repin(
+        &ws.layout,
+        &[xtask::pin::Line::Pinned(old.clone())],
+        std::slice::from_ref(&next.pin),
+    )?;
     let cargo_toml = read("Cargo.toml")?;
     assert!(
         !cargo_toml.contains(&format!("\"{}\"", old.version)),
         "{cargo_toml}"
     );
     assert_eq!(cargo_toml.matches("\"0.11.2\"").count(), 3, "{cargo_toml}");
-    assert_eq!(xtask::pin::Pin::read(&ws.layout.pin())?, next.pin);
-    check::check_generated(&ws.layout, &next)
+    assert_eq!(
+        xtask::pin::read(&ws.layout.pin())?,
+        std::slice::from_ref(&next.pin)
+    );
+    check::check_generated(&ws.layout, std::slice::from_ref(&next))
+}
+
+/// A second published crate beside the fixture one, as candle publishes candle-nn.
+fn candle_nn() -> Result<xtask::published::Published> {
+    let files = vec![
+        file(
+            ".cargo_vcs_info.json",
+            "{\n  \"git\": {\n    \"sha1\": \"59f8e903ca80a32ea7f8514b39748fc979e69e82\"\n  },\n  \"path_in_vcs\": \"candle-nn\"\n}",
+        ),
+        file("Cargo.toml", "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n"),
+        file("src/sampling.rs", "let u = rand(1e-7, 0.999);\n"),
+    ];
+    let bytes = xtask::published::pack("candle-nn", "0.11.1", &files)?;
+    xtask::published::unpack(&bytes, "candle-nn", "0.11.1")
+}
+
+/// A `git format-patch` file of one commit that runs `change` on a repository holding both
+/// crates where candle's repository holds them.
+fn patch_of_both(
+    crates: &[&xtask::published::Published],
+    message: &str,
+    change: impl FnOnce(&std::path::Path) -> Result<()>,
+) -> Result<Vec<u8>> {
+    let temp = xtask::fsutil::TempDir::new("two-crates")?;
+    let repo = git2::Repository::init(temp.path())?;
+    for krate in crates {
+        for f in &krate.files {
+            let path = temp.path().join(&krate.pin.path_in_vcs).join(&f.path);
+            std::fs::create_dir_all(path.parent().unwrap())?;
+            std::fs::write(path, &f.data)?;
+        }
+    }
+    commit_all(&repo, "Initial commit")?;
+    change(temp.path())?;
+    let commit = repo.find_commit(commit_all(&repo, message)?)?;
+    xtask::series::email(&commit)
+}
+
+#[test]
+fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
+    let ws = workspace()?;
+    let nn = candle_nn()?;
+    let both = [ws.published.clone(), nn.clone()];
+    std::fs::write(
+        ws.layout.pin(),
+        xtask::pin::render(&[ws.published.pin.clone(), nn.pin.clone()]),
+    )?;
+    let patch = patch_of_both(&[&ws.published, &nn], SUBJECT, |root| {
+        raise_threshold(root)?;
+        edit(root, "candle-nn/src/sampling.rs", "0.999", "1.0")
+    })?;
+    ws.add_patch(PATCH_NAME, &patch)?;
+    vendor::vendor(&ws.layout, &both)?;
+    let root = &ws.layout.root;
+    let sampling = std::fs::read_to_string(root.join("crates/candle-nn/src/sampling.rs"))?;
+    assert_eq!(sampling, "let u = rand(1e-7, 1.0);\n");
+    let module =
+        std::fs::read_to_string(root.join("crates/candle-transformers/src/generation/mod.rs"))?;
+    assert!(module.contains(NEW_LINE));
+    check::check_generated(&ws.layout, &both)?;
+
+    // A patch to a crate that is not pinned names the file and what to do.
+    let outside = patch_of_both(&[&ws.published, &nn], SUBJECT, |root| {
+        std::fs::create_dir_all(root.join("candle-core/src"))?;
+        std::fs::write(root.join("candle-core/src/lib.rs"), "// new\n")?;
+        Ok(())
+    })?;
+    ws.add_patch("0002-generation-Touch-candle-core.patch", &outside)?;
+    let before = snapshot(root);
+    let err = format!("{:#}", vendor::vendor(&ws.layout, &both).unwrap_err());
+    assert!(
+        err.starts_with(
+            "0002-generation-Touch-candle-core.patch changes candle-core/src/lib.rs, which is in \
+             none of the pinned crates (candle-transformers 0.11.1 and candle-nn 0.11.1)"
+        ),
+        "{err}"
+    );
+    assert!(snapshot(root) == before, "the workspace changed");
+    Ok(())
 }

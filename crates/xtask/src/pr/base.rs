@@ -35,13 +35,15 @@ pub struct BaseReport {
     pub files: Vec<(String, FileState)>,
 }
 
+/// How `base` relates to the first pinned crate's commit, and each touched file against the
+/// published crate that holds it.
 pub fn relate(
     repo: &Repository,
     base: Oid,
-    published: &Published,
+    published: &[Published],
     touched: &[String],
 ) -> Result<BaseReport> {
-    let pin = &published.pin;
+    let pin = &published[0].pin;
     let pinned = Oid::from_str(&pin.commit)
         .ok()
         .filter(|id| repo.find_commit(*id).is_ok());
@@ -56,9 +58,10 @@ pub fn relate(
     let tree = repo.find_commit(base)?.tree()?;
     let mut files = Vec::new();
     for path in touched {
-        let published_file = path
-            .strip_prefix(&format!("{}/", pin.path_in_vcs))
-            .and_then(|p| published.files.iter().find(|f| f.path == p));
+        let published_file = published.iter().find_map(|krate| {
+            let inner = path.strip_prefix(&format!("{}/", krate.pin.path_in_vcs))?;
+            krate.files.iter().find(|f| f.path == inner)
+        });
         let in_base = tree.get_path(Path::new(path)).ok().map(|e| e.id());
         let state = match (published_file, in_base) {
             (_, None) => FileState::NotInBase,

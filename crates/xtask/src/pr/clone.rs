@@ -14,7 +14,7 @@ use crate::series::Patch;
 /// leaves `repo` as it was.
 pub fn prepare(
     repo: &Repository,
-    published: &Published,
+    published: &[Published],
     patches: &[Patch],
     base_name: &str,
     branches: &[String],

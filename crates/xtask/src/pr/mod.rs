@@ -21,11 +21,11 @@ use git2::{Oid, Repository};
 
 use crate::fsutil::{swap_in, TempDir};
 use crate::git;
-use crate::pin::Pin;
+use crate::pin::{self, Pin};
 use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{self, Patch};
-use crate::{metal, trees};
+use crate::{expected, metal, trees};
 
 pub use clone::prepare;
 pub use facts::parse_real_model;
@@ -120,8 +120,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         metal::preflight(true)?;
     }
     let series = Series::load(layout, options)?;
-    let pin = Pin::read(&layout.pin())?;
-    let published = published::load_or_fetch(layout, &pin)?;
+    let pins = pin::read(&layout.pin())?;
+    let published = pins
+        .iter()
+        .map(|pin| published::load_or_fetch(layout, pin))
+        .collect::<Result<Vec<_>>>()?;
     let made = match &options.candle {
         Some(clone) => Made::in_clone(clone, &published, &series, options)?,
         None => Made::on_published(&published, &series)?,
@@ -136,12 +139,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         &made,
         &series.notes,
         &facts,
-        &pin,
+        &pins,
         checks.as_deref(),
     )?;
     eprint!(
         "{}",
-        render::console(&made.stack, made.base.as_ref(), &made.overlaps, &pin)
+        render::console(&made.stack, made.base.as_ref(), &made.overlaps, &pins)
     );
     eprint!(
         "{}",
@@ -194,7 +197,7 @@ pub struct Made {
 impl Made {
     fn in_clone(
         clone: &Path,
-        published: &Published,
+        published: &[Published],
         series: &Series,
         options: &Options,
     ) -> Result<Made> {
@@ -217,7 +220,7 @@ impl Made {
     }
 
     /// For review without a clone: nothing is written anywhere but `target/pr/`.
-    fn on_published(published: &Published, series: &Series) -> Result<Made> {
+    fn on_published(published: &[Published], series: &Series) -> Result<Made> {
         let repo = trees::Scratch::new()?.repo;
         let base = published_commit(&repo, published)?;
         let stack = stack::build(&repo, base, &series.patches, &series.branches)?;
@@ -249,19 +252,20 @@ fn failures(stack: &Stack, checks: Option<&[Vec<verify::Check>]>) -> Vec<String>
         .collect()
 }
 
-/// A commit holding the published crate at its path in candle's repository.
-fn published_commit(repo: &Repository, published: &Published) -> Result<Oid> {
-    let tree = trees::Scratch {
+/// A commit holding the published crates at their paths in candle's repository.
+fn published_commit(repo: &Repository, published: &[Published]) -> Result<Oid> {
+    let scratch = trees::Scratch {
         repo: Repository::from_odb(repo.odb()?)?,
-    }
-    .tree(&published.pin.path_in_vcs, &published.files)?;
+    };
+    let tree = expected::published_tree(&scratch, published)?;
+    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let signature =
         git2::Signature::new("published", "published@crates.io", &git2::Time::new(0, 0))?;
     Ok(repo.commit(
         None,
         &signature,
         &signature,
-        &format!("{} as published", published.pin.label()),
+        &format!("{} as published", pin::label(&pins)),
         &repo.find_tree(tree)?,
         &[],
     )?)
@@ -335,7 +339,7 @@ fn write_out(
     made: &Made,
     notes: &[notes::Notes],
     facts: &Facts,
-    pin: &Pin,
+    pins: &[Pin],
     checks: Option<&[Vec<verify::Check>]>,
 ) -> Result<PathBuf> {
     let target = layout.target();
@@ -346,14 +350,14 @@ fn write_out(
         let dir = new.join(&entry.branch);
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(&made.stack, index, &notes[index], facts, pin, checks);
+        let body = render::body(&made.stack, index, &notes[index], facts, pins, checks);
         let title = render::title(&made.stack, index);
         std::fs::write(dir.join("title.txt"), format!("{title}\n"))?;
         std::fs::write(dir.join("body.md"), body)?;
         let email = series::email(&made.repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let overview = render::console(&made.stack, None, &overlap::Overlaps::default(), pin);
+    let overview = render::console(&made.stack, None, &overlap::Overlaps::default(), pins);
     std::fs::write(new.join("stack.txt"), overview)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;

@@ -24,7 +24,7 @@ pub fn body(
     index: usize,
     notes: &Notes,
     facts: &Facts,
-    pin: &Pin,
+    pins: &[Pin],
     checks: Option<&[Check]>,
 ) -> String {
     let entry = &stack.entries[index];
@@ -37,7 +37,7 @@ pub fn body(
         out += &format!("## Fix\n\n{fix}\n\n");
     }
     for part in &notes.sections {
-        out += &part_text(part, facts, pin);
+        out += &part_text(part, facts, pins);
         out += "\n\n";
     }
     out += "## Test plan\n\n";
@@ -65,7 +65,7 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     for part in &notes.test_plan {
-        out += &part_text(part, facts, pin);
+        out += &part_text(part, facts, pins);
         out += "\n\n";
     }
     let ancestors = stack.ancestors(index);
@@ -90,7 +90,7 @@ pub fn body(
     out.trim_end().to_string() + "\n"
 }
 
-fn part_text(part: &Part, facts: &Facts, pin: &Pin) -> String {
+fn part_text(part: &Part, facts: &Facts, pins: &[Pin]) -> String {
     match part {
         Part::Text(text) => text.clone(),
         Part::Marker(Marker::CallSites) => match &facts.call_sites {
@@ -99,7 +99,7 @@ fn part_text(part: &Part, facts: &Facts, pin: &Pin) -> String {
                 .into(),
         },
         Part::Marker(Marker::RealModel) => match &facts.real_model {
-            Some(table) => real_model(table, pin),
+            Some(table) => real_model(table, pins),
             None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
         },
         Part::Marker(Marker::Bench) => match &facts.bench {
@@ -171,7 +171,7 @@ fn call_sites(sites: &[CallSite]) -> String {
     out.trim_end().to_string()
 }
 
-fn real_model(table: &RealModel, pin: &Pin) -> String {
+fn real_model(table: &RealModel, pins: &[Pin]) -> String {
     let computed = match table.logits.as_str() {
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
@@ -184,7 +184,7 @@ fn real_model(table: &RealModel, pin: &Pin) -> String {
         table.model,
         table.prompt,
         table.seed,
-        pin.label()
+        crate::pin::label(pins)
     );
     for [case, before, after] in &table.rows {
         let _ = writeln!(out, "| `{case}` | {before} | {after} |");
@@ -224,7 +224,13 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
 
 /// What the contributor reads: the order to open the pull requests in and what each depends
 /// on, how the base relates to the pin, and open pull requests on the same files.
-pub fn console(stack: &Stack, base: Option<&BaseReport>, overlaps: &Overlaps, pin: &Pin) -> String {
+pub fn console(
+    stack: &Stack,
+    base: Option<&BaseReport>,
+    overlaps: &Overlaps,
+    pins: &[Pin],
+) -> String {
+    let pin = &pins[0];
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {
         let depends = match entry.parent {
@@ -244,10 +250,11 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, overlaps: &Overlaps, pi
         let _ = writeln!(out, "{}", relation(&base.relation, pin));
         for (path, state) in &base.files {
             let state = match state {
-                FileState::AsPublished => format!("as published in {}", pin.label()),
-                FileState::Changed { added, removed } => {
-                    format!("changed since {} (+{added} -{removed} lines)", pin.label())
-                }
+                FileState::AsPublished => format!("as published in {}", crate::pin::label(pins)),
+                FileState::Changed { added, removed } => format!(
+                    "changed since {} (+{added} -{removed} lines)",
+                    crate::pin::label(pins)
+                ),
                 FileState::NotInBase => "not in the base".to_string(),
                 FileState::NotPublished => "not in the published crate".to_string(),
             };

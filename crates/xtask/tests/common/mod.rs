@@ -75,7 +75,10 @@ pub fn workspace() -> Result<Workspace> {
     let layout = Layout::at(temp.path().to_path_buf());
     let published = published()?;
     std::fs::create_dir_all(layout.patches())?;
-    std::fs::write(layout.pin(), published.pin.render())?;
+    std::fs::write(
+        layout.pin(),
+        xtask::pin::render(std::slice::from_ref(&published.pin)),
+    )?;
     Ok(Workspace {
         temp,
         layout,

@@ -1,0 +1,8 @@
+mod benchmarks;
+
+use criterion::criterion_main;
+criterion_main!(
+    benchmarks::norm::benches,
+    benchmarks::softmax::benches,
+    benchmarks::conv::benches
+);
