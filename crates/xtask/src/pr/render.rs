@@ -246,15 +246,20 @@ pub fn console(
             entry.message.subject
         );
     }
+    // The pinned crate a file of candle's repository belongs to.
+    let holder = |path: &str| {
+        pins.iter()
+            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)))
+            .map_or_else(|| crate::pin::label(pins), Pin::label)
+    };
     if let Some(base) = base {
         let _ = writeln!(out, "{}", relation(&base.relation, pin));
         for (path, state) in &base.files {
             let state = match state {
-                FileState::AsPublished => format!("as published in {}", crate::pin::label(pins)),
-                FileState::Changed { added, removed } => format!(
-                    "changed since {} (+{added} -{removed} lines)",
-                    crate::pin::label(pins)
-                ),
+                FileState::AsPublished => format!("as published in {}", holder(path)),
+                FileState::Changed { added, removed } => {
+                    format!("changed since {} (+{added} -{removed} lines)", holder(path))
+                }
                 FileState::NotInBase => "not in the base".to_string(),
                 FileState::NotPublished => "not in the published crate".to_string(),
             };
