@@ -28,7 +28,7 @@ macro_rules! say {
 const HELP: &str = "\
 cargo repro [options]
 
-Runs the report's cases on SmolLM2-135M-Instruct's logits for a prompt, each with the published
+Runs the bug report's cases on SmolLM2-135M-Instruct's logits for a prompt, each with the published
 sampler and the patched one. Without a model it runs on the committed fixture.
 
   --model PATH     the GGUF to run (default: target/model/, filled by `bash ci/fetch-model.sh`)

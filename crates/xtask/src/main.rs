@@ -11,11 +11,12 @@ const HELP: &str = "\
 cargo xtask <command>
 
   fetch                 download the pinned crates into cargo's cache and check their sha256
-  vendor [--version X]  regenerate the generated folders (crates/candle-transformers, the
-                        upstream and patched-copy modules, the published tests) from the
-                        published crate and patches/ (X: pin another published version)
-  check                 fail unless those folders are exactly published crate (+ patches/) and
-                        cargo builds the patched crate (offline)
+  vendor [--version X]  regenerate the generated folders (one per pinned crate, the upstream and
+                        patched-copy modules, the published tests) from the published crates
+                        and patches/, pinning any crate newly listed in patches/upstream.toml
+                        (X: move every pinned crate to another published version)
+  check                 fail unless those folders are exactly published crates (+ patches/) and
+                        cargo builds each pinned crate from its folder (offline)
   bench-report [--callgrind]
                         upstream against patched from `cargo bench`'s results, with a verdict
                         (--callgrind: instructions per call too); writes target/bench-report.md
