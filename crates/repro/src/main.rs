@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use candle::Device;
 use repro::model::Model;
 use repro::vocab::{self, Vocab};
@@ -388,18 +388,9 @@ fn save_fixture(
     Ok(())
 }
 
-/// The candle release the workspace builds: the version of the first crate of the pin that
-/// `cargo xtask vendor` writes to `patches/upstream.toml`, where every version label comes from.
+/// The candle release the workspace builds: the first pinned crate's version, where every
+/// version label comes from.
 fn pinned_version() -> Result<String> {
-    let path = shared::root().join("patches/upstream.toml");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty() && !line.starts_with('#'))
-        .and_then(|line| {
-            let rest = &line[line.find("version = \"")? + "version = \"".len()..];
-            Some(rest[..rest.find('"')?].to_string())
-        })
-        .with_context(|| format!("{} has no version", path.display()))
+    let pins = shared::pin::read(&shared::pin::file(&shared::root()))?;
+    Ok(pins[0].version.clone())
 }

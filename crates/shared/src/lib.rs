@@ -1,8 +1,9 @@
 //! What the workspace's tool (`xtask`), its test support (`testbed`) and its binaries (`cargo
 //! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
-//! are, sha256, and command-line flags.
+//! are, the upstream pin, sha256, and command-line flags.
 
 pub mod flags;
+pub mod pin;
 
 use std::path::{Path, PathBuf};
 

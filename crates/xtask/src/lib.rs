@@ -8,12 +8,15 @@ pub mod expected;
 pub mod format_patch;
 pub mod fsutil;
 pub mod git;
+pub mod manifest;
 pub mod metal;
 pub mod patch_use;
-pub mod pin;
 pub mod pr;
 pub mod project;
 pub mod published;
 pub mod series;
 pub mod trees;
 pub mod vendor;
+
+/// The pin is read by `cargo repro` too: it lives in `shared`.
+pub use shared::pin;

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::manifest;
 use crate::project::{self, Layout};
 
 pub const TARGET: &str = "aarch64-apple-darwin";
@@ -85,19 +86,6 @@ fn which(tool: &str) -> Option<std::path::PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Whether the manifest's `[features]` table has `metal`.
-pub fn has_metal_feature(manifest: &str) -> bool {
-    let mut in_features = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_features = line == "[features]";
-        } else if in_features && (line.starts_with("metal =") || line.starts_with("metal=")) {
-            return true;
-        }
-    }
-    false
-}
-
 /// The crates to check: the workspace's members that have a `metal` feature, every target; and
 /// the vendored crates, their library, so that a patch that breaks their Metal build fails here
 /// (their published manifests leave out what their own tests need).
@@ -109,8 +97,8 @@ pub fn crates_to_check(layout: &Layout) -> Result<(Vec<String>, Vec<String>)> {
             let manifest = layout.root.join(&dir).join("Cargo.toml");
             let text = std::fs::read_to_string(&manifest)
                 .with_context(|| format!("cannot read {}", manifest.display()))?;
-            if has_metal_feature(&text) {
-                crates.extend(crate::pr::verify::package_name(&text));
+            if manifest::has_feature(&text, "metal") {
+                crates.extend(manifest::package_name(&text));
             }
         }
         crates.sort();
@@ -120,20 +108,7 @@ pub fn crates_to_check(layout: &Layout) -> Result<(Vec<String>, Vec<String>)> {
         .into_iter()
         .map(|pin| crate::project::vendored_dir(&pin.name))
         .collect();
-    Ok((with_metal(members(&root))?, with_metal(vendored)?))
-}
-
-/// The folders of the root manifest's `members = [...]` list.
-fn members(manifest: &str) -> Vec<String> {
-    let Some(start) = manifest.find("members = [") else {
-        return Vec::new();
-    };
-    let list = &manifest[start + "members = [".len()..];
-    let list = &list[..list.find(']').unwrap_or(list.len())];
-    list.split(',')
-        .map(|item| item.trim().trim_matches('"').to_string())
-        .filter(|item| !item.is_empty() && !item.starts_with('#'))
-        .collect()
+    Ok((with_metal(manifest::members(&root))?, with_metal(vendored)?))
 }
 
 /// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
@@ -176,19 +151,4 @@ pub fn run(layout: &Layout) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn members_are_read_from_the_list_not_from_exclude() {
-        let manifest = "[workspace]\nmembers = [\n    \"crates/a\",\n    \"benches\",\n]\nexclude = [\"crates/v\"]\n";
-        assert_eq!(super::members(manifest), ["crates/a", "benches"]);
-    }
-
-    #[test]
-    fn the_metal_feature_is_found_in_the_features_table_only() {
-        assert!(super::has_metal_feature(
-            "[features]\ncuda = []\nmetal = [\"candle/metal\"]\n"
-        ));
-        assert!(!super::has_metal_feature("[dependencies]\nmetal = \"1\"\n"));
-        assert!(!super::has_metal_feature("[features]\nmetal-debug = []\n"));
-    }
-}
+mod tests {}

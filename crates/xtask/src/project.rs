@@ -91,7 +91,7 @@ impl Layout {
     }
 
     pub fn pin(&self) -> PathBuf {
-        self.patches().join("upstream.toml")
+        shared::pin::file(&self.root)
     }
 
     pub fn lockfile(&self) -> PathBuf {

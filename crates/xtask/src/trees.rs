@@ -24,13 +24,7 @@ impl Scratch {
 
     /// The tree of `files`, each placed under `prefix` (a folder, or "").
     pub fn tree(&self, prefix: &str, files: &[CrateFile]) -> Result<Oid> {
-        let mut index = Index::new()?;
-        for file in files {
-            let path = join(prefix, &file.path);
-            let id = self.repo.blob(&file.data)?;
-            index.add(&entry(&path, id, file.executable, file.data.len()))?;
-        }
-        Ok(index.write_tree_to(&self.repo)?)
+        self.tree_of_crates(&[(prefix, files)])
     }
 
     /// The tree of several crates' `files`, each crate under its own folder.

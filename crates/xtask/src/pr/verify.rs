@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
 use crate::fsutil::TempDir;
-use crate::{metal, trees};
+use crate::{manifest, metal, trees};
 
 /// A cargo command of candle's CI.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,10 +121,10 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         while let Some(d) = dir {
             let manifest = d.join("Cargo.toml").to_string_lossy().into_owned();
             let text = read(&manifest).unwrap_or_default();
-            if let Some(name) = package_name(&text) {
+            if let Some(name) = manifest::package_name(&text) {
                 if !touched.contains(&name) {
                     touched.push(name.clone());
-                    if metal::has_metal_feature(&text) {
+                    if manifest::has_feature(&text, "metal") {
                         metal.push(name.clone());
                     }
                 }
@@ -141,11 +141,11 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         let Some(manifest) = read(&format!("{member}/Cargo.toml")) else {
             continue;
         };
-        let Some(name) = package_name(&manifest) else {
+        let Some(name) = manifest::package_name(&manifest) else {
             continue;
         };
         if touched.contains(&name)
-            || !touched.iter().any(|t| depends_on(&manifest, t))
+            || !touched.iter().any(|t| manifest::depends_on(&manifest, t))
             || !uses_any(repo, &tree_obj, &member, &modules)?
         {
             continue;
@@ -159,23 +159,6 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
     })
 }
 
-/// `name = "..."` of the `[package]` table.
-pub fn package_name(manifest: &str) -> Option<String> {
-    let mut in_package = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package {
-            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
-                if let Some(value) = value.strip_prefix('=') {
-                    return Some(value.trim().trim_matches('"').to_string());
-                }
-            }
-        }
-    }
-    None
-}
-
 /// `candle-transformers/src/generation/mod.rs` in `candle-transformers` -> `generation::`.
 fn module_of(path: &str, crate_dir: &str) -> Option<String> {
     let inner = path.strip_prefix(&format!("{crate_dir}/src/"))?;
@@ -185,15 +168,6 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
         return None;
     }
     Some(format!("{}::", inner.replace('/', "::")))
-}
-
-fn depends_on(manifest: &str, package: &str) -> bool {
-    manifest.lines().map(str::trim).any(|line| {
-        line.starts_with(&format!("{package} "))
-            || line.starts_with(&format!("{package}="))
-            || line.starts_with(&format!("{package}."))
-            || line.contains(&format!("package = \"{package}\""))
-    })
 }
 
 /// Whether a Rust file under `dir` names one of `modules` (as in `generation::LogitsProcessor`).
@@ -224,19 +198,10 @@ fn uses_any(
     Ok(found)
 }
 
-/// The workspace members of the root manifest: its `members` list, `dir/*` expanded.
+/// The workspace members of the root manifest: its `members` list, `dir/*` expanded from `tree`.
 fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<Vec<String>> {
-    let Some(start) = manifest.find("members") else {
-        return Ok(Vec::new());
-    };
-    let list = &manifest[start..];
-    let list = &list[list.find('[').unwrap_or(0) + 1..list.find(']').unwrap_or(list.len())];
     let mut members = Vec::new();
-    for item in list
-        .split(',')
-        .map(|s| s.trim().trim_matches('"'))
-        .filter(|s| !s.is_empty())
-    {
+    for item in manifest::members(manifest) {
         match item.strip_suffix("/*") {
             Some(dir) => {
                 if let Ok(entry) = tree.get_path(Path::new(dir)) {
@@ -247,7 +212,7 @@ fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<V
                     }
                 }
             }
-            None => members.push(item.to_string()),
+            None => members.push(item),
         }
     }
     Ok(members)
@@ -337,9 +302,12 @@ mod tests {
     #[test]
     fn manifests_and_modules_are_read() {
         let manifest = "[package]\nname = \"candle-examples\"\n\n[dependencies]\ncandle-transformers = { workspace = true }\n";
-        assert_eq!(package_name(manifest).as_deref(), Some("candle-examples"));
-        assert!(depends_on(manifest, "candle-transformers"));
-        assert!(!depends_on(manifest, "candle-nn"));
+        assert_eq!(
+            manifest::package_name(manifest).as_deref(),
+            Some("candle-examples")
+        );
+        assert!(manifest::depends_on(manifest, "candle-transformers"));
+        assert!(!manifest::depends_on(manifest, "candle-nn"));
         assert_eq!(
             module_of("candle-nn/src/sampling.rs", "candle-nn").as_deref(),
             Some("sampling::")

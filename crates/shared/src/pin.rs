@@ -9,7 +9,7 @@
 //! the rest from the published `.crate` (its sha256, and the commit and folder its
 //! `.cargo_vcs_info.json` records). The first line is the crate the labels name.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
@@ -170,6 +170,11 @@ pub fn label(pins: &[Pin]) -> String {
         [one] => one.clone(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
+}
+
+/// Where the pin file of the workspace at `root` is.
+pub fn file(root: &Path) -> PathBuf {
+    root.join("patches").join("upstream.toml")
 }
 
 impl Pin {
