@@ -69,9 +69,15 @@ pub fn expected_trees(
                 .filter(|p| !p.is_empty())
                 .collect::<Vec<_>>()
                 .join("/");
-            scratch.subtree(root, &path).with_context(|| {
+            let tree = scratch.subtree(root, &path).with_context(|| {
                 format!("{}: {} has no `{}`", g.dir, krate.pin.label(), g.crate_dir)
-            })
+            })?;
+            if g.only.is_empty() {
+                return Ok(tree);
+            }
+            scratch
+                .only(tree, g.only)
+                .with_context(|| format!("{}: {} `{}`", g.dir, krate.pin.label(), g.crate_dir))
         })
         .collect()
 }

@@ -12,6 +12,8 @@ pub struct Generated {
     pub krate: String,
     /// The folder of that crate it holds, `""` for the whole crate.
     pub crate_dir: &'static str,
+    /// The files of that folder it holds, by name; empty for all of them.
+    pub only: &'static [&'static str],
     pub patched: bool,
 }
 
@@ -20,29 +22,50 @@ pub fn vendored_dir(name: &str) -> String {
     format!("crates/{name}")
 }
 
-/// Folders made from a part of one pinned crate: the unpatched `generation` module that tests
-/// and benches compare the patched crate with; the published tests, which the upstream crate
-/// runs on that module and the `pr` tests build a candle-like repository from; and the patched
-/// module again, built like the unpatched one, so that the benches compare the patches alone.
-const PARTS: [(&str, &str, &str, bool); 3] = [
-    (
-        "candle-transformers",
-        "crates/upstream/src/generation",
-        "src/generation",
-        false,
-    ),
-    (
-        "candle-transformers",
-        "crates/upstream/published-tests",
-        "tests",
-        false,
-    ),
-    (
-        "candle-transformers",
-        "crates/patched-copy/src/generation",
-        "src/generation",
-        true,
-    ),
+/// A folder made from a part of one pinned crate.
+struct Part {
+    krate: &'static str,
+    dir: &'static str,
+    crate_dir: &'static str,
+    only: &'static [&'static str],
+    patched: bool,
+}
+
+/// The unpatched `generation` module that tests and benches compare the patched crate with,
+/// and the published candle-nn `sampling` module it calls (through crates/upstream-nn), so
+/// that a patch to candle-nn does not reach the upstream side; the published tests, which the
+/// upstream crate runs on that module and the `pr` tests build a candle-like repository from;
+/// and the patched module again, built like the unpatched one, so that the benches compare the
+/// patches alone.
+const PARTS: [Part; 4] = [
+    Part {
+        krate: "candle-transformers",
+        dir: "crates/upstream/src/generation",
+        crate_dir: "src/generation",
+        only: &[],
+        patched: false,
+    },
+    Part {
+        krate: "candle-nn",
+        dir: "crates/upstream-nn/src/published",
+        crate_dir: "src",
+        only: &["sampling.rs"],
+        patched: false,
+    },
+    Part {
+        krate: "candle-transformers",
+        dir: "crates/upstream/published-tests",
+        crate_dir: "tests",
+        only: &[],
+        patched: false,
+    },
+    Part {
+        krate: "candle-transformers",
+        dir: "crates/patched-copy/src/generation",
+        crate_dir: "src/generation",
+        only: &[],
+        patched: true,
+    },
 ];
 
 /// Every generated folder for the crates `pins` names: each crate whole and patched, then the
@@ -54,16 +77,18 @@ pub fn generated(names: &[&str]) -> Vec<Generated> {
             dir: vendored_dir(name),
             krate: name.to_string(),
             crate_dir: "",
+            only: &[],
             patched: true,
         })
         .collect();
-    for (krate, dir, crate_dir, patched) in PARTS {
-        if names.contains(&krate) {
+    for part in PARTS {
+        if names.contains(&part.krate) {
             all.push(Generated {
-                dir: dir.to_string(),
-                krate: krate.to_string(),
-                crate_dir,
-                patched,
+                dir: part.dir.to_string(),
+                krate: part.krate.to_string(),
+                crate_dir: part.crate_dir,
+                only: part.only,
+                patched: part.patched,
             });
         }
     }

@@ -63,6 +63,19 @@ impl Scratch {
         Ok(entry.id())
     }
 
+    /// The tree of the entries of `tree` that `names` names, each of which must be there.
+    pub fn only(&self, tree: Oid, names: &[&str]) -> Result<Oid> {
+        let tree = self.repo.find_tree(tree)?;
+        let mut builder = self.repo.treebuilder(None)?;
+        for name in names {
+            let entry = tree
+                .get_name(name)
+                .with_context(|| format!("no `{name}`"))?;
+            builder.insert(name, entry.id(), entry.filemode())?;
+        }
+        Ok(builder.write()?)
+    }
+
     /// Writes `tree` into the new folder `dir`.
     pub fn write_tree(&self, tree: Oid, dir: &Path) -> Result<()> {
         write_tree(&self.repo, tree, dir)
@@ -245,6 +258,19 @@ mod tests {
         let plain = scratch.tree("", &files)?;
         assert_eq!(scratch.subtree(prefixed, "candle-transformers")?, plain);
         assert!(scratch.subtree(prefixed, "missing").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn only_keeps_the_named_files() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let tree = scratch.tree(
+            "",
+            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")],
+        )?;
+        let only = scratch.only(tree, &["b.rs"])?;
+        assert_eq!(only, scratch.tree("", &[file("b.rs", "b")])?);
+        assert!(scratch.only(tree, &["missing.rs"]).is_err());
         Ok(())
     }
 }
