@@ -77,6 +77,101 @@ fn sample_gumbel() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn sample_gumbel_with_seed() -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    let values = [-1f32, 0.0, 0.2, 1.0];
+    let logits = Tensor::new(&values, &Device::Cpu)?;
+    let temperature = 0.7;
+    let sample = |seed: u64| -> Result<Vec<u32>> {
+        let sampling = Sampling::GumbelSoftmax { temperature };
+        let mut logits_process = LogitsProcessor::from_sampling(seed, sampling);
+        (0..100).map(|_| logits_process.sample(&logits)).collect()
+    };
+    let tokens = sample(42)?;
+    assert_eq!(tokens, sample(42)?);
+    assert_ne!(tokens, sample(43)?);
+    // The largest logit / temperature - ln(-ln(u)), one u per logit from the seeded generator.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    for token in tokens {
+        let keys = values.map(|logit| {
+            let u: f32 = rng.sample(rand::distr::Open01);
+            (f64::from(logit) / temperature) as f32 - (-u.ln()).ln()
+        });
+        let largest = (0..4).fold(0, |best, i| if keys[i] > keys[best] { i } else { best });
+        assert_eq!(token, largest as u32);
+    }
+    Ok(())
+}
+
+/// Pearson's chi-square statistic of `counts` against `probs`, the tokens expected fewer than 5
+/// times pooled into one class, and its degrees of freedom.
+fn chi_square(counts: &[usize], probs: &[f64]) -> (f64, usize) {
+    let draws = counts.iter().sum::<usize>() as f64;
+    let (mut statistic, mut classes) = (0.0, 0);
+    let (mut pooled_count, mut pooled_expected) = (0.0, 0.0);
+    for (&count, &p) in counts.iter().zip(probs) {
+        let expected = p * draws;
+        if expected < 5.0 {
+            pooled_count += count as f64;
+            pooled_expected += expected;
+        } else {
+            statistic += (count as f64 - expected).powi(2) / expected;
+            classes += 1;
+        }
+    }
+    if pooled_expected > 0.0 {
+        statistic += (pooled_count - pooled_expected).powi(2) / pooled_expected;
+        classes += 1;
+    }
+    (statistic, classes - 1)
+}
+
+/// Fails unless `draws` Gumbel draws at `temperature` fit the softmax of `logits / temperature`
+/// at the 0.001 level.
+fn check_gumbel_frequencies(logits: &[f32], temperature: f64, draws: usize) -> Result<()> {
+    // The chi-square distribution's 0.999 quantiles, for 1 to 7 degrees of freedom.
+    const CRITICAL: [f64; 7] = [10.828, 13.816, 16.266, 18.467, 20.515, 22.458, 24.322];
+    let tensor = Tensor::new(logits, &Device::Cpu)?;
+    let probs = candle_nn::ops::softmax(&(&tensor / temperature)?, 0)?.to_vec1::<f32>()?;
+    let probs: Vec<f64> = probs.into_iter().map(f64::from).collect();
+    let sampling = Sampling::GumbelSoftmax { temperature };
+    let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+    let mut counts = vec![0; logits.len()];
+    for _ in 0..draws {
+        counts[logits_process.sample(&tensor)? as usize] += 1;
+    }
+    let (statistic, freedom) = chi_square(&counts, &probs);
+    assert!(
+        statistic < CRITICAL[freedom - 1],
+        "temperature {temperature}: chi-square {statistic} with {freedom} degrees of freedom"
+    );
+    Ok(())
+}
+
+#[test]
+fn sample_gumbel_follows_the_softmax() -> Result<()> {
+    let logits = [-1.0, 0.0, 0.2, 1.0, 2.0, 3.0, 4.0, 8.0];
+    for temperature in [0.5, 1.0, 2.0] {
+        check_gumbel_frequencies(&logits, temperature, 10_000)?;
+    }
+    // The softmax gives the 1000 zeros 1000 / (1000 + e^10) = 0.0434 together: noise that is
+    // capped below 7 never lifts one of them above the 10.
+    let mut logits = vec![0f32; 1001];
+    logits[0] = 10.0;
+    let tensor = Tensor::new(logits.as_slice(), &Device::Cpu)?;
+    let sampling = Sampling::GumbelSoftmax { temperature: 1.0 };
+    let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+    let mut counts = [0; 2];
+    for _ in 0..10_000 {
+        counts[usize::from(logits_process.sample(&tensor)? != 0)] += 1;
+    }
+    let tail = 1000.0 / (1000.0 + 10f64.exp());
+    let (statistic, _) = chi_square(&counts, &[1.0 - tail, tail]);
+    assert!(statistic < 10.828, "{counts:?}: chi-square {statistic}");
+    Ok(())
+}
+
 /// Every variant that has a temperature, at `temperature`.
 fn samplings(temperature: f64) -> [Sampling; 5] {
     [

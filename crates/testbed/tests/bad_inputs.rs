@@ -167,6 +167,15 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             patched: Expect::Error("logits contain 3 NaN and 0 +inf values out of 49152"),
         },
         Row {
+            // Upstream's argmax skips a NaN after the first logit, and picks a token as if the
+            // NaN were not there; the patched CPU path sees every logit, as softmax does.
+            label: "a later NaN, GumbelSoftmax",
+            logits: nan_later.clone(),
+            build: sample(Sampling::GumbelSoftmax { temperature: t }),
+            upstream: Expect::NotToken(30_000),
+            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+        },
+        Row {
             // Documented: ArgMax reads only the logit it picks, and argmax skips a later NaN.
             label: "a later NaN, ArgMax",
             logits: nan_later,

@@ -1,5 +1,7 @@
-//! Where upstream was right, the patch changes nothing: from the same seed, at every temperature
-//! from 1e-7 up, the patched crate samples exactly upstream's tokens.
+//! Where upstream was right, the patches change nothing: from the same seed, at every temperature
+//! from 1e-7 up, the patched crate samples exactly upstream's tokens. Where upstream was wrong,
+//! GumbelSoftmax, both are run: upstream ignores the seed and misses the softmax, the patched
+//! crate follows both.
 
 use candle::{Device, Result};
 use testbed::fixture::Fixture;
@@ -88,41 +90,92 @@ fn new_samples_upstreams_tokens() -> Result<()> {
     })
 }
 
-/// GumbelSoftmax draws its noise from candle's CPU generator, which cannot be seeded, so its
-/// streams cannot be compared token by token: compare how often each implementation picks the
-/// top token instead.
+/// `draws` tokens from a fresh processor.
+fn gumbel_stream(
+    implementation: Implementation,
+    seed: u64,
+    logits: &candle::Tensor,
+    draws: usize,
+) -> Result<Vec<u32>> {
+    let sampling = Sampling::GumbelSoftmax { temperature: 1.0 };
+    stream(implementation.from_sampling(seed, &sampling), logits, draws)
+}
+
+/// Upstream's GumbelSoftmax takes its noise from candle's CPU generator, which cannot be
+/// seeded; the patched one from the processor's seeded generator.
 #[test]
-fn gumbel_softmax_keeps_its_distribution() -> Result<()> {
+fn gumbel_softmax_follows_the_seed() -> Result<()> {
     let fixture = Fixture::load()?;
     let logits = fixture.tensor(&Device::Cpu)?;
-    let draws = 3000;
-    let mut frequencies = Vec::new();
-    for implementation in Implementation::BOTH {
-        let sampling = Sampling::GumbelSoftmax { temperature: 1.0 };
-        let mut processor = implementation.from_sampling(0, &sampling);
-        let mut hits = 0;
-        for _ in 0..draws {
-            hits += usize::from(processor.sample(&logits)? == 66);
-        }
-        frequencies.push(hits as f64 / draws as f64);
-    }
-    let (upstream, patched) = (frequencies[0], frequencies[1]);
-    let sigma = |p: f64, n: usize| (p * (1.0 - p) / n as f64).sqrt();
-    assert!(
-        (upstream - patched).abs() < 5.0 * 2f64.sqrt() * sigma(upstream, draws),
-        "token 66: upstream {upstream}, patched {patched}"
-    );
+    // At temperature 1 the top token has 0.52 and the next 0.26: two independent streams of 20
+    // agree with a probability below 1e-7.
+    let patched = gumbel_stream(Patched, 0, &logits, 20)?;
+    assert_eq!(patched, gumbel_stream(Patched, 0, &logits, 20)?);
+    assert_ne!(patched, gumbel_stream(Patched, 1, &logits, 20)?);
+    let upstream = gumbel_stream(Upstream, 0, &logits, 20)?;
+    assert_ne!(upstream, gumbel_stream(Upstream, 0, &logits, 20)?);
+    Ok(())
+}
 
-    // Upstream's own bias, which the patches leave alone: candle-nn's `gumbel_softmax` takes its
-    // uniform noise from [1e-7, 0.999), which caps the Gumbel noise at 6.9. Over 49152 tokens
-    // the top one then wins 0.589 of draws (numpy, 6000 draws of that noise; 0.5235 without
-    // the cap) where softmax says 0.521. Unbiased draws would pass softmax + 4 sigma with
-    // probability 3e-5; the capped noise is 6.5 sigma above it.
+/// How often `draws` Gumbel draws pick `token`.
+fn frequency(
+    implementation: Implementation,
+    logits: &candle::Tensor,
+    token: u32,
+    draws: usize,
+) -> Result<f64> {
+    let tokens = gumbel_stream(implementation, 42, logits, draws)?;
+    Ok(tokens.iter().filter(|&&t| t == token).count() as f64 / draws as f64)
+}
+
+fn sigma(p: f64, draws: usize) -> f64 {
+    (p * (1.0 - p) / draws as f64).sqrt()
+}
+
+/// The binomial interval that a correct sampler leaves once in 1000 runs (3.29 sigma).
+fn within_interval(frequency: f64, p: f64, draws: usize) -> bool {
+    (frequency - p).abs() <= 3.29 * sigma(p, draws)
+}
+
+/// On the real logits, the top token wins as often as the softmax says. Upstream's noise is
+/// uniform in [1e-7, 0.999), which caps the Gumbel noise near 6.9: the top token then wins
+/// 0.589 of draws (numpy, 6000 draws of that noise; 0.5235 without the cap) where the softmax
+/// gives it 0.521.
+#[test]
+fn gumbel_softmax_samples_the_softmax_of_real_logits() -> Result<()> {
+    let fixture = Fixture::load()?;
+    let logits = fixture.tensor(&Device::Cpu)?;
     let softmax = f64::from(candle_nn::ops::softmax(&logits, 0)?.to_vec1::<f32>()?[66]);
-    let pooled = (upstream + patched) / 2.0;
+    let draws = 6000;
+    let patched = frequency(Patched, &logits, 66, draws)?;
     assert!(
-        pooled > softmax + 4.0 * sigma(softmax, 2 * draws),
-        "token 66 {pooled}, softmax {softmax}: has candle-nn's Gumbel noise changed?"
+        within_interval(patched, softmax, draws),
+        "token 66: patched {patched}, softmax {softmax}"
     );
+    // 0.589 is 6.6 of its own sigmas above this bound.
+    let upstream = frequency(Upstream, &logits, 66, draws)?;
+    assert!(
+        upstream > softmax + 4.0 * sigma(softmax, draws),
+        "token 66: upstream {upstream}, softmax {softmax}: has candle-nn's Gumbel noise changed?"
+    );
+    Ok(())
+}
+
+/// One logit at 10 and 1000 at 0: the softmax gives the 1000 together 1000 / (1000 + e^10) =
+/// 0.0434. Upstream's noise lies in [-2.78, 6.9], so a 0 never overtakes the 10.
+#[test]
+fn gumbel_softmax_reaches_the_tail() -> Result<()> {
+    let mut values = vec![0f32; 1001];
+    values[0] = 10.0;
+    let logits = candle::Tensor::new(values.as_slice(), &Device::Cpu)?;
+    let tail = 1000.0 / (1000.0 + 10f64.exp());
+    let draws = 10_000;
+    let patched = 1.0 - frequency(Patched, &logits, 0, draws)?;
+    assert!(
+        within_interval(patched, tail, draws),
+        "the 1000 zeros: patched {patched}, softmax {tail}"
+    );
+    let upstream = 1.0 - frequency(Upstream, &logits, 0, draws)?;
+    assert_eq!(upstream, 0.0, "the 1000 zeros: upstream {upstream}");
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! with support for temperature-based sampling, top-k filtering, nucleus sampling (top-p),
 //! and combinations thereof.
 use candle::{DType, Error, Result, Tensor};
-use rand::{distr::Distribution, SeedableRng};
+use rand::{distr::Distribution, Rng, SeedableRng};
 
 /// How [`LogitsProcessor`] picks the next token.
 ///
@@ -15,12 +15,30 @@ use rand::{distr::Distribution, SeedableRng};
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,
-    All { temperature: f64 },
-    TopK { k: usize, temperature: f64 },
-    TopP { p: f64, temperature: f64 },
-    TopKThenTopP { k: usize, p: f64, temperature: f64 },
-    // Note that the rng is not used for the Gumbel-Softmax sampling.
-    GumbelSoftmax { temperature: f64 },
+    All {
+        temperature: f64,
+    },
+    TopK {
+        k: usize,
+        temperature: f64,
+    },
+    TopP {
+        p: f64,
+        temperature: f64,
+    },
+    TopKThenTopP {
+        k: usize,
+        p: f64,
+        temperature: f64,
+    },
+    /// The largest `logits / temperature` plus Gumbel noise, a draw from their softmax. On the
+    /// CPU the noise comes from the processor's seeded generator, so equal seeds give equal
+    /// tokens. On other devices it stays on the device: the processor seeds the device's
+    /// generator with its own seed at its first draw there, which makes a run reproducible as
+    /// long as nothing else draws from that generator in between.
+    GumbelSoftmax {
+        temperature: f64,
+    },
 }
 
 /// The lowest temperature that is sampled from, in every constructor. Dividing the logits by
@@ -148,6 +166,9 @@ impl Sampling {
 pub struct LogitsProcessor {
     rng: rand::rngs::StdRng,
     sampling: Sampling,
+    seed: u64,
+    /// Whether the processor has seeded a device's generator (Gumbel noise off the CPU).
+    seeded_device: bool,
 }
 
 impl LogitsProcessor {
@@ -156,7 +177,12 @@ impl LogitsProcessor {
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
         let rng = rand::rngs::StdRng::seed_from_u64(seed);
         let sampling = sampling.or_argmax();
-        Self { rng, sampling }
+        Self {
+            rng,
+            sampling,
+            seed,
+            seeded_device: false,
+        }
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
@@ -191,9 +217,52 @@ impl LogitsProcessor {
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
+        if !logits.device().is_cpu() {
+            return self.sample_gumbel_softmax_on_device(logits, temperature);
+        }
+        // The largest `logit / temperature - ln(-ln(u))`, `u` uniform in (0, 1): one `u` per
+        // logit from the processor's generator, and the logarithms only for logits that can
+        // still win. `-ln(-ln(u))` is below 16.7 for every `u` that `Open01` draws in f32.
+        const MAX_NOISE: f32 = 17.0;
+        let logits = logits.to_vec1::<f32>()?;
+        let mut picked = None;
+        let mut best = f32::NEG_INFINITY;
+        for (token, &logit) in logits.iter().enumerate() {
+            let u: f32 = self.rng.sample(rand::distr::Open01);
+            // In f64, so that `logit / temperature` overflows f32 exactly when it is too large.
+            let scaled = (f64::from(logit) / temperature) as f32;
+            if scaled + MAX_NOISE <= best {
+                continue;
+            }
+            let key = scaled - (-u.ln()).ln();
+            if key.is_nan() {
+                candle::bail!("token {token} has logit {logit}")
+            }
+            if key > best {
+                best = key;
+                picked = Some(token);
+            }
+        }
+        // As for the other sampling variants, a `+inf` logit is an error, and so are logits
+        // that are all `-inf`.
+        match picked {
+            Some(token) if best.is_finite() => Ok(token as u32),
+            Some(token) => candle::bail!("picked token {token} has logit {}", logits[token]),
+            None => candle::bail!("no logit is above -inf"),
+        }
+    }
+
+    fn sample_gumbel_softmax_on_device(
+        &mut self,
+        logits: &Tensor,
+        temperature: f64,
+    ) -> Result<u32> {
+        if !self.seeded_device {
+            logits.device().set_seed(self.seed)?;
+            self.seeded_device = true;
+        }
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
-        // As for the other sampling variants, a `+inf` logit is an error, and so is a `NaN` or
-        // `-inf` one.
+        // As on the CPU, a `+inf` logit is an error, and so is a `NaN` or `-inf` one.
         let (token, logit) = token_and_logit(logits, &sampled)?;
         if !logit.is_finite() {
             candle::bail!("picked token {token} has logit {logit}")
