@@ -28,6 +28,57 @@ fn sample_with_top_p() -> Result<()> {
     Ok(())
 }
 
+/// Top-p as a full sort does it: a stable sort by descending probability, every token after the
+/// one where the cumulative sum reaches `top_p` clamped to zero, and a draw over all tokens.
+fn top_p_by_sorting(prs: &[f32], top_p: f32, rng: &mut rand::rngs::StdRng) -> u32 {
+    use rand::distr::{weighted::WeightedIndex, Distribution};
+    let mut prs = prs.to_vec();
+    let mut order: Vec<usize> = (0..prs.len()).collect();
+    order.sort_by(|&i, &j| prs[j].total_cmp(&prs[i]));
+    let mut cumsum = 0f32;
+    for i in order {
+        if cumsum >= top_p {
+            prs[i] = 0.0;
+        } else {
+            cumsum += prs[i];
+        }
+    }
+    WeightedIndex::new(&prs).unwrap().sample(rng) as u32
+}
+
+#[test]
+fn sample_with_top_p_as_a_full_sort() -> Result<()> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    for case in 0..60u64 {
+        let len = rng.random_range(1..3000);
+        // Logits on a coarse grid, so that many probabilities tie, across the boundary too; every
+        // fifth case is flat, every fifth has one dominant token.
+        let mut logits: Vec<f32> = (0..len)
+            .map(|_| rng.random_range(-40..40) as f32 / 4.0)
+            .collect();
+        match case % 5 {
+            3 => logits.fill(1.0),
+            4 => logits[len / 2] = 30.0,
+            _ => {}
+        }
+        let top_p = [0.1, 0.5, 0.9, 0.95, 0.99, 1.0 - f64::from(f32::EPSILON)][case as usize % 6];
+        let logits = Tensor::new(logits.as_slice(), &Device::Cpu)?;
+        let prs = candle_nn::ops::softmax_last_dim(&logits)?.to_vec1::<f32>()?;
+        let sampling = Sampling::TopP {
+            p: top_p,
+            temperature: 1.0,
+        };
+        let mut logits_process = LogitsProcessor::from_sampling(case, sampling);
+        let mut reference = rand::rngs::StdRng::seed_from_u64(case);
+        for _ in 0..20 {
+            let expected = top_p_by_sorting(&prs, top_p as f32, &mut reference);
+            assert_eq!(logits_process.sample(&logits)?, expected, "case {case}");
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn sample_with_top_k() -> Result<()> {
     let mut logits_process = LogitsProcessor::from_sampling(

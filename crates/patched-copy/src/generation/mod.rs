@@ -134,6 +134,43 @@ fn check_greedy(token: u32, logit: f32) -> Result<u32> {
     Ok(token)
 }
 
+/// The tokens that top-p sampling keeps, in index order, found without sorting the whole
+/// vocabulary. The sort by descending probability (ties in index order) puts every token of
+/// probability at least `(1 - top_p) / (2 * len)` before all others, and the others hold less
+/// than `(1 - top_p) / 2` together, so the cumulative sum normally reaches `top_p` among the
+/// former. Only those are sorted, and their f32 sum is taken in the order of the full sort.
+/// `None` when the sum falls short of `top_p` there, or when a probability is not a number in
+/// `[0, 1]`: the full sort decides then.
+fn nucleus(prs: &[f32], top_p: f32) -> Option<Vec<usize>> {
+    let floor = (1.0 - top_p) / (2 * prs.len()) as f32;
+    // The bits of floats in [0, 1] are in the floats' order; `-0.0`, NaN and anything above 1
+    // have larger bits than 1.0.
+    let one = 1f32.to_bits();
+    let mut candidates = Vec::new();
+    for (index, p) in prs.iter().enumerate() {
+        let bits = p.to_bits();
+        if bits > one {
+            return None;
+        }
+        if *p >= floor {
+            // Ascending keys: descending probability, then ascending index.
+            candidates.push((u64::from(one - bits) << 32) | index as u64);
+        }
+    }
+    candidates.sort_unstable();
+    let index = |key: &u64| *key as u32 as usize;
+    let mut cumsum = 0f32;
+    for (count, key) in candidates.iter().enumerate() {
+        cumsum += prs[index(key)];
+        if cumsum >= top_p {
+            let mut kept: Vec<usize> = candidates[..=count].iter().map(index).collect();
+            kept.sort_unstable();
+            return Some(kept);
+        }
+    }
+    None
+}
+
 impl Sampling {
     fn temperature(&self) -> Option<f64> {
         match self {
@@ -282,6 +319,15 @@ impl LogitsProcessor {
     /// probability top_p. This way we never sample tokens that have very low probabilities and are
     /// less likely to go "off the rails".
     fn sample_topp(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
+        if prs.len() <= u32::MAX as usize {
+            if let Some(kept) = nucleus(prs, top_p) {
+                // In index order, the kept probabilities have the prefix sums and the total of
+                // the clamped vector below, since adding zero changes no sum: the same draw.
+                let kept_prs = kept.iter().map(|&i| prs[i]).collect::<Vec<_>>();
+                let index = self.sample_multinomial(&kept_prs)?;
+                return Ok(kept[index as usize] as u32);
+            }
+        }
         let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
 
         // Sort by descending probability.
