@@ -28,6 +28,38 @@ fn sample_with_top_p() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn sample_as_weighted_index() -> Result<()> {
+    use rand::distr::{weighted::WeightedIndex, Distribution};
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    for case in 0..40u64 {
+        let len = rng.random_range(1..3000);
+        // Some tokens masked, so that some probabilities are zero, the first or the last too.
+        let logits: Vec<f32> = (0..len)
+            .map(|_| match rng.random_range(0..4) {
+                0 => f32::NEG_INFINITY,
+                _ => rng.random_range(-10.0..10.0),
+            })
+            .map(|v| if case % 7 == 0 { v.max(0.0) } else { v })
+            .collect();
+        if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
+            continue;
+        }
+        let logits = Tensor::new(logits.as_slice(), &Device::Cpu)?;
+        let prs = candle_nn::ops::softmax_last_dim(&logits)?.to_vec1::<f32>()?;
+        let distr = WeightedIndex::new(&prs).unwrap();
+        let sampling = Sampling::All { temperature: 1.0 };
+        let mut logits_process = LogitsProcessor::from_sampling(case, sampling);
+        let mut reference = rand::rngs::StdRng::seed_from_u64(case);
+        for _ in 0..20 {
+            let expected = distr.sample(&mut reference) as u32;
+            assert_eq!(logits_process.sample(&logits)?, expected, "case {case}");
+        }
+    }
+    Ok(())
+}
+
 /// Top-p as a full sort does it: a stable sort by descending probability, every token after the
 /// one where the cumulative sum reaches `top_p` clamped to zero, and a draw over all tokens.
 fn top_p_by_sorting(prs: &[f32], top_p: f32, rng: &mut rand::rngs::StdRng) -> u32 {

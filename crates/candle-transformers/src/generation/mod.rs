@@ -308,6 +308,26 @@ impl LogitsProcessor {
     }
 
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
+        // `WeightedIndex`'s draw without its vector of prefix sums: the same total, summed in
+        // index order; the same `Uniform(0, total)` number; and the first token whose prefix
+        // sum is above it, summed again up to there. Weights it would refuse go to it, for its
+        // error.
+        let total = prs
+            .iter()
+            .try_fold(0f32, |total, &p| (p >= 0.0).then_some(total + p));
+        if let Some(total) = total.filter(|t| t.is_finite() && *t > 0.0) {
+            let chosen = rand::distr::Uniform::new(0.0, total)
+                .map_err(|err| Error::Msg(format!("cannot sample: {err}")).bt())?
+                .sample(&mut self.rng);
+            let mut prefix = 0f32;
+            for (token, &p) in prs[..prs.len() - 1].iter().enumerate() {
+                prefix += p;
+                if prefix > chosen {
+                    return Ok(token as u32);
+                }
+            }
+            return Ok(prs.len() as u32 - 1);
+        }
         let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(|err| {
             Error::Msg(format!("cannot sample from the probabilities: {err}")).bt()
         })?;
