@@ -1,16 +1,16 @@
 //! The loops `cargo xtask bench-report` runs, on one side of a bench comparison (`group`):
 //!
-//! - `bench-driver count <upstream|patched> <group> <vocab> <calls>` samples `calls` times, for
-//!   callgrind to count instructions; two runs with different `calls` give one call's count.
+//! - `bench-driver count <upstream|fixes|patched> <group> <vocab> <calls>` samples `calls` times,
+//!   for callgrind to count instructions; two runs with different `calls` give one call's count.
 //! - `bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]` times `calls` calls of
-//!   each side back to back, in alternating order, and prints one line per round:
-//!   `<upstream ns> <patched ns>`. On a noisy machine the ratio of two separate measurements
+//!   each side back to back, rotating which goes first, and prints one line per round:
+//!   `<upstream ns> <fixes ns> <patched ns>`, the sides of `benches::SIDES`. On a noisy machine the ratio of two separate measurements
 //!   drifts by more than the effects looked for; the ratio within a round does not.
 //! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
 
 use std::process::ExitCode;
 
-use benches::{comparison, logits, tensor, time_calls};
+use benches::{comparison, logits, tensor, time_calls, SIDES};
 use candle::Device;
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
@@ -25,7 +25,8 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench-driver count <upstream|patched> <group> <vocab> <calls>\n       \
+const USAGE: &str =
+    "usage: bench-driver count <upstream|fixes|patched> <group> <vocab> <calls>\n       \
                      bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]\n       \
                      bench-driver settings";
 
@@ -53,23 +54,26 @@ fn run() -> Result<(), String> {
             let vocab = number("vocab", vocab)?;
             let logits = tensor(&logits(&fixture, vocab), &device).map_err(|e| e.to_string())?;
             let calls: u64 = number("calls", calls)?;
-            let mut sides = [processor("upstream", group)?, processor("patched", group)?];
-            let time = |processor: &mut Processor| -> Result<u128, String> {
-                let elapsed = time_calls(processor, &logits, &device, calls);
+            let mut sides = SIDES
+                .iter()
+                .map(|(side, _)| processor(side, group))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut time = |side: usize| -> Result<u128, String> {
+                let elapsed = time_calls(&mut sides[side], &logits, &device, calls);
                 Ok(elapsed.map_err(|e| e.to_string())?.as_nanos())
             };
-            // Warm up both, then alternate which side goes first.
-            time(&mut sides[0])?;
-            time(&mut sides[1])?;
-            for round in 0..number::<u64>("rounds", rounds)? {
-                let (upstream, patched) = if round % 2 == 0 {
-                    let upstream = time(&mut sides[0])?;
-                    (upstream, time(&mut sides[1])?)
-                } else {
-                    let patched = time(&mut sides[1])?;
-                    (time(&mut sides[0])?, patched)
-                };
-                println!("{upstream} {patched}");
+            // Warm up each side, then rotate which one goes first.
+            for side in 0..SIDES.len() {
+                time(side)?;
+            }
+            for round in 0..number::<usize>("rounds", rounds)? {
+                let mut times = vec![0; SIDES.len()];
+                for offset in 0..SIDES.len() {
+                    let side = (round + offset) % SIDES.len();
+                    times[side] = time(side)?;
+                }
+                let times: Vec<String> = times.iter().map(u128::to_string).collect();
+                println!("{}", times.join(" "));
             }
             Ok(())
         }
@@ -79,6 +83,7 @@ fn run() -> Result<(), String> {
                 "vocab": fixture.logits.len(),
                 "seed": benches::SEED,
                 "temperature": benches::TEMPERATURE,
+                "sides": SIDES.iter().map(|(side, _)| *side).collect::<Vec<_>>(),
             });
             println!("{settings}");
             Ok(())
@@ -87,10 +92,10 @@ fn run() -> Result<(), String> {
     }
 }
 
-/// The processor of the side called `name` (`upstream` or `patched`) in comparison `group`.
+/// The processor of the side called `name` (one of `benches::SIDES`) in comparison `group`.
 fn processor(name: &str, group: &str) -> Result<Processor, String> {
     let comparison = comparison(group).ok_or_else(|| format!("no comparison {group}"))?;
     comparison
         .processor(name)
-        .ok_or_else(|| format!("side must be upstream or patched, got {name}"))
+        .ok_or_else(|| format!("side must be upstream, fixes or patched, got {name}"))
 }

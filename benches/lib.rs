@@ -11,10 +11,14 @@ use testbed::sampler::{Implementation, Processor, Sampling};
 /// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
 pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
 
-/// The two sides of every comparison: the published module and the patched one, each built as
-/// a small crate of its own, so that only the patches differ (see crates/patched-copy).
-pub const SIDES: [(&str, Implementation); 2] = [
+pub mod floor;
+
+/// The sides of every comparison: the published module, the series' fixes alone and the whole
+/// series, each built as a small crate of its own, so that only the patches differ (see
+/// crates/patched-copy).
+pub const SIDES: [(&str, Implementation); 3] = [
     ("upstream", Implementation::Upstream),
+    ("fixes", Implementation::FixesCopy),
     ("patched", Implementation::PatchedCopy),
 ];
 

@@ -1,9 +1,11 @@
-//! `sample` on real logits, upstream beside patched: one group per comparison (each variant,
-//! and temperature 0), each at every vocabulary size, with the same seed.
+//! `sample` on real logits, upstream beside the fixes and the whole series: one group per
+//! comparison (each variant, and temperature 0), each at every vocabulary size, with the same
+//! seed, and on the CPU the comparison's floor (`benches::floor`).
 
-use benches::{comparisons, logits, tensor, time_calls, SEED, SIDES, VOCAB_SIZES};
+use benches::{comparisons, floor, logits, tensor, time_calls, SEED, SIDES, VOCAB_SIZES};
 use candle::Device;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use rand::SeedableRng;
 use testbed::fixture::Fixture;
 
 use crate::benchmarks::{devices, BenchDevice};
@@ -24,6 +26,16 @@ fn run_sampling(c: &mut Criterion) {
                         })
                     });
                 }
+                if device.is_cpu() {
+                    let host = logits.to_vec1::<f32>().unwrap();
+                    let mut scratch = floor::Scratch::default();
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(SEED);
+                    group.bench_function(BenchmarkId::new("floor", vocab), |b| {
+                        b.iter(|| {
+                            floor::sample(&comparison.upstream, &host, &mut scratch, &mut rng)
+                        })
+                    });
+                }
             }
             group.finish();
         }
@@ -34,7 +46,6 @@ fn run_sampling(c: &mut Criterion) {
 /// the temperature, softmax, the copy to the host, top-k's selection, top-p's sort, the draw.
 fn run_profile(c: &mut Criterion) {
     use rand::distr::Distribution;
-    use rand::SeedableRng;
 
     let fixture = Fixture::load().unwrap();
     let logits = fixture.tensor(&Device::Cpu).unwrap();
@@ -78,5 +89,13 @@ fn run_profile(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, run_sampling);
+criterion_group! {
+    name = benches;
+    // 7 comparisons x 4 vocabularies x 4 functions: criterion's 3 s + 5 s each would take 15
+    // minutes. The report's ratios come from paired rounds; these medians only place each side.
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = run_sampling
+}
 criterion_group!(profile, run_profile);

@@ -17,10 +17,14 @@ pub enum Implementation {
     /// `bench-copy` feature, which the benches turn on.
     #[cfg(feature = "bench-copy")]
     PatchedCopy,
+    /// The patched copy with the series' fixes only, without its speed patches
+    /// (`patched_copy::fixes`): the benches' middle side.
+    #[cfg(feature = "bench-copy")]
+    FixesCopy,
 }
 
 #[cfg(feature = "bench-copy")]
-pub use Implementation::PatchedCopy;
+pub use Implementation::{FixesCopy, PatchedCopy};
 pub use Implementation::{Patched, Upstream};
 
 /// Every `Sampling`, `ArgMax` first, with the parameters given: the one list that the fuzzer,
@@ -49,10 +53,10 @@ pub fn temperature(sampling: &Sampling) -> Option<f64> {
     }
 }
 
-/// `sampling` as the `Sampling` of the `generation` module of crate `$krate`.
+/// `sampling` as the `Sampling` of the `generation` module `$module`.
 macro_rules! sampling_of {
-    ($krate:ident, $sampling:expr) => {{
-        use $krate::generation::Sampling as S;
+    ($($module:ident)::+, $sampling:expr) => {{
+        use $($module)::+::Sampling as S;
         match *$sampling {
             Sampling::ArgMax => S::ArgMax,
             Sampling::All { temperature } => S::All { temperature },
@@ -74,6 +78,8 @@ impl Implementation {
             Patched => "patched",
             #[cfg(feature = "bench-copy")]
             PatchedCopy => "patched copy",
+            #[cfg(feature = "bench-copy")]
+            FixesCopy => "fixes copy",
         }
     }
 
@@ -83,16 +89,21 @@ impl Implementation {
         match self {
             Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::from_sampling(
                 seed,
-                sampling_of!(upstream, sampling),
+                sampling_of!(upstream::generation, sampling),
             )),
             Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
             #[cfg(feature = "bench-copy")]
             PatchedCopy => {
                 Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::from_sampling(
                     seed,
-                    sampling_of!(patched_copy, sampling),
+                    sampling_of!(patched_copy::generation, sampling),
                 ))
             }
+            #[cfg(feature = "bench-copy")]
+            FixesCopy => Processor::FixesCopy(patched_copy::fixes::LogitsProcessor::from_sampling(
+                seed,
+                sampling_of!(patched_copy::fixes, sampling),
+            )),
         }
     }
 
@@ -120,6 +131,12 @@ impl Implementation {
                 temperature,
                 top_p,
             )),
+            #[cfg(feature = "bench-copy")]
+            FixesCopy => Processor::FixesCopy(patched_copy::fixes::LogitsProcessor::new(
+                seed,
+                temperature,
+                top_p,
+            )),
         }
     }
 }
@@ -130,6 +147,8 @@ pub enum Processor {
     Patched(candle_transformers::generation::LogitsProcessor),
     #[cfg(feature = "bench-copy")]
     PatchedCopy(patched_copy::generation::LogitsProcessor),
+    #[cfg(feature = "bench-copy")]
+    FixesCopy(patched_copy::fixes::LogitsProcessor),
 }
 
 impl Processor {
@@ -139,6 +158,8 @@ impl Processor {
             Processor::Patched(processor) => processor.sample(logits),
             #[cfg(feature = "bench-copy")]
             Processor::PatchedCopy(processor) => processor.sample(logits),
+            #[cfg(feature = "bench-copy")]
+            Processor::FixesCopy(processor) => processor.sample(logits),
         }
     }
 }

@@ -57,13 +57,10 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         }
         let actual = scratch.tree_of_dir(&dir)?;
         if actual == expected {
-            let what = if generated.patched {
-                match patches.len() {
-                    1 => "+ 1 patch".to_string(),
-                    n => format!("+ {n} patches"),
-                }
-            } else {
-                "as published".to_string()
+            let what = match expected::applied_count(generated.applied, &patches) {
+                0 => "as published".to_string(),
+                1 => "+ 1 patch".to_string(),
+                n => format!("+ {n} patches"),
             };
             eprintln!(
                 "ok: {} is {} {what} (tree {actual})",
@@ -82,7 +79,11 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             "{} differs from {}{}:\n    {}",
             generated.dir,
             label(&generated.krate),
-            if generated.patched { " + patches/" } else { "" },
+            match generated.applied {
+                project::Applied::None => "",
+                project::Applied::All => " + patches/",
+                project::Applied::Before(_) => " + the fixes of patches/",
+            },
             changes.join("\n    ")
         ));
     }

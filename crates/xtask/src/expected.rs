@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use git2::Oid;
 
 use crate::pin;
-use crate::project::{self, Generated};
+use crate::project::{self, Applied, Generated};
 use crate::published::Published;
 use crate::series::{self, Patch};
 use crate::trees::Scratch;
@@ -22,9 +22,19 @@ pub fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid>
 /// The published crates with every patch applied in order, one `[PATCH]` line each on stderr.
 /// A patch that touches a file outside every pinned crate fails, naming the file.
 pub fn patched_tree(scratch: &Scratch, published: &[Published], patches: &[Patch]) -> Result<Oid> {
+    let trees = patched_trees(scratch, published, patches)?;
+    Ok(*trees.last().expect("the published tree comes first"))
+}
+
+/// The published crates' tree, then the tree after each patch in order.
+fn patched_trees(
+    scratch: &Scratch,
+    published: &[Published],
+    patches: &[Patch],
+) -> Result<Vec<Oid>> {
     let pins: Vec<_> = published.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
-    let mut tree = published_tree(scratch, published)?;
+    let mut trees = vec![published_tree(scratch, published)?];
     for patch in patches {
         for delta in patch.diff()?.deltas() {
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
@@ -40,11 +50,13 @@ pub fn patched_tree(scratch: &Scratch, published: &[Published], patches: &[Patch
                 );
             }
         }
-        tree = series::apply(&scratch.repo, tree, patch)
+        let tree = *trees.last().expect("the published tree comes first");
+        let tree = series::apply(&scratch.repo, tree, patch)
             .with_context(|| format!("patching {label}"))?;
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
+        trees.push(tree);
     }
-    Ok(tree)
+    Ok(trees)
 }
 
 /// The tree each of `generated` must hold, in the same order.
@@ -54,8 +66,7 @@ pub fn expected_trees(
     patches: &[Patch],
     generated: &[Generated],
 ) -> Result<Vec<Oid>> {
-    let base = published_tree(scratch, published)?;
-    let patched = patched_tree(scratch, published, patches)?;
+    let trees = patched_trees(scratch, published, patches)?;
     generated
         .iter()
         .map(|g| {
@@ -63,7 +74,7 @@ pub fn expected_trees(
                 .iter()
                 .find(|p| p.pin.name == g.krate)
                 .with_context(|| format!("{}: {} is not pinned", g.dir, g.krate))?;
-            let root = if g.patched { patched } else { base };
+            let root = trees[applied_count(g.applied, patches)];
             let path = [krate.pin.path_in_vcs.as_str(), g.crate_dir]
                 .into_iter()
                 .filter(|p| !p.is_empty())
@@ -80,6 +91,18 @@ pub fn expected_trees(
                 .with_context(|| format!("{}: {} `{}`", g.dir, krate.pin.label(), g.crate_dir))
         })
         .collect()
+}
+
+/// How many patches of the series `applied` means, from the first.
+pub fn applied_count(applied: Applied, patches: &[Patch]) -> usize {
+    match applied {
+        Applied::None => 0,
+        Applied::All => patches.len(),
+        Applied::Before(prefix) => patches
+            .iter()
+            .take_while(|p| p.file_name.as_str() < prefix)
+            .count(),
+    }
 }
 
 /// The generated folders of the crates `published` holds.

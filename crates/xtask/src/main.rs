@@ -18,8 +18,9 @@ cargo xtask <command>
   check                 fail unless those folders are exactly published crates (+ patches/) and
                         cargo builds each pinned crate from its folder (offline)
   bench-report [--callgrind]
-                        upstream against patched from `cargo bench`'s results, with a verdict
-                        (--callgrind: instructions per call too); writes target/bench-report.md
+                        upstream against the fixes and the whole series from `cargo bench`'s
+                        results, with verdicts and floors (--callgrind: instructions per call
+                        too); writes target/bench-report.md and target/bench-scaling.svg
   pr [--candle <clone>] [--base main] [--prefix P] [--force-branch] [--patches 0001,...]
      [--verify]         make the upstream pull requests as a stack, one branch per patch in the
                         clone, and write target/pr/<branch>/ (title, body, patch) for each;

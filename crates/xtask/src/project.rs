@@ -14,8 +14,24 @@ pub struct Generated {
     pub crate_dir: &'static str,
     /// The files of that folder it holds, by name; empty for all of them.
     pub only: &'static [&'static str],
-    pub patched: bool,
+    pub applied: Applied,
 }
+
+/// Which patches of the series a generated folder has applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// None: the files as published.
+    None,
+    /// Every patch.
+    All,
+    /// The patches whose file names sort before this prefix.
+    Before(&'static str),
+}
+
+/// The series' patches from this one on make sampling faster and change no token. The benches'
+/// middle side, the fixes copy, stops before it, so that the report shows what the fixes cost
+/// and what the speed patches gain apart.
+pub const FIRST_SPEED_PATCH: &str = "0006";
 
 /// Where a pinned crate is vendored, patched: what `[patch.crates-io]` points at.
 pub fn vendored_dir(name: &str) -> String {
@@ -28,43 +44,50 @@ struct Part {
     dir: &'static str,
     crate_dir: &'static str,
     only: &'static [&'static str],
-    patched: bool,
+    applied: Applied,
 }
 
 /// The unpatched `generation` module that tests and benches compare the patched crate with,
 /// and the published candle-nn `sampling` module it calls (through crates/upstream-nn), so
 /// that a patch to candle-nn does not reach the upstream side; the published tests, which the
 /// upstream crate runs on that module and the `pr` tests build a candle-like repository from;
-/// and the patched module again, built like the unpatched one, so that the benches compare the
-/// patches alone.
-const PARTS: [Part; 4] = [
+/// the patched module again, built like the unpatched one, so that the benches compare the
+/// patches alone; and that module with the fixes only (`FIRST_SPEED_PATCH`).
+const PARTS: [Part; 5] = [
     Part {
         krate: "candle-transformers",
         dir: "crates/upstream/src/generation",
         crate_dir: "src/generation",
         only: &[],
-        patched: false,
+        applied: Applied::None,
     },
     Part {
         krate: "candle-nn",
         dir: "crates/upstream-nn/src/published",
         crate_dir: "src",
         only: &["sampling.rs"],
-        patched: false,
+        applied: Applied::None,
     },
     Part {
         krate: "candle-transformers",
         dir: "crates/upstream/published-tests",
         crate_dir: "tests",
         only: &[],
-        patched: false,
+        applied: Applied::None,
     },
     Part {
         krate: "candle-transformers",
         dir: "crates/patched-copy/src/generation",
         crate_dir: "src/generation",
         only: &[],
-        patched: true,
+        applied: Applied::All,
+    },
+    Part {
+        krate: "candle-transformers",
+        dir: "crates/patched-copy/src/fixes",
+        crate_dir: "src/generation",
+        only: &[],
+        applied: Applied::Before(FIRST_SPEED_PATCH),
     },
 ];
 
@@ -78,7 +101,7 @@ pub fn generated(names: &[&str]) -> Vec<Generated> {
             krate: name.to_string(),
             crate_dir: "",
             only: &[],
-            patched: true,
+            applied: Applied::All,
         })
         .collect();
     for part in PARTS {
@@ -88,7 +111,7 @@ pub fn generated(names: &[&str]) -> Vec<Generated> {
                 krate: part.krate.to_string(),
                 crate_dir: part.crate_dir,
                 only: part.only,
-                patched: part.patched,
+                applied: part.applied,
             });
         }
     }

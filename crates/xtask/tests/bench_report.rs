@@ -60,6 +60,10 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
     );
     row.paired = Some(Paired::of(&[(100.0, 101.0), (100.0, 99.5), (102.0, 102.0)]));
     row.instructions = Some(1.0004);
+    row.fixes_ns = Some(30_500.0);
+    row.fixes = Some(Paired::of(&[(100.0, 50.0), (100.0, 49.0), (100.0, 51.0)]));
+    row.fixes_instructions = Some(0.5);
+    row.floor_ns = Some(row.patched_ns / 4.0);
     let provenance = bench_report::Provenance {
         machine: "a machine".into(),
         crate_label: "candle-transformers 0.11.1".into(),
@@ -67,7 +71,7 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
         commit: "abc".into(),
         date: "2026-11-29".into(),
         settings: bench_report::Settings::parse(
-            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8}"#,
+            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8, "sides": ["upstream", "fixes", "patched"]}"#,
         )?,
     };
     let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &provenance);
@@ -76,7 +80,10 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
         .find(|l| l.starts_with("| argmax | 49152 | cpu |"))
         .unwrap();
     assert!(
-        line.ends_with("| 1.000 | 0.995 to 1.010 | 1.0004 | no measurable cost |"),
+        line.ends_with(
+            "| 0.500 (0.490 to 0.510) | faster by 50.0% | 1.000 (0.995 to 1.010) | \
+             no measurable cost | 0.5000, 1.0004 | 4.0 |"
+        ),
         "{line}"
     );
     assert!(report.contains("| argmax | 30.0 µs |"));
@@ -100,9 +107,13 @@ fn equal_instructions_qualify_a_time_verdict() {
         comparison: "top_k".into(),
         vocab: vocab.into(),
         upstream_ns: 100.0,
+        fixes_ns: Some(100.0 * ratio),
         patched_ns: 100.0 * ratio,
+        floor_ns: None,
         paired: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
+        fixes: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
         instructions,
+        fixes_instructions: instructions,
     };
     let mut rows = vec![
         row("49152", 1.03, Some(0.9999)),
@@ -114,6 +125,11 @@ fn equal_instructions_qualify_a_time_verdict() {
         .iter()
         .map(|r| r.paired.as_ref().unwrap().verdict.as_str())
         .collect();
+    let fixes: Vec<&str> = rows
+        .iter()
+        .map(|r| r.fixes.as_ref().unwrap().verdict.as_str())
+        .collect();
+    assert_eq!(verdicts, fixes);
     assert_eq!(
         verdicts,
         [
@@ -126,4 +142,44 @@ fn equal_instructions_qualify_a_time_verdict() {
     let mut rows = vec![row("49152", 1.03, Some(1.002))];
     bench_report::same_work(&mut rows);
     assert_eq!(rows[0].paired.as_ref().unwrap().verdict, "slower by 3.0%");
+}
+
+#[test]
+fn the_chart_draws_a_panel_per_comparison() -> Result<()> {
+    let row = |comparison: &str, vocab: &str, ns: f64| bench_report::Row {
+        device: "cpu".into(),
+        comparison: comparison.into(),
+        vocab: vocab.into(),
+        upstream_ns: ns,
+        fixes_ns: Some(ns),
+        patched_ns: ns / 10.0,
+        floor_ns: Some(ns / 20.0),
+        paired: None,
+        fixes: None,
+        instructions: None,
+        fixes_instructions: None,
+    };
+    let rows = [
+        row("all", "32000", 150e3),
+        row("all", "151936", 700e3),
+        row("top_p", "32000", 900e3),
+        row("top_p", "151936", 6e6),
+    ];
+    let svg = bench_report::chart_svg(&rows)?;
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    for text in [
+        "all",
+        "top_p",
+        "upstream",
+        "fixes",
+        "patched",
+        "floor",
+        "ms per call",
+    ] {
+        assert!(
+            svg.contains(&format!(">\n{text}\n</text>")),
+            "no {text} in the chart"
+        );
+    }
+    Ok(())
 }

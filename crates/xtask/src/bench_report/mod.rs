@@ -1,12 +1,14 @@
-//! `cargo xtask bench-report [--callgrind]`: upstream against patched, one row per comparison
-//! and vocabulary: criterion's medians (`cargo bench`), the ratio and its 95% interval from
-//! paired rounds, a verdict, and with `--callgrind` instructions per call. Printed and written
-//! to `target/bench-report.md`, for the pull request.
+//! `cargo xtask bench-report [--callgrind]`: upstream against the series' fixes alone and
+//! against the whole series, one row per comparison and vocabulary: criterion's medians
+//! (`cargo bench`), the comparison's floor, the ratios and their 95% intervals from paired
+//! rounds, verdicts, and with `--callgrind` instructions per call. Printed and written to
+//! `target/bench-report.md` (the table alone to `target/bench-table.md`, for the pull
+//! requests), with the scaling chart in `target/bench-scaling.svg`.
 //!
 //! Why paired rounds: on a shared machine two criterion measurements taken a minute apart
 //! drift by 10% and more, so the ratio of their medians, with an interval from the samples of
-//! each, claims differences that are not there. `bench-driver pair` times both sides back to
-//! back in alternating order; the ratio within a round cancels the drift.
+//! each, claims differences that are not there. `bench-driver pair` times the sides back to
+//! back, rotating which goes first; the ratio within a round cancels the drift.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,10 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::project::{self, Layout};
+
+mod chart;
+
+pub use chart::svg as chart_svg;
 
 /// One benchmark's samples, as criterion saved them.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,19 +129,21 @@ impl SplitMix {
     }
 }
 
-/// `bench-driver pair`'s output: one `<upstream ns> <patched ns>` line per round.
-pub fn parse_rounds(text: &str) -> Result<Vec<(f64, f64)>> {
+/// `bench-driver pair`'s output: one line per round, a time in nanoseconds per side, upstream
+/// first and patched last (`<upstream ns> <fixes ns> <patched ns>`).
+pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
             let numbers: Vec<f64> = line
                 .split_whitespace()
                 .filter_map(|n| n.parse().ok())
+                .filter(|n| *n > 0.0)
                 .collect();
-            match numbers[..] {
-                [upstream, patched] if upstream > 0.0 && patched > 0.0 => Ok((upstream, patched)),
-                _ => bail!("`{line}` is not two times in nanoseconds"),
+            if numbers.len() != sides || line.split_whitespace().count() != sides {
+                bail!("`{line}` is not {sides} times in nanoseconds");
             }
+            Ok(numbers)
         })
         .collect()
 }
@@ -207,22 +215,33 @@ pub struct Row {
     pub device: String,
     pub comparison: String,
     pub vocab: String,
-    /// criterion's medians of one call.
+    /// criterion's medians of one call: the published module, the series' fixes alone (where
+    /// measured), the whole series, and the comparison's floor (on the CPU).
     pub upstream_ns: f64,
+    pub fixes_ns: Option<f64>,
     pub patched_ns: f64,
-    /// From paired rounds, once measured.
+    pub floor_ns: Option<f64>,
+    /// Patched over upstream, from paired rounds, once measured.
     pub paired: Option<Paired>,
+    /// Fixes over upstream, likewise: what the fixes cost without the speed patches.
+    pub fixes: Option<Paired>,
     /// Patched over upstream instructions per call, where callgrind counted them.
     pub instructions: Option<f64>,
+    /// Fixes over upstream instructions per call, likewise.
+    pub fixes_instructions: Option<f64>,
 }
 
-/// Pairs each `upstream` measurement with the `patched` one of the same group and value.
+/// Pairs each `upstream` measurement with the `patched` one of the same group and value, and
+/// the `fixes` and `floor` ones where there are.
 pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     let mut rows = Vec::new();
     for upstream in measurements.iter().filter(|m| m.function == "upstream") {
-        let Some(patched) = measurements.iter().find(|m| {
-            m.function == "patched" && m.group == upstream.group && m.value == upstream.value
-        }) else {
+        let beside = |function: &str| {
+            measurements.iter().find(|m| {
+                m.function == function && m.group == upstream.group && m.value == upstream.value
+            })
+        };
+        let Some(patched) = beside("patched") else {
             continue;
         };
         let (device, comparison) = upstream
@@ -234,9 +253,13 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
             comparison: comparison.to_string(),
             vocab: upstream.value.clone().unwrap_or_default(),
             upstream_ns: median(&upstream.per_iteration_ns),
+            fixes_ns: beside("fixes").map(|m| median(&m.per_iteration_ns)),
             patched_ns: median(&patched.per_iteration_ns),
+            floor_ns: beside("floor").map(|m| median(&m.per_iteration_ns)),
             paired: None,
+            fixes: None,
             instructions: None,
+            fixes_instructions: None,
         });
     }
     rows.sort_by_key(|row| {
@@ -272,6 +295,8 @@ pub struct Settings {
     pub vocab: u64,
     pub seed: u64,
     pub temperature: f64,
+    /// The sides each comparison times, upstream first and patched last.
+    pub sides: Vec<String>,
 }
 
 impl Settings {
@@ -292,13 +317,26 @@ impl Settings {
             temperature: value["temperature"]
                 .as_f64()
                 .context("bench-driver settings: no `temperature`")?,
+            sides: value["sides"]
+                .as_array()
+                .context("bench-driver settings: no `sides`")?
+                .iter()
+                .map(|side| side.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .filter(|sides| {
+                    sides.first().is_some_and(|s| s == "upstream")
+                        && sides.last().is_some_and(|s| s == "patched")
+                        && (sides.len() == 2 || sides.len() == 3)
+                })
+                .context("bench-driver settings: `sides` must be upstream, [fixes,] patched")?,
         })
     }
 }
 
 /// The whole report: the table with its heading, then upstream's cost profile.
 pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) -> String {
-    let mut out = "## Sampling cost: upstream against patched\n\n".to_string();
+    let mut out =
+        "## Sampling cost: upstream against the fixes and the whole series\n\n".to_string();
     out += &format!(
         "Workspace commit {}; patches {}.\n\n",
         provenance.commit,
@@ -323,11 +361,12 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
     out += &devices_line(rows);
     let settings = &provenance.settings;
     out += &format!(
-        "{} as published against the same crate with all {} changes of this stack applied. One \
-         `sample` call on {}'s real logits ({}) and on vocabularies drawn from them; seed {}, \
+        "{} as published against the same crate with the fixes of this stack (the patches before \
+         {}) and with all {} of its patches applied. One `sample` call on {}'s real logits ({}) and on vocabularies drawn from them; seed {}, \
          temperature {} (`temperature_0`: upstream `ArgMax` against patched \
          `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
         provenance.crate_label,
+        project::FIRST_SPEED_PATCH,
         provenance.patches.len(),
         settings.model,
         settings.vocab,
@@ -338,30 +377,43 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
         "Machine: {}. Date {}.\n\n",
         provenance.machine, provenance.date
     );
-    out += &format!(
-        "| comparison | vocab | device | upstream | patched | ratio | {}% interval | instructions | verdict |\n",
-        CONFIDENCE * 100.0
-    );
-    out += "|---|---:|---|---:|---:|---:|---|---:|---|\n";
-    for row in rows {
-        let (ratio, interval, verdict) = match &row.paired {
-            Some(p) => (
-                format!("{:.3}", p.ratio),
-                format!("{:.3} to {:.3}", p.interval.0, p.interval.1),
-                p.verdict.clone(),
+    out +=
+        "| comparison | vocab | device | upstream | fixes | patched | floor | fixes / upstream | \
+            fixes' verdict | patched / upstream | patched's verdict | instructions: fixes, \
+            patched | patched / floor |\n";
+    out += "|---|---:|---|---:|---:|---:|---:|---|---|---|---|---|---:|\n";
+    let time = |ns: Option<f64>| ns.map_or(String::new(), show_time);
+    let ratio = |paired: &Option<Paired>| match paired {
+        Some(p) => (
+            format!(
+                "{:.3} ({:.3} to {:.3})",
+                p.ratio, p.interval.0, p.interval.1
             ),
-            None => Default::default(),
+            p.verdict.clone(),
+        ),
+        None => Default::default(),
+    };
+    let count = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.4}"));
+    for row in rows {
+        let (fixes, fixes_verdict) = ratio(&row.fixes);
+        let (patched, patched_verdict) = ratio(&row.paired);
+        let instructions = match (row.fixes_instructions, row.instructions) {
+            (None, None) => String::new(),
+            (fixes, patched) => format!("{}, {}", count(fixes), count(patched)),
         };
-        let instructions = row
-            .instructions
-            .map_or(String::new(), |r| format!("{r:.4}"));
+        let to_floor = row.floor_ns.map_or(String::new(), |floor| {
+            format!("{:.1}", row.patched_ns / floor)
+        });
         out += &format!(
-            "| {} | {} | {} | {} | {} | {ratio} | {interval} | {instructions} | {verdict} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {fixes} | {fixes_verdict} | {patched} | \
+             {patched_verdict} | {instructions} | {to_floor} |\n",
             row.comparison,
             row.vocab,
             row.device,
             show_time(row.upstream_ns),
+            time(row.fixes_ns),
             show_time(row.patched_ns),
+            time(row.floor_ns),
         );
     }
     let rounds = rows
@@ -369,14 +421,19 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
         .find_map(|r| r.paired.as_ref())
         .map_or(0, |p| p.rounds);
     out += &format!(
-        "\nupstream, patched: criterion's medians of one call. Ratio: the median of patched / \
-         upstream over {rounds} paired rounds, each timing both back to back, in alternating \
-         order; the interval is its {confidence}% bootstrap over rounds. Verdict: \"no measurable cost\" \
-         when that interval contains 1.0 or lies within ±1%. Instructions: patched over upstream \
-         instructions per call under callgrind, which machine noise does not move (one \
-         thread). \"Same instructions\": the two sides execute the same work (within 0.1%); a \
-         time difference there comes from where the code lands in memory: the published module \
-         built twice, as two crates, differs from itself by as much.\n",
+        "\nupstream: the published module; fixes: the series without its speed patches (those \
+         from {first}); patched: the whole series; floor: what any implementation that returns \
+         the same tokens must compute, written plainly on logits already on the host (for \
+         `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass): \
+         criterion's medians of one call. Ratios: the median over {rounds} paired rounds, each \
+         timing the sides back to back, rotating which goes first; in brackets its \
+         {confidence}% bootstrap interval over rounds. Verdict: \"no measurable cost\" when that \
+         interval contains 1.0 or lies within ±1%. Instructions: over upstream's instructions \
+         per call under callgrind, which machine noise does not move (one thread). \"Same \
+         instructions\": the two sides execute the same work (within 0.1%); a time difference \
+         there comes from where the code lands in memory: the published module built twice, as \
+         two crates, differs from itself by as much.\n",
+        first = project::FIRST_SPEED_PATCH,
         confidence = CONFIDENCE * 100.0
     );
     out
@@ -399,8 +456,9 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         );
     }
     let driver = build_driver(layout)?;
+    let provenance = provenance(layout, &driver)?;
     for row in &mut rows {
-        measure_pairs(&driver, row)?;
+        measure_pairs(&driver, row, provenance.settings.sides.len())?;
     }
     if callgrind {
         count_instructions(layout, &driver, &mut rows)?;
@@ -411,11 +469,13 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
         .collect();
-    let provenance = provenance(layout, &driver)?;
     let report = render(&rows, &profile, &provenance);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &report)?;
     std::fs::write(table_path(layout), render_table(&rows, &provenance))?;
+    let chart = layout.target().join("bench-scaling.svg");
+    std::fs::write(&chart, chart::svg(&rows)?)?;
+    eprintln!("wrote {}", chart.display());
     print!("{report}");
     eprintln!("wrote {}", path.display());
     Ok(())
@@ -472,8 +532,9 @@ fn build_driver(layout: &Layout) -> Result<PathBuf> {
     Ok(layout.target().join("release").join("bench-driver"))
 }
 
-/// The paired ratio of `row`: `ROUNDS` rounds of about `ROUND_NS` of calls on each side.
-fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
+/// The paired ratios of `row`: `ROUNDS` rounds of about `ROUND_NS` of calls on each of its
+/// `sides` sides.
+fn measure_pairs(driver: &Path, row: &mut Row, sides: usize) -> Result<()> {
     let calls = (ROUND_NS / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
     let rounds = stdout_of(
         "bench-driver pair",
@@ -486,18 +547,29 @@ fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
             &row.device,
         ]),
     )?;
-    let paired = Paired::of(&parse_rounds(&rounds)?);
+    let rounds = parse_rounds(&rounds, sides)?;
+    let pairs =
+        |side: usize| -> Vec<(f64, f64)> { rounds.iter().map(|r| (r[0], r[side])).collect() };
+    let paired = Paired::of(&pairs(sides - 1));
+    let fixes = (sides == 3).then(|| Paired::of(&pairs(1)));
     eprintln!(
-        "{} {} {}: ratio {:.3} ({:.3} to {:.3}), {}",
+        "{} {} {}: patched {:.3} ({:.3} to {:.3}), {}; fixes {}",
         row.device,
         row.comparison,
         row.vocab,
         paired.ratio,
         paired.interval.0,
         paired.interval.1,
-        paired.verdict
+        paired.verdict,
+        fixes
+            .as_ref()
+            .map_or("not measured".to_string(), |f| format!(
+                "{:.3}, {}",
+                f.ratio, f.verdict
+            )),
     );
     row.paired = Some(paired);
+    row.fixes = fixes;
     Ok(())
 }
 
@@ -505,22 +577,32 @@ fn measure_pairs(driver: &Path, row: &mut Row) -> Result<()> {
 /// few hundredths of a percent between runs.
 const SAME_INSTRUCTIONS: f64 = 0.001;
 
-/// Where a comparison's two sides execute the same instructions (counted at one vocabulary), a
-/// time difference is not work the patches add: the verdicts of its rows say so.
+/// Where a side executes the same instructions as upstream (counted at one vocabulary), a time
+/// difference is not work the patches add: the verdicts of its comparison's rows say so.
 pub fn same_work(rows: &mut [Row]) {
-    let counted: Vec<(String, String, f64)> = rows
+    let counted: Vec<(String, String, Option<f64>, Option<f64>)> = rows
         .iter()
-        .filter_map(|r| Some((r.device.clone(), r.comparison.clone(), r.instructions?)))
+        .filter(|r| r.instructions.is_some() || r.fixes_instructions.is_some())
+        .map(|r| {
+            let key = (r.device.clone(), r.comparison.clone());
+            (key.0, key.1, r.fixes_instructions, r.instructions)
+        })
         .collect();
+    let same = |ratio: Option<f64>| ratio.is_some_and(|r| (r - 1.0).abs() <= SAME_INSTRUCTIONS);
     for row in rows.iter_mut() {
-        let same = counted.iter().any(|(device, comparison, ratio)| {
-            *device == row.device
-                && *comparison == row.comparison
-                && (ratio - 1.0).abs() <= SAME_INSTRUCTIONS
-        });
-        if let (true, Some(paired)) = (same, row.paired.as_mut()) {
-            if paired.verdict != "no measurable cost" {
-                paired.verdict = format!("same instructions; {} in time", paired.verdict);
+        let Some((_, _, fixes, patched)) = counted.iter().find(|(device, comparison, _, _)| {
+            *device == row.device && *comparison == row.comparison
+        }) else {
+            continue;
+        };
+        for (same, paired) in [
+            (same(*fixes), &mut row.fixes),
+            (same(*patched), &mut row.paired),
+        ] {
+            if let (true, Some(paired)) = (same, paired.as_mut()) {
+                if paired.verdict != "no measurable cost" {
+                    paired.verdict = format!("same instructions; {} in time", paired.verdict);
+                }
             }
         }
     }
@@ -536,7 +618,7 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
         .filter(|r| r.device == "cpu" && r.vocab == "49152")
     {
         let mut per_call = BTreeMap::new();
-        for side in ["upstream", "patched"] {
+        for side in ["upstream", "fixes", "patched"] {
             let mut totals = Vec::new();
             for calls in COUNTED_CALLS {
                 let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
@@ -561,6 +643,7 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
             per_call.insert(side, (totals[1] - totals[0]) as f64 / extra_calls as f64);
         }
         row.instructions = Some(per_call["patched"] / per_call["upstream"]);
+        row.fixes_instructions = Some(per_call["fixes"] / per_call["upstream"]);
         eprintln!(
             "callgrind {}: {per_call:?} instructions per call",
             row.comparison
@@ -681,11 +764,13 @@ mod tests {
     #[test]
     fn rounds_are_parsed_or_refused() -> Result<()> {
         assert_eq!(
-            parse_rounds("10 11\n12 13\n")?,
-            [(10.0, 11.0), (12.0, 13.0)]
+            parse_rounds("10 11 12\n12 13 14\n", 3)?,
+            [[10.0, 11.0, 12.0], [12.0, 13.0, 14.0]]
         );
-        assert!(parse_rounds("10\n").is_err());
-        assert!(parse_rounds("0 5\n").is_err());
+        assert_eq!(parse_rounds("10 11\n", 2)?, [[10.0, 11.0]]);
+        assert!(parse_rounds("10 11\n", 3).is_err());
+        assert!(parse_rounds("0 5 6\n", 3).is_err());
+        assert!(parse_rounds("5 x 6\n", 3).is_err());
         Ok(())
     }
 

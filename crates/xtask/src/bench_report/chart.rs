@@ -1,0 +1,94 @@
+//! The report's scaling chart: time per call against vocabulary size, one panel per comparison,
+//! a line per side and one for the floor (CPU rows), drawn as an SVG with plotters, as
+//! criterion draws its own.
+
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+
+use super::Row;
+
+/// The lines of a panel: a name, a colour and where the value is in a row.
+type Line = (&'static str, RGBColor, fn(&Row) -> Option<f64>);
+
+const LINES: [Line; 4] = [
+    ("upstream", RGBColor(200, 60, 40), |r| Some(r.upstream_ns)),
+    ("fixes", RGBColor(230, 160, 30), |r| r.fixes_ns),
+    ("patched", RGBColor(40, 110, 200), |r| Some(r.patched_ns)),
+    ("floor", RGBColor(90, 90, 90), |r| r.floor_ns),
+];
+
+/// The chart of the CPU rows of `rows`, as SVG text.
+pub fn svg(rows: &[Row]) -> Result<String> {
+    let mut comparisons: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.device == "cpu")
+        .map(|r| r.comparison.as_str())
+        .collect();
+    comparisons.dedup();
+    let mut out = String::new();
+    {
+        let columns = comparisons.len().clamp(1, 4);
+        let lines = comparisons.len().div_ceil(columns).max(1);
+        let size = (320 * columns as u32, 260 * lines as u32);
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+        for (panel, comparison) in root.split_evenly((lines, columns)).iter().zip(&comparisons) {
+            draw_panel(panel, comparison, rows)?;
+        }
+        root.present().map_err(|e| anyhow!("{e}"))?;
+    }
+    Ok(out)
+}
+
+fn draw_panel(
+    panel: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    comparison: &str,
+    rows: &[Row],
+) -> Result<()> {
+    let mut points: Vec<(f64, &Row)> = rows
+        .iter()
+        .filter(|r| r.device == "cpu" && r.comparison == comparison)
+        .filter_map(|r| Some((r.vocab.parse::<f64>().ok()? / 1000.0, r)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let highest = points
+        .iter()
+        .flat_map(|(_, r)| LINES.iter().filter_map(move |(_, _, value)| value(r)))
+        .fold(0.0, f64::max)
+        / 1e6;
+    let mut chart = ChartBuilder::on(panel)
+        .caption(comparison, ("sans-serif", 16))
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(44)
+        .build_cartesian_2d(0f64..160f64, 0f64..highest * 1.1)
+        .map_err(|e| anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc("vocabulary (thousands)")
+        .y_desc("ms per call")
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    for (name, color, value) in LINES {
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|(x, r)| Some((*x, value(r)? / 1e6)))
+            .collect();
+        if line.is_empty() {
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(line, color.stroke_width(2)))
+            .map_err(|e| anyhow!("{e}"))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(())
+}
