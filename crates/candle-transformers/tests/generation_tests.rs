@@ -47,9 +47,10 @@ fn sample_as_weighted_index() -> Result<()> {
             continue;
         }
         let logits = Tensor::new(logits.as_slice(), &Device::Cpu)?;
-        let prs = candle_nn::ops::softmax_last_dim(&logits)?.to_vec1::<f32>()?;
-        let distr = WeightedIndex::new(&prs).unwrap();
-        let sampling = Sampling::All { temperature: 1.0 };
+        let temperature = [0.3, 0.8, 1.0, 1.7][case as usize % 4];
+        let prs = candle_nn::ops::softmax_last_dim(&(&logits / temperature)?)?;
+        let distr = WeightedIndex::new(prs.to_vec1::<f32>()?).unwrap();
+        let sampling = Sampling::All { temperature };
         let mut logits_process = LogitsProcessor::from_sampling(case, sampling);
         let mut reference = rand::rngs::StdRng::seed_from_u64(case);
         for _ in 0..20 {

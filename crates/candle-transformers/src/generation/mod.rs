@@ -134,6 +134,29 @@ fn check_greedy(token: u32, logit: f32) -> Result<u32> {
     Ok(token)
 }
 
+/// `softmax_last_dim(logits / temperature)` for logits on the CPU, computed in place on their
+/// one copy to the host. The arithmetic is that of candle's CPU kernels (`affine`, then the max,
+/// `exp`, the sum and the division of `softmax_last_dim`), with the same reductions, so the
+/// probabilities are the same f32 values without two intermediate tensors and a second copy.
+fn host_softmax(mut prs: Vec<f32>, temperature: f64) -> Vec<f32> {
+    use candle::cpu::kernels::VecOps;
+    if prs.is_empty() {
+        return prs;
+    }
+    // `Tensor / f64` is `affine(1 / temperature, 0)`.
+    let (mul, add) = ((1. / temperature) as f32, 0f32);
+    prs.iter_mut().for_each(|v| *v = *v * mul + add);
+    let mut max = f32::NEG_INFINITY;
+    // SAFETY: both pointers are valid for `prs.len()` values, and `prs` is not empty.
+    unsafe { f32::vec_reduce_max(prs.as_ptr(), &mut max, prs.len()) };
+    prs.iter_mut().for_each(|v| *v = (*v - max).exp());
+    let mut sum = 0f32;
+    // SAFETY: as above.
+    unsafe { f32::vec_reduce_sum(prs.as_ptr(), &mut sum, prs.len()) };
+    prs.iter_mut().for_each(|v| *v /= sum);
+    prs
+}
+
 /// The tokens that top-p sampling keeps, in index order, found without sorting the whole
 /// vocabulary. The sort by descending probability (ties in index order) puts every token of
 /// probability at least `(1 - top_p) / (2 * len)` before all others, and the others hold less
@@ -427,9 +450,13 @@ impl LogitsProcessor {
 
     fn sample_f32(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         let prs = |temperature: f64| -> Result<Vec<f32>> {
-            let logits = (logits / sampling_temperature(temperature)?)?;
-            let prs = candle_nn::ops::softmax_last_dim(&logits)?;
-            let mut prs = prs.to_vec1()?;
+            let temperature = sampling_temperature(temperature)?;
+            let mut prs = if logits.device().is_cpu() {
+                host_softmax(logits.to_vec1()?, temperature)
+            } else {
+                let logits = (logits / temperature)?;
+                candle_nn::ops::softmax_last_dim(&logits)?.to_vec1()?
+            };
             f(&mut prs);
             Ok(prs)
         };

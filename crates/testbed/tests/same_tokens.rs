@@ -1,8 +1,9 @@
-//! The series samples top-p without sorting the whole vocabulary (0006): for the same seed, the
-//! same tokens as upstream's full sort, on the real logits and on logits built to break it.
+//! The speed patches change no token: top-p without sorting the whole vocabulary (0006), the
+//! draw without `WeightedIndex`'s vector (0007) and the probabilities on the host (0008) give,
+//! for the same seed, upstream's tokens, on the real logits and on logits built to break them.
 //!
-//! `cargo test` draws `NUCLEUS_DRAWS` tokens per setting (default 100: upstream's top-p takes
-//! about 2 ms a draw here); `NUCLEUS_DRAWS=10000 cargo test --test nucleus` runs the full grid.
+//! `cargo test` draws `SAME_TOKENS_DRAWS` tokens per setting (default 100: upstream's top-p takes
+//! about 2 ms a draw here); `SAME_TOKENS_DRAWS=10000 cargo test --test same_tokens` runs the full grid.
 
 use candle::{DType, Device, Result, Tensor};
 use proptest::prelude::*;
@@ -11,9 +12,9 @@ use testbed::fixture::Fixture;
 use testbed::sampler::{Implementation, Sampling};
 
 fn draws() -> usize {
-    std::env::var("NUCLEUS_DRAWS")
+    std::env::var("SAME_TOKENS_DRAWS")
         .ok()
-        .map(|value| value.parse().expect("NUCLEUS_DRAWS: a number of draws"))
+        .map(|value| value.parse().expect("SAME_TOKENS_DRAWS: a number of draws"))
         .unwrap_or(100)
 }
 
@@ -68,6 +69,27 @@ fn top_k_then_top_p_samples_upstreams_tokens_on_real_logits() -> Result<()> {
             .enumerate()
         {
             let sampling = Sampling::TopKThenTopP { k, p, temperature };
+            same_tokens(&sampling, &logits, seed as u64, draws())?;
+        }
+    }
+    Ok(())
+}
+
+/// The speed patches change the draw (0007) and the probabilities (0008) of every variant that
+/// samples: `All` and `TopK` over the same temperatures, with k in {1, 40, the vocabulary}.
+#[test]
+fn all_and_top_k_sample_upstreams_tokens_on_real_logits() -> Result<()> {
+    let logits = Fixture::load()?.tensor(&Device::Cpu)?;
+    let vocab = logits.dim(0)?;
+    for (seed, temperature) in TEMPERATURES.into_iter().enumerate() {
+        same_tokens(
+            &Sampling::All { temperature },
+            &logits,
+            seed as u64,
+            draws(),
+        )?;
+        for k in [1, 40, vocab] {
+            let sampling = Sampling::TopK { k, temperature };
             same_tokens(&sampling, &logits, seed as u64, draws())?;
         }
     }
