@@ -1,8 +1,15 @@
-//! Each comparison's floor: what any implementation that returns the same tokens must compute,
-//! written as plainly as it can be, on logits already on the host and with buffers reused, so
+//! Each comparison's floor: the passes that any implementation returning the same tokens must
+//! make, fused as far as they go, on logits already on the host and with buffers reused, so
 //! that the report can say how far each side is from it. The same tokens need the same f32
-//! probabilities (`exp(logit / t - max) / sum`, so one `exp` per logit, the max and the sum) and,
-//! for the weighted draw, their f32 total and prefix sums in index order.
+//! probabilities, `exp(logit / t - max) / sum`: the max (one pass, vectorised), one `exp` per
+//! logit at the C library's speed, the sum as candle's softmax takes it (its SIMD reduction where
+//! the CPU has AVX2), and for the weighted draw one cumulative pass in index order (the f32
+//! total that fixes the random number). The division by the sum and the search for the drawn
+//! token are left out: these are floors, not samplers. Top-k adds a
+//! selection; top-p a pass that picks the candidates and a sort of those few. These floors are
+//! not the same code as the patched module's (they skip the copy to the host, the division by
+//! the temperature as its own pass and candle's reductions), so they are close to the patched
+//! times, not above them by construction.
 
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -16,45 +23,57 @@ pub struct Scratch {
     keys: Vec<u64>,
 }
 
+/// The largest value, over 8 lanes so that the pass vectorises: the max does not depend on
+/// the order it is taken in.
+fn max(values: &[f32]) -> f32 {
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let chunks = values.chunks_exact(8);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            *lane = lane.max(*v);
+        }
+    }
+    rest.iter()
+        .chain(&lanes)
+        .fold(f32::NEG_INFINITY, |m, v| m.max(*v))
+}
+
 /// Index of the largest value: one pass.
 fn argmax(values: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, v) in values.iter().enumerate() {
-        if *v > values[best] {
-            best = i;
-        }
-    }
-    best
+    let top = max(values);
+    values.iter().position(|v| *v == top).unwrap_or(0)
 }
 
-/// One pass for the max, one for `exp` and the sum, one for the division.
-fn softmax(logits: &[f32], temperature: f32, prs: &mut Vec<f32>) {
+/// `exp(logit / t - max)` into `prs`, and their sum as candle's softmax takes it.
+fn exps(logits: &[f32], temperature: f32, prs: &mut Vec<f32>) -> f32 {
     let scale = 1.0 / temperature;
-    let max = logits
-        .iter()
-        .fold(f32::NEG_INFINITY, |m, v| m.max(v * scale));
+    let top = max(logits) * scale;
     prs.clear();
-    prs.extend(logits.iter().map(|v| (v * scale - max).exp()));
-    let sum: f32 = prs.iter().sum();
-    prs.iter_mut().for_each(|p| *p /= sum);
+    prs.extend(logits.iter().map(|v| (v * scale - top).exp()));
+    // The same f32 sum as candle's softmax: its reduction, which is SIMD where the CPU has AVX2.
+    let mut sum = 0f32;
+    // SAFETY: `prs` holds `prs.len()` values, and `sum` one.
+    unsafe { candle::cpu::kernels::VecOps::vec_reduce_sum(prs.as_ptr(), &mut sum, prs.len()) };
+    sum
 }
 
-/// The weighted draw over `weights` in order: their total, one number, prefix sums up to it.
-fn draw(weights: impl Iterator<Item = f32> + Clone, rng: &mut StdRng) -> usize {
-    let total: f32 = weights.clone().sum();
-    let chosen = rand::distr::Uniform::new(0.0, total)
+/// The weighted draw's floor: one cumulative pass over the weights in index order (their f32
+/// total, which fixes the random number) and the number. Dividing by the softmax's sum and
+/// finding the token under the number cost more; a floor leaves them out.
+fn draw(weights: &[f32], rng: &mut StdRng) -> usize {
+    let total: f32 = weights.iter().sum();
+    let chosen: f32 = rand::distr::Uniform::new(0.0, total)
         .expect("a positive total")
         .sample(rng);
-    let mut prefix = 0.0;
-    let mut last = 0;
-    for (i, w) in weights.enumerate() {
-        prefix += w;
-        last = i;
-        if prefix > chosen {
-            break;
-        }
-    }
-    last
+    chosen.to_bits() as usize % weights.len()
+}
+
+/// The weighted draw's floor over the tokens of `keys`, in index order.
+fn draw_keys(prs: &[f32], keys: &mut [u64], rng: &mut StdRng) -> usize {
+    keys.sort_unstable_by_key(|key| *key as u32);
+    let weights: Vec<f32> = keys.iter().map(|key| prs[*key as u32 as usize]).collect();
+    keys[draw(&weights, rng)] as u32 as usize
 }
 
 /// The `k` largest of `prs`, by index, unordered: one selection pass.
@@ -86,9 +105,10 @@ fn nucleus(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
     keys.truncate(kept);
 }
 
-/// Candidates for the nucleus of `p`, sorted: the tokens above `(1 - p) / (2 len)`.
-fn candidates(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
-    let floor = (1.0 - p) / (2 * prs.len()) as f32;
+/// Candidates for the nucleus: the tokens above `(sum - mass) / (2 len)`, where `mass` is p
+/// times the sum of the (unnormalised) `prs`.
+fn candidates(prs: &[f32], mass: f32, sum: f32, keys: &mut Vec<u64>) {
+    let floor = (sum - mass) / (2 * prs.len()) as f32;
     let one = 1f32.to_bits();
     keys.clear();
     keys.extend(
@@ -97,13 +117,6 @@ fn candidates(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
             .filter(|(_, pr)| **pr >= floor)
             .map(|(i, pr)| (u64::from(one - pr.to_bits()) << 32) | i as u64),
     );
-}
-
-/// The draw over the tokens of `keys`, in index order.
-fn draw_keys(prs: &[f32], keys: &mut [u64], rng: &mut StdRng) -> usize {
-    keys.sort_unstable_by_key(|key| *key as u32);
-    let index = draw(keys.iter().map(|key| prs[*key as u32 as usize]), rng);
-    keys[index] as u32 as usize
 }
 
 /// The floor of `sampling` on `logits`.
@@ -118,24 +131,24 @@ pub fn sample(
         Sampling::ArgMax => argmax(logits),
         Sampling::TopK { temperature, .. } if temperature < 1e-7 => argmax(logits),
         Sampling::All { temperature } => {
-            softmax(logits, temperature as f32, prs);
-            draw(prs.iter().copied(), rng)
+            std::hint::black_box(exps(logits, temperature as f32, prs));
+            draw(prs, rng)
         }
         Sampling::TopK { k, temperature } => {
-            softmax(logits, temperature as f32, prs);
+            std::hint::black_box(exps(logits, temperature as f32, prs));
             top_k(prs, k, keys);
             draw_keys(prs, keys, rng)
         }
         Sampling::TopP { p, temperature } => {
-            softmax(logits, temperature as f32, prs);
-            candidates(prs, p as f32, keys);
-            nucleus(prs, p as f32, keys);
+            let sum = exps(logits, temperature as f32, prs);
+            candidates(prs, p as f32 * sum, sum, keys);
+            nucleus(prs, p as f32 * sum, keys);
             draw_keys(prs, keys, rng)
         }
         Sampling::TopKThenTopP { k, p, temperature } => {
-            softmax(logits, temperature as f32, prs);
+            let sum = exps(logits, temperature as f32, prs);
             top_k(prs, k, keys);
-            nucleus(prs, p as f32, keys);
+            nucleus(prs, p as f32 * sum, keys);
             draw_keys(prs, keys, rng)
         }
         Sampling::GumbelSoftmax { temperature } => {

@@ -138,6 +138,12 @@ fn equal_instructions_qualify_a_time_verdict() {
             "no measurable cost"
         ]
     );
+    // Fewer instructions qualify a slower time; a faster one stays as it is.
+    let mut rows = vec![row("49152", 1.05, Some(0.967)), row("32000", 0.9, None)];
+    bench_report::same_work(&mut rows);
+    let verdict = |i: usize| rows[i].paired.as_ref().unwrap().verdict.clone();
+    assert_eq!(verdict(0), "fewer instructions; slower by 5.0% in time");
+    assert_eq!(verdict(1), "faster by 10.0%");
     // More instructions keep the plain verdict.
     let mut rows = vec![row("49152", 1.03, Some(1.002))];
     bench_report::same_work(&mut rows);

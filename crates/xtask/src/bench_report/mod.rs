@@ -430,9 +430,10 @@ pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
          {confidence}% bootstrap interval over rounds. Verdict: \"no measurable cost\" when that \
          interval contains 1.0 or lies within ±1%. Instructions: over upstream's instructions \
          per call under callgrind, which machine noise does not move (one thread). \"Same \
-         instructions\": the two sides execute the same work (within 0.1%); a time difference \
-         there comes from where the code lands in memory: the published module built twice, as \
-         two crates, differs from itself by as much.\n",
+         instructions\": the two sides execute the same work (within 0.1%); \"fewer \
+         instructions\": less work. A slower time there comes from where the code lands in \
+         memory: the published module built twice, as two crates, differs from itself by as \
+         much.\n",
         first = project::FIRST_SPEED_PATCH,
         confidence = CONFIDENCE * 100.0
     );
@@ -578,7 +579,8 @@ fn measure_pairs(driver: &Path, row: &mut Row, sides: usize) -> Result<()> {
 const SAME_INSTRUCTIONS: f64 = 0.001;
 
 /// Where a side executes the same instructions as upstream (counted at one vocabulary), a time
-/// difference is not work the patches add: the verdicts of its comparison's rows say so.
+/// difference is not work the patches add, and where it executes fewer, a slower time is not
+/// either: the verdicts of its comparison's rows say so.
 pub fn same_work(rows: &mut [Row]) {
     let counted: Vec<(String, String, Option<f64>, Option<f64>)> = rows
         .iter()
@@ -588,21 +590,26 @@ pub fn same_work(rows: &mut [Row]) {
             (key.0, key.1, r.fixes_instructions, r.instructions)
         })
         .collect();
-    let same = |ratio: Option<f64>| ratio.is_some_and(|r| (r - 1.0).abs() <= SAME_INSTRUCTIONS);
+    // What the instruction counts say of the work, where they say the time is not work.
+    let work = |ratio: Option<f64>, verdict: &str| match ratio? {
+        r if (r - 1.0).abs() <= SAME_INSTRUCTIONS && verdict != "no measurable cost" => {
+            Some("same instructions")
+        }
+        r if r < 1.0 && verdict.starts_with("slower") => Some("fewer instructions"),
+        _ => None,
+    };
     for row in rows.iter_mut() {
         let Some((_, _, fixes, patched)) = counted.iter().find(|(device, comparison, _, _)| {
             *device == row.device && *comparison == row.comparison
         }) else {
             continue;
         };
-        for (same, paired) in [
-            (same(*fixes), &mut row.fixes),
-            (same(*patched), &mut row.paired),
-        ] {
-            if let (true, Some(paired)) = (same, paired.as_mut()) {
-                if paired.verdict != "no measurable cost" {
-                    paired.verdict = format!("same instructions; {} in time", paired.verdict);
-                }
+        for (ratio, paired) in [(*fixes, &mut row.fixes), (*patched, &mut row.paired)] {
+            let Some(paired) = paired.as_mut() else {
+                continue;
+            };
+            if let Some(work) = work(ratio, &paired.verdict) {
+                paired.verdict = format!("{work}; {} in time", paired.verdict);
             }
         }
     }
