@@ -33,9 +33,10 @@ pub enum Sampling {
     },
     /// The largest `logits / temperature` plus Gumbel noise, a draw from their softmax. On the
     /// CPU the noise comes from the processor's seeded generator, so equal seeds give equal
-    /// tokens. On other devices it stays on the device: the processor seeds the device's
-    /// generator with its own seed at its first draw there, which makes a run reproducible as
-    /// long as nothing else draws from that generator in between.
+    /// tokens on one platform (the noise goes through the C library's `logf`). On other devices
+    /// it stays on the device: the processor seeds the device's generator with its own seed at
+    /// its first draw there, which makes a run reproducible as long as nothing else draws from
+    /// that generator in between.
     GumbelSoftmax {
         temperature: f64,
     },
