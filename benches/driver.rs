@@ -4,8 +4,9 @@
 //!   for callgrind to count instructions; two runs with different `calls` give one call's count.
 //! - `bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]` times `calls` calls of
 //!   each side back to back, rotating which goes first, and prints one line per round:
-//!   `<upstream ns> <fixes ns> <patched ns>`, the sides of `benches::SIDES`. On a noisy machine the ratio of two separate measurements
-//!   drifts by more than the effects looked for; the ratio within a round does not.
+//!   `<upstream ns> <fixes ns> <patched ns>`, the sides of `benches::SIDES`. On a noisy machine
+//!   the ratio of two separate measurements drifts by more than the effects looked for; the
+//!   ratio within a round does not.
 //! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
 
 use std::process::ExitCode;

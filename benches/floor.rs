@@ -1,15 +1,12 @@
 //! Each comparison's floor: the passes that any implementation returning the same tokens must
-//! make, fused as far as they go, on logits already on the host and with buffers reused, so
-//! that the report can say how far each side is from it. The same tokens need the same f32
-//! probabilities, `exp(logit / t - max) / sum`: the max (one pass, vectorised), one `exp` per
-//! logit at the C library's speed, the sum as candle's softmax takes it (its SIMD reduction where
-//! the CPU has AVX2), and for the weighted draw one cumulative pass in index order (the f32
-//! total that fixes the random number). The division by the sum and the search for the drawn
-//! token are left out: these are floors, not samplers. Top-k adds a
-//! selection; top-p a pass that picks the candidates and a sort of those few. These floors are
-//! not the same code as the patched module's (they skip the copy to the host, the division by
-//! the temperature as its own pass and candle's reductions), so they are close to the patched
-//! times, not above them by construction.
+//! make, on logits already on the host and with buffers reused, so that the report can say how
+//! far each side is from it. The same tokens need the same f32 probabilities,
+//! `exp(logit / t - max) / sum`: the max (one pass, vectorised), one `exp` per logit at the C
+//! library's speed, and the sum as candle's softmax takes it (its SIMD reduction where the CPU
+//! has AVX2); the weighted draw needs one cumulative pass in index order, the f32 total that
+//! fixes the random number. Top-k adds a selection, top-p a pass that picks the candidates and a
+//! sort of those few. The division by the sum and the search for the drawn token are left out:
+//! these are floors, not samplers.
 
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -21,6 +18,17 @@ use testbed::sampler::Sampling;
 pub struct Scratch {
     prs: Vec<f32>,
     keys: Vec<u64>,
+    weights: Vec<f32>,
+}
+
+/// A token's sort key: ascending keys are descending probabilities (`p` in [0, 1], whose bits
+/// are in its order), ties in index order.
+fn key(token: usize, p: f32) -> u64 {
+    (u64::from(1f32.to_bits() - p.to_bits()) << 32) | token as u64
+}
+
+fn token(key: u64) -> usize {
+    key as u32 as usize
 }
 
 /// The largest value, over 8 lanes so that the pass vectorises: the max does not depend on
@@ -70,21 +78,17 @@ fn draw(weights: &[f32], rng: &mut StdRng) -> usize {
 }
 
 /// The weighted draw's floor over the tokens of `keys`, in index order.
-fn draw_keys(prs: &[f32], keys: &mut [u64], rng: &mut StdRng) -> usize {
-    keys.sort_unstable_by_key(|key| *key as u32);
-    let weights: Vec<f32> = keys.iter().map(|key| prs[*key as u32 as usize]).collect();
-    keys[draw(&weights, rng)] as u32 as usize
+fn draw_keys(prs: &[f32], keys: &mut [u64], weights: &mut Vec<f32>, rng: &mut StdRng) -> usize {
+    keys.sort_unstable_by_key(|key| token(*key));
+    weights.clear();
+    weights.extend(keys.iter().map(|key| prs[token(*key)]));
+    token(keys[draw(weights, rng)])
 }
 
-/// The `k` largest of `prs`, by index, unordered: one selection pass.
+/// The `k` largest of `prs`, unordered: one selection pass.
 fn top_k(prs: &[f32], k: usize, keys: &mut Vec<u64>) {
     keys.clear();
-    let one = 1f32.to_bits();
-    keys.extend(
-        prs.iter()
-            .enumerate()
-            .map(|(i, p)| (u64::from(one - p.to_bits()) << 32) | i as u64),
-    );
+    keys.extend(prs.iter().enumerate().map(|(i, p)| key(i, *p)));
     if k < keys.len() {
         keys.select_nth_unstable(k);
         keys.truncate(k);
@@ -98,7 +102,7 @@ fn nucleus(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
     let kept = keys
         .iter()
         .position(|key| {
-            cumsum += prs[*key as u32 as usize];
+            cumsum += prs[token(*key)];
             cumsum >= p
         })
         .map_or(keys.len(), |n| n + 1);
@@ -109,13 +113,12 @@ fn nucleus(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
 /// times the sum of the (unnormalised) `prs`.
 fn candidates(prs: &[f32], mass: f32, sum: f32, keys: &mut Vec<u64>) {
     let floor = (sum - mass) / (2 * prs.len()) as f32;
-    let one = 1f32.to_bits();
     keys.clear();
     keys.extend(
         prs.iter()
             .enumerate()
-            .filter(|(_, pr)| **pr >= floor)
-            .map(|(i, pr)| (u64::from(one - pr.to_bits()) << 32) | i as u64),
+            .filter(|(_, p)| **p >= floor)
+            .map(|(i, p)| key(i, *p)),
     );
 }
 
@@ -126,10 +129,9 @@ pub fn sample(
     scratch: &mut Scratch,
     rng: &mut StdRng,
 ) -> usize {
-    let Scratch { prs, keys } = scratch;
+    let Scratch { prs, keys, weights } = scratch;
     match *sampling {
         Sampling::ArgMax => argmax(logits),
-        Sampling::TopK { temperature, .. } if temperature < 1e-7 => argmax(logits),
         Sampling::All { temperature } => {
             std::hint::black_box(exps(logits, temperature as f32, prs));
             draw(prs, rng)
@@ -137,19 +139,19 @@ pub fn sample(
         Sampling::TopK { k, temperature } => {
             std::hint::black_box(exps(logits, temperature as f32, prs));
             top_k(prs, k, keys);
-            draw_keys(prs, keys, rng)
+            draw_keys(prs, keys, weights, rng)
         }
         Sampling::TopP { p, temperature } => {
             let sum = exps(logits, temperature as f32, prs);
             candidates(prs, p as f32 * sum, sum, keys);
             nucleus(prs, p as f32 * sum, keys);
-            draw_keys(prs, keys, rng)
+            draw_keys(prs, keys, weights, rng)
         }
         Sampling::TopKThenTopP { k, p, temperature } => {
             let sum = exps(logits, temperature as f32, prs);
             top_k(prs, k, keys);
             nucleus(prs, p as f32 * sum, keys);
-            draw_keys(prs, keys, rng)
+            draw_keys(prs, keys, weights, rng)
         }
         Sampling::GumbelSoftmax { temperature } => {
             // Its own stream: at least one generator draw per logit and one pass; the
@@ -157,9 +159,9 @@ pub fn sample(
             let mut best = (0, f32::NEG_INFINITY);
             for (i, v) in logits.iter().enumerate() {
                 let u: f32 = rng.sample(rand::distr::Open01);
-                let key = v / temperature as f32 + u;
-                if key > best.1 {
-                    best = (i, key);
+                let noisy = v / temperature as f32 + u;
+                if noisy > best.1 {
+                    best = (i, noisy);
                 }
             }
             best.0

@@ -152,6 +152,11 @@ pub enum Processor {
 }
 
 impl Processor {
+    /// `draws` tokens, one `sample` call each.
+    pub fn stream(&mut self, logits: &Tensor, draws: usize) -> Result<Vec<u32>> {
+        (0..draws).map(|_| self.sample(logits)).collect()
+    }
+
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
         match self {
             Processor::Upstream(processor) => processor.sample(logits),

@@ -7,10 +7,6 @@ use candle::{Device, Result};
 use testbed::fixture::Fixture;
 use testbed::sampler::{Implementation, Patched, Processor, Sampling, Upstream};
 
-fn stream(mut processor: Processor, logits: &candle::Tensor, draws: usize) -> Result<Vec<u32>> {
-    (0..draws).map(|_| processor.sample(logits)).collect()
-}
-
 /// Draws at temperatures from 1e-7 (the smallest sampled from) to 2.0 (where the most likely
 /// token has 4%). The series leaves these paths' arithmetic as it was, so any difference would
 /// show within the first few draws; these are enough to exercise the generator over many
@@ -27,8 +23,8 @@ fn same_stream(
     let fixture = Fixture::load()?;
     let logits = fixture.tensor(&Device::Cpu)?;
     for (temperature, draws) in draws {
-        let upstream = stream(build(Upstream, temperature), &logits, draws)?;
-        let patched = stream(build(Patched, temperature), &logits, draws)?;
+        let upstream = build(Upstream, temperature).stream(&logits, draws)?;
+        let patched = build(Patched, temperature).stream(&logits, draws)?;
         assert_eq!(upstream, patched, "temperature {temperature}");
         if temperature == 2.0 {
             let distinct: std::collections::BTreeSet<_> = patched.iter().collect();
@@ -98,7 +94,9 @@ fn gumbel_stream(
     draws: usize,
 ) -> Result<Vec<u32>> {
     let sampling = Sampling::GumbelSoftmax { temperature: 1.0 };
-    stream(implementation.from_sampling(seed, &sampling), logits, draws)
+    implementation
+        .from_sampling(seed, &sampling)
+        .stream(logits, draws)
 }
 
 /// Upstream's GumbelSoftmax takes its noise from candle's CPU generator, which cannot be

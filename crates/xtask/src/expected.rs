@@ -19,14 +19,8 @@ pub fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid>
     scratch.tree_of_crates(&crates)
 }
 
-/// The published crates with every patch applied in order, one `[PATCH]` line each on stderr.
-/// A patch that touches a file outside every pinned crate fails, naming the file.
-pub fn patched_tree(scratch: &Scratch, published: &[Published], patches: &[Patch]) -> Result<Oid> {
-    let trees = patched_trees(scratch, published, patches)?;
-    Ok(*trees.last().expect("the published tree comes first"))
-}
-
-/// The published crates' tree, then the tree after each patch in order.
+/// The published crates' tree, then the tree after each patch in order, one `[PATCH]` line each
+/// on stderr. A patch that touches a file outside every pinned crate fails, naming the file.
 fn patched_trees(
     scratch: &Scratch,
     published: &[Published],

@@ -135,15 +135,14 @@ pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
-            let numbers: Vec<f64> = line
+            let numbers: Option<Vec<f64>> = line
                 .split_whitespace()
-                .filter_map(|n| n.parse().ok())
-                .filter(|n| *n > 0.0)
+                .map(|n| n.parse().ok().filter(|n: &f64| *n > 0.0))
                 .collect();
-            if numbers.len() != sides || line.split_whitespace().count() != sides {
-                bail!("`{line}` is not {sides} times in nanoseconds");
+            match numbers {
+                Some(numbers) if numbers.len() == sides => Ok(numbers),
+                _ => bail!("`{line}` is not {sides} times in nanoseconds"),
             }
-            Ok(numbers)
         })
         .collect()
 }
@@ -462,7 +461,7 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         measure_pairs(&driver, row, provenance.settings.sides.len())?;
     }
     if callgrind {
-        count_instructions(layout, &driver, &mut rows)?;
+        count_instructions(layout, &driver, &provenance.settings.sides, &mut rows)?;
         same_work(&mut rows);
     }
     let profile: Vec<(String, f64)> = measurements
@@ -582,13 +581,11 @@ const SAME_INSTRUCTIONS: f64 = 0.001;
 /// difference is not work the patches add, and where it executes fewer, a slower time is not
 /// either: the verdicts of its comparison's rows say so.
 pub fn same_work(rows: &mut [Row]) {
-    let counted: Vec<(String, String, Option<f64>, Option<f64>)> = rows
+    // Each comparison's counts, from the row that has them.
+    let counted: Vec<Row> = rows
         .iter()
         .filter(|r| r.instructions.is_some() || r.fixes_instructions.is_some())
-        .map(|r| {
-            let key = (r.device.clone(), r.comparison.clone());
-            (key.0, key.1, r.fixes_instructions, r.instructions)
-        })
+        .cloned()
         .collect();
     // What the instruction counts say of the work, where they say the time is not work.
     let work = |ratio: Option<f64>, verdict: &str| match ratio? {
@@ -599,12 +596,16 @@ pub fn same_work(rows: &mut [Row]) {
         _ => None,
     };
     for row in rows.iter_mut() {
-        let Some((_, _, fixes, patched)) = counted.iter().find(|(device, comparison, _, _)| {
-            *device == row.device && *comparison == row.comparison
-        }) else {
+        let Some(counts) = counted
+            .iter()
+            .find(|c| c.device == row.device && c.comparison == row.comparison)
+        else {
             continue;
         };
-        for (ratio, paired) in [(*fixes, &mut row.fixes), (*patched, &mut row.paired)] {
+        for (ratio, paired) in [
+            (counts.fixes_instructions, &mut row.fixes),
+            (counts.instructions, &mut row.paired),
+        ] {
             let Some(paired) = paired.as_mut() else {
                 continue;
             };
@@ -617,7 +618,12 @@ pub fn same_work(rows: &mut [Row]) {
 
 /// Fills `instructions` for the CPU rows at 49152 tokens: each side's loop runs under callgrind
 /// once per count of `COUNTED_CALLS`, so that the setup cancels out.
-fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Result<()> {
+fn count_instructions(
+    layout: &Layout,
+    driver: &Path,
+    sides: &[String],
+    rows: &mut [Row],
+) -> Result<()> {
     let out = layout.target().join("callgrind");
     std::fs::create_dir_all(&out)?;
     for row in rows
@@ -625,7 +631,7 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
         .filter(|r| r.device == "cpu" && r.vocab == "49152")
     {
         let mut per_call = BTreeMap::new();
-        for side in ["upstream", "fixes", "patched"] {
+        for side in sides.iter().map(String::as_str) {
             let mut totals = Vec::new();
             for calls in COUNTED_CALLS {
                 let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
@@ -650,7 +656,7 @@ fn count_instructions(layout: &Layout, driver: &Path, rows: &mut [Row]) -> Resul
             per_call.insert(side, (totals[1] - totals[0]) as f64 / extra_calls as f64);
         }
         row.instructions = Some(per_call["patched"] / per_call["upstream"]);
-        row.fixes_instructions = Some(per_call["fixes"] / per_call["upstream"]);
+        row.fixes_instructions = per_call.get("fixes").map(|f| f / per_call["upstream"]);
         eprintln!(
             "callgrind {}: {per_call:?} instructions per call",
             row.comparison
