@@ -1,15 +1,6 @@
 use candle::{Result, Tensor};
 
-/// The bounds of the uniform `u` behind the Gumbel noise `-ln(-ln(u))`: the open interval
-/// (0, 1) at f32 resolution. No backend draws 0 or 1 (the CPU draws in `[lo, up)`, CUDA in
-/// `(lo, up]`), so the noise is finite, and its tails are cut off only beyond about -4.5 and
-/// 16, where they hold about 1e-7 of its mass.
-const GUMBEL_UNIFORM_BOUNDS: (f64, f64) =
-    (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
-
-/// Sample according to the Gumbel-Softmax distribution: the index of the largest
-/// `logits / temperature + g` along `dim`, with `g` Gumbel noise from the device's generator,
-/// which is a draw from `softmax(logits / temperature)`.
+/// Sample according to the Gumbel-Softmax distribution.
 pub fn gumbel_softmax<D: candle::shape::Dim>(
     logits: &Tensor,
     temperature: f64,
@@ -20,7 +11,10 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        let (lo, up) = GUMBEL_UNIFORM_BOUNDS;
+        // `u` from the open interval (0, 1) at f32 resolution, so that the noise -ln(-ln(u))
+        // is finite and cut off only where its tails hold about 6e-8 of its mass: the CPU draws
+        // from [lo, up), CUDA from (lo, up] and Metal from [lo, up], all within (0, 1).
+        let (lo, up) = (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
         let minus_g = logits.rand_like(lo, up)?.log()?.neg()?.log()?;
         if temperature == 1.0 {
             let sampled = (logits - minus_g)?.argmax(dim)?;

@@ -10,14 +10,16 @@ use crate::cases::Build;
 use crate::sampler::{self, Implementation, Outcome, Patched};
 
 /// How every error of the patched sampler begins; any other error is a finding.
-pub const OUR_ERRORS: [&str; 7] = [
-    "temperature must be ",
+pub const OUR_ERRORS: [&str; 9] = [
+    "temperature must be a number",
     "top-p must be a number",
     "logits contain ",
     "all ",
     "logits are empty",
     "logits must be one value per token",
-    "logits / temperature overflow f32",
+    "logits divided by the temperature",
+    "logit ",
+    "cannot sample from the probabilities after the closure",
 ];
 
 /// Temperatures and top-p values worth trying, picked by one byte when a flag says so; the

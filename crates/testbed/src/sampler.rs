@@ -158,13 +158,18 @@ impl Processor {
     }
 
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
+        self.sample_f(logits, |_| {})
+    }
+
+    /// `sample_f`: `f` changes the probabilities before the draw.
+    pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         match self {
-            Processor::Upstream(processor) => processor.sample(logits),
-            Processor::Patched(processor) => processor.sample(logits),
+            Processor::Upstream(processor) => processor.sample_f(logits, f),
+            Processor::Patched(processor) => processor.sample_f(logits, f),
             #[cfg(feature = "bench-copy")]
-            Processor::PatchedCopy(processor) => processor.sample(logits),
+            Processor::PatchedCopy(processor) => processor.sample_f(logits, f),
             #[cfg(feature = "bench-copy")]
-            Processor::FixesCopy(processor) => processor.sample(logits),
+            Processor::FixesCopy(processor) => processor.sample_f(logits, f),
         }
     }
 }

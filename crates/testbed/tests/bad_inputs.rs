@@ -62,6 +62,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
     })?;
     let nan_later = edited(fixture, |v| v[30_000] = f32::NAN)?;
     let plus_inf = edited(fixture, |v| v[500] = f32::INFINITY)?;
+    let plus_inf_gumbel = plus_inf.clone();
     let masked = edited(fixture, |v| v.fill(f32::NEG_INFINITY))?;
     let masked_half = edited(fixture, |v| v[..24_576].fill(f32::NEG_INFINITY))?;
     let huge = edited(fixture, |v| v.iter_mut().for_each(|x| *x *= 1e32))?;
@@ -114,8 +115,9 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
                 k: 40,
                 temperature: f64::INFINITY,
             }),
+            // 1 / inf is 0: every logit is 0, and the draw is uniform, as the limit says.
             upstream: Expect::NotToken(GREEDY),
-            patched: Expect::Error("temperature must be at most f32::MAX, got inf"),
+            patched: Expect::NotToken(GREEDY),
         },
         Row {
             // 1 / 1e46 rounds to zero in f32: -inf * 0 is NaN.
@@ -123,7 +125,9 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: masked_half.clone(),
             build: sample(Sampling::All { temperature: 1e46 }),
             upstream: Expect::Error(RAND_INVALID_WEIGHT),
-            patched: Expect::Error("temperature must be at most f32::MAX, got 1e46"),
+            patched: Expect::Error(
+                "logits divided by the temperature 1e46 hold 24576 NaN or +inf values out of 49152",
+            ),
         },
         Row {
             label: "-inf temperature",
@@ -146,7 +150,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: nan_first,
             build: sample(Sampling::GumbelSoftmax { temperature: t }),
             upstream: Expect::Token(0),
-            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+            patched: Expect::Error("logit 0 is NaN: no token can be sampled"),
         },
         Row {
             label: "3 NaN, All",
@@ -173,7 +177,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: nan_later.clone(),
             build: sample(Sampling::GumbelSoftmax { temperature: t }),
             upstream: Expect::NotToken(30_000),
-            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+            patched: Expect::Error("logit 30000 is NaN: no token can be sampled"),
         },
         Row {
             // Documented: ArgMax reads only the logit it picks, and argmax skips a later NaN.
@@ -238,7 +242,9 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: huge,
             build: sample(Sampling::All { temperature: 1e-6 }),
             upstream: Expect::Error(RAND_INVALID_WEIGHT),
-            patched: Expect::Error("logits / temperature overflow f32 at temperature 0.000001"),
+            patched: Expect::Error(
+                "logits divided by the temperature 1e-6 hold 48409 NaN or +inf values out of 49152",
+            ),
         },
         Row {
             label: "TopK k = 0",
@@ -283,7 +289,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             patched: Expect::Error("top-p must be a number, got NaN"),
         },
         Row {
-            // 1e-50 is 0 in f32: top-p is disabled rather than every token clamped.
+            // 1e-50 is 0 in f32: top-p is off rather than every token clamped.
             label: "top-p 1e-50",
             logits: real.clone(),
             build: sample(Sampling::TopP {
@@ -294,7 +300,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             patched: Expect::Token(GREEDY),
         },
         Row {
-            // Documented: p outside (0, 1) disables top-p, as it did.
+            // Documented: p outside (0, 1) turns top-p off, as it did.
             label: "top-p 1.5",
             logits: real.clone(),
             build: sample(Sampling::TopP {
@@ -303,6 +309,15 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             }),
             upstream: Expect::Token(GREEDY),
             patched: Expect::Token(GREEDY),
+        },
+        Row {
+            label: "+inf logit, GumbelSoftmax",
+            logits: plus_inf_gumbel,
+            build: sample(Sampling::GumbelSoftmax { temperature: t }),
+            upstream: Expect::Token(500),
+            patched: Expect::Error(
+                "logit 500 is inf, which divided by the temperature 8e-1 is +inf",
+            ),
         },
         Row {
             label: "empty logits, All",
@@ -388,6 +403,57 @@ fn top_k_zero_samples_like_all() -> Result<()> {
     let mut all = Patched.from_sampling(42, &Sampling::All { temperature: 2.0 });
     for _ in 0..1000 {
         assert_eq!(top_k.sample(&logits)?, all.sample(&logits)?);
+    }
+    Ok(())
+}
+
+/// Probabilities that `sample_f`'s closure makes sum to infinity: rand's `WeightedIndex::new`
+/// panics on them wherever upstream draws from them all; the patched sampler says what they hold.
+/// (Upstream's top-p keeps only the first of two `f32::MAX`, and draws fine.)
+#[test]
+fn closures_whose_probabilities_sum_to_infinity() -> Result<()> {
+    let logits = Fixture::load()?.tensor(&Device::Cpu)?;
+    let t = 0.8;
+    let all = Sampling::All { temperature: t };
+    let top_k = Sampling::TopK {
+        k: 40,
+        temperature: t,
+    };
+    let top_p = Sampling::TopKThenTopP {
+        k: 49152,
+        p: 0.9,
+        temperature: t,
+    };
+    let edits: [(&str, fn(&mut [f32]), Vec<Sampling>); 2] = [
+        (
+            "one +inf",
+            |prs| prs[GREEDY as usize] = f32::INFINITY,
+            vec![all.clone(), top_k.clone(), top_p],
+        ),
+        (
+            "two f32::MAX",
+            |prs| prs[..2].fill(f32::MAX),
+            vec![all, top_k],
+        ),
+    ];
+    let expected = "cannot sample from the probabilities after the closure of `sample_f`: 0 NaN \
+                    and 0 negative values out of 49152, summing to inf";
+    for (label, edit, samplings) in edits {
+        for sampling in samplings {
+            let mut upstream = Upstream.from_sampling(42, &sampling);
+            let outcome = Outcome::of(|| upstream.sample_f(&logits, edit));
+            assert!(
+                matches!(&outcome, Outcome::Panic(message) if message.contains("NonFinite")),
+                "{label}, {sampling:?}: upstream {outcome:?}"
+            );
+            let mut patched = Patched.from_sampling(42, &sampling);
+            let outcome = Outcome::of(|| patched.sample_f(&logits, edit));
+            assert_eq!(
+                outcome,
+                Outcome::Error(expected.to_string()),
+                "{label}, {sampling:?}"
+            );
+        }
     }
     Ok(())
 }

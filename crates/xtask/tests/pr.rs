@@ -66,7 +66,17 @@ fn candle() -> Result<(TempDir, Repository)> {
 fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
     let patches = stack_patches()?;
     let branches = pr::branch_names("", &patches)?;
-    pr::prepare(repo, &[published()?], &patches, base, &branches, force)
+    // The second patch changes the line the first wrote.
+    let builds_on = [("0002".to_string(), "0001".to_string())].into();
+    pr::prepare(
+        repo,
+        &[published()?],
+        &patches,
+        base,
+        &branches,
+        &builds_on,
+        force,
+    )
 }
 
 fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
@@ -563,7 +573,15 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
     // The subset makes its own stack: both stand on the base.
     let (_temp, repo) = candle()?;
     let branches = pr::branch_names("", &picked)?;
-    let prepared = pr::prepare(&repo, &[published()?], &picked, "main", &branches, false)?;
+    let prepared = pr::prepare(
+        &repo,
+        &[published()?],
+        &picked,
+        "main",
+        &branches,
+        &Default::default(),
+        false,
+    )?;
     let parents: Vec<Parent> = prepared.stack.entries.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [Parent::Base, Parent::Base]);
     // The second patch alone has nothing to stand on.
@@ -576,6 +594,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             &second,
             "main",
             &pr::branch_names("x/", &second)?,
+            &Default::default(),
             false
         )
         .unwrap_err()

@@ -18,6 +18,7 @@ pub fn prepare(
     patches: &[Patch],
     base_name: &str,
     branches: &[String],
+    builds_on: &std::collections::BTreeMap<String, String>,
     force_branch: bool,
 ) -> Result<Prepared> {
     let clone = git::show(repo);
@@ -40,7 +41,7 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack = stack::build(repo, base, patches, branches).with_context(|| {
+    let stack = stack::build(repo, base, patches, branches, builds_on).with_context(|| {
         format!(
             "on `{base_name}` ({}); {clone} is as it was",
             short(&base.to_string())

@@ -162,6 +162,8 @@ pub struct Series {
     pub patches: Vec<Patch>,
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
+    /// What each patch builds on, from `patches/stack.toml`.
+    pub builds_on: std::collections::BTreeMap<String, String>,
 }
 
 impl Series {
@@ -177,10 +179,12 @@ impl Series {
             .map(|p| notes::load(&layout.patches(), p))
             .collect::<Result<Vec<_>>>()?;
         let branches = branch_names(&options.prefix, &patches)?;
+        let builds_on = stack::builds_on(&layout.patches())?;
         Ok(Series {
             patches,
             notes,
             branches,
+            builds_on,
         })
     }
 }
@@ -208,6 +212,7 @@ impl Made {
             &series.patches,
             &options.base,
             &series.branches,
+            &series.builds_on,
             options.force_branch,
         )?;
         Ok(Made {
@@ -223,7 +228,13 @@ impl Made {
     fn on_published(published: &[Published], series: &Series) -> Result<Made> {
         let repo = trees::Scratch::new()?.repo;
         let base = published_commit(&repo, published)?;
-        let stack = stack::build(&repo, base, &series.patches, &series.branches)?;
+        let stack = stack::build(
+            &repo,
+            base,
+            &series.patches,
+            &series.branches,
+            &series.builds_on,
+        )?;
         Ok(Made {
             repo,
             stack,
