@@ -1,3 +1,7 @@
 mod benchmarks;
 
-criterion::criterion_main!(benchmarks::sampling::benches, benchmarks::sampling::profile);
+criterion::criterion_main!(
+    benchmarks::sampling::benches,
+    benchmarks::sampling::profile,
+    benchmarks::sampling::decode
+);

@@ -7,6 +7,9 @@
 //!   `<upstream ns> <fixes ns> <patched ns>`, the sides of `benches::SIDES`. On a noisy machine
 //!   the ratio of two separate measurements drifts by more than the effects looked for; the
 //!   ratio within a round does not.
+//! - `bench-driver decode <group> <rounds> <tokens>` generates `tokens` tokens with SmolLM2 once
+//!   per side and round, rotating which side goes first, and prints one line per round: each
+//!   side's decode time and the part of it in `sample`, in nanoseconds (`benches::decode`).
 //! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
 
 use std::process::ExitCode;
@@ -29,6 +32,7 @@ fn main() -> ExitCode {
 const USAGE: &str =
     "usage: bench-driver count <upstream|fixes|patched> <group> <vocab> <calls>\n       \
                      bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]\n       \
+                     bench-driver decode <group> <rounds> <tokens>\n       \
                      bench-driver settings";
 
 fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
@@ -78,6 +82,40 @@ fn run() -> Result<(), String> {
             }
             Ok(())
         }
+        [mode, group, rounds, tokens] if mode == "decode" => {
+            let Some(mut decode) =
+                benches::decode::DecodeLoop::load().map_err(|e| e.to_string())?
+            else {
+                return Err(benches::decode::NEEDS_THE_MODEL.to_string());
+            };
+            let tokens: usize = number("tokens", tokens)?;
+            let mut sides = SIDES
+                .iter()
+                .map(|(side, _)| processor(side, group))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut generate = |side: usize| {
+                decode
+                    .generate(&mut sides[side], tokens)
+                    .map_err(|e| format!("{e:#}"))
+            };
+            for side in 0..SIDES.len() {
+                generate(side)?;
+            }
+            for round in 0..number::<usize>("rounds", rounds)? {
+                let mut times = vec![String::new(); SIDES.len()];
+                for offset in 0..SIDES.len() {
+                    let side = (round + offset) % SIDES.len();
+                    let generation = generate(side)?;
+                    times[side] = format!(
+                        "{} {}",
+                        generation.total.as_nanos(),
+                        generation.sampler.as_nanos()
+                    );
+                }
+                println!("{}", times.join(" "));
+            }
+            Ok(())
+        }
         [mode] if mode == "settings" => {
             let settings = serde_json::json!({
                 "model": testbed::model::FILE_NAME,
@@ -85,6 +123,8 @@ fn run() -> Result<(), String> {
                 "seed": benches::SEED,
                 "temperature": benches::TEMPERATURE,
                 "sides": SIDES.iter().map(|(side, _)| *side).collect::<Vec<_>>(),
+                "decode_tokens": benches::decode::TOKENS,
+                "model_on_disk": testbed::model::find().is_some(),
             });
             println!("{settings}");
             Ok(())

@@ -11,6 +11,7 @@ use testbed::sampler::{Implementation, Processor, Sampling};
 /// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
 pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
 
+pub mod decode;
 pub mod floor;
 
 /// The sides of every comparison: the published module, the series' fixes alone and the whole

@@ -2,6 +2,7 @@
 //! comparison (each variant, and temperature 0), each at every vocabulary size, with the same
 //! seed, and on the CPU the comparison's floor (`benches::floor`).
 
+use benches::decode::{DecodeLoop, NEEDS_THE_MODEL, TOKENS};
 use benches::{comparisons, floor, logits, tensor, time_calls, SEED, SIDES, VOCAB_SIZES};
 use candle::Device;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
@@ -87,6 +88,39 @@ fn run_profile(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// The decode loop (`benches::decode`): one generation of `TOKENS` tokens per iteration, on each
+/// side, for each comparison. Skipped, and said so, without the model.
+fn run_decode(c: &mut Criterion) {
+    let Some(mut decode) = DecodeLoop::load().unwrap() else {
+        testbed::announce(&format!("skipped cpu_decode: {NEEDS_THE_MODEL}"));
+        return;
+    };
+    let mut group = c.benchmark_group("cpu_decode");
+    group.throughput(Throughput::Elements(TOKENS as u64));
+    group.sample_size(10);
+    for comparison in comparisons() {
+        for (side, _) in SIDES {
+            let mut processor = comparison.processor(side).unwrap();
+            group.bench_function(BenchmarkId::new(side, comparison.group), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| decode.generate(&mut processor, TOKENS).unwrap().total)
+                        .sum()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = decode;
+    config = Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(8));
+    targets = run_decode
 }
 
 criterion_group! {

@@ -457,3 +457,21 @@ fn closures_whose_probabilities_sum_to_infinity() -> Result<()> {
     }
     Ok(())
 }
+
+/// A temperature beyond `f32::MAX` still samples: `1 / 1e39` is a subnormal in f32, not 0, so the
+/// masked logits stay `-inf` and the draw is uniform over the others, as upstream's is.
+#[test]
+fn a_huge_temperature_samples_as_upstream_does() -> Result<()> {
+    let fixture = Fixture::load()?;
+    let masked_half = edited(&fixture, |v| v[..24_576].fill(f32::NEG_INFINITY))?;
+    let sampling = Sampling::All { temperature: 1e39 };
+    let upstream = Upstream
+        .from_sampling(42, &sampling)
+        .stream(&masked_half, 20)?;
+    let patched = Patched
+        .from_sampling(42, &sampling)
+        .stream(&masked_half, 20)?;
+    assert_eq!(upstream, patched);
+    assert!(patched.iter().all(|&token| token >= 24_576), "{patched:?}");
+    Ok(())
+}

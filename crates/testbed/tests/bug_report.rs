@@ -5,7 +5,9 @@
 use candle::{Device, Result, Tensor};
 use testbed::cases::{self, Build};
 use testbed::fixture::{Fixture, LogitStats};
-use testbed::sampler::{Outcome, Patched, Sampling, Upstream, RAND_INVALID_WEIGHT};
+use testbed::sampler::{
+    message, Implementation, Outcome, Patched, Sampling, Upstream, RAND_INVALID_WEIGHT,
+};
 
 /// "R": the greedy choice after "What is Rust?".
 const GREEDY: u32 = 66;
@@ -169,6 +171,41 @@ fn tiny_logits_tensors_follow_the_rule_too() -> Result<()> {
         assert_eq!(Patched.from_sampling(1337, &sampling).sample(&logits)?, 1);
         let upstream = Outcome::from(Upstream.from_sampling(1337, &sampling).sample(&logits));
         assert_ne!(upstream, Outcome::Token(1), "temperature {temperature}");
+    }
+    Ok(())
+}
+
+/// 0001's pull request opens with this reproducer and its outcome on `main` and on the branch.
+/// The notes hold the code; this test runs it on the published module and on the patched one.
+#[test]
+fn the_reproducer_in_0001s_notes_gives_what_they_say(
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    const CODE: &str = "let logits = Tensor::new(&[1f32, 4.0, 2.0, 3.0], &Device::Cpu)?;
+let sampling = Sampling::TopK { k: 2, temperature: 0.0 };
+let mut processor = LogitsProcessor::from_sampling(42, sampling);
+println!(\"{:?}\", processor.sample(&logits).map_err(|e| e.to_string()));";
+    let notes = std::fs::read_to_string(
+        shared::root().join("patches/0001-generation-Sample-greedily-at-temperature-0.md"),
+    )?;
+    assert!(
+        notes.contains(CODE),
+        "the notes' reproducer changed: change this test too"
+    );
+    let logits = candle::Tensor::new(&[1f32, 4.0, 2.0, 3.0], &candle::Device::Cpu)?;
+    let sampling = Sampling::TopK {
+        k: 2,
+        temperature: 0.0,
+    };
+    let printed = |implementation: Implementation| {
+        let mut processor = implementation.from_sampling(42, &sampling);
+        let result = processor.sample(&logits).map_err(|e| message(&e));
+        format!("{result:?}")
+    };
+    let (main, branch) = (printed(Upstream), printed(Patched));
+    assert_eq!(main, format!("Err({RAND_INVALID_WEIGHT:?})"));
+    assert_eq!(branch, "Ok(1)");
+    for outcome in [main, branch] {
+        assert!(notes.contains(&format!("`{outcome}`")), "{outcome}");
     }
     Ok(())
 }

@@ -1,5 +1,4 @@
-//! The speed patches change no token: top-p without sorting the whole vocabulary (0006), the
-//! draw without `WeightedIndex`'s vector (0007) and the probabilities on the host (0008) give,
+//! The speed patches change no token: top-p without sorting the whole vocabulary (0008) gives,
 //! for the same seed, upstream's tokens, on the real logits and on logits built to break them.
 //!
 //! `cargo test` draws `SAME_TOKENS_DRAWS` tokens per setting (default 100: upstream's top-p

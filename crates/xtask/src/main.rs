@@ -22,9 +22,11 @@ cargo xtask <command>
                         results, with verdicts and floors (--callgrind: instructions per call
                         too); writes target/bench-report.md and target/bench-scaling.svg
   pr [--candle <clone>] [--base main] [--prefix P] [--force-branch] [--patches 0001,...]
-     [--verify]         make the upstream pull requests as a stack, one branch per patch in the
-                        clone, and write target/pr/<branch>/ (title, body, patch) for each;
-                        --verify runs candle's CI commands on every branch
+     [--author \"Name <email>\"] [--verify]
+                        make the upstream pull requests as a stack, one branch per patch in the
+                        clone, committed as the clone's git identity or --author, and write
+                        target/pr/<branch>/ (title, body, patch) for each; --verify runs
+                        candle's CI commands on every branch
   metal-check           clippy for aarch64-apple-darwin with `metal`, over the crates that have
                         the feature (type-checked, not linked or run)
   format-patch --candle <clone> --branch NAME [--base main]
@@ -87,6 +89,7 @@ fn run(args: Vec<String>) -> Result<()> {
                 base: flags.value("--base")?.unwrap_or_else(|| "main".to_string()),
                 prefix: flags.value("--prefix")?.unwrap_or_default(),
                 force_branch: flags.switch("--force-branch"),
+                author: flags.value("--author")?,
                 verify: flags.switch("--verify"),
                 patches: flags
                     .value("--patches")?

@@ -71,10 +71,29 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
         commit: "abc".into(),
         date: "2026-11-29".into(),
         settings: bench_report::Settings::parse(
-            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8, "sides": ["upstream", "fixes", "patched"]}"#,
+            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8, "sides": ["upstream", "fixes", "patched"], "decode_tokens": 32, "model_on_disk": true}"#,
         )?,
     };
-    let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &provenance);
+    let decode = bench_report::Decoding::Measured(vec![bench_report::Decode {
+        comparison: "top_p".into(),
+        sides: vec![(29.0, 0.05), (28.9, 0.05), (27.6, 0.004)],
+        patched: Paired::of(&[(29.0, 27.6), (29.2, 27.7), (28.8, 27.5)]),
+        speed: Some(Paired::of(&[(28.9, 27.6), (29.1, 27.7), (28.7, 27.5)])),
+    }]);
+    let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &decode, &provenance);
+    // The decode loop: a row per comparison, each side's time per token and sampler share.
+    let decode_line = report.lines().find(|l| l.starts_with("| top_p |")).unwrap();
+    assert_eq!(
+        decode_line,
+        "| top_p | 29.00 (34.5), 5.0% | 28.90 (34.6), 5.0% | 27.60 (36.2), 0.4% | 0.952 \
+         (0.949 to 0.955) | faster by 4.8% | 0.955 (0.952 to 0.958) | faster by 4.5% |"
+    );
+    let without = bench_report::render_decode(&bench_report::Decoding::NeedsTheModel, &provenance);
+    assert_eq!(
+        without,
+        "\n### In a generation loop\n\nNot run: the decode loop needs the model: bash \
+         ci/fetch-model.sh\n"
+    );
     let line = report
         .lines()
         .find(|l| l.starts_with("| argmax | 49152 | cpu |"))
@@ -114,6 +133,7 @@ fn equal_instructions_qualify_a_time_verdict() {
         fixes: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
         instructions,
         fixes_instructions: instructions,
+        speed: None,
     };
     let mut rows = vec![
         row("49152", 1.03, Some(0.9999)),
@@ -164,6 +184,7 @@ fn the_chart_draws_a_panel_per_comparison() -> Result<()> {
         fixes: None,
         instructions: None,
         fixes_instructions: None,
+        speed: None,
     };
     let rows = [
         row("all", "32000", 150e3),

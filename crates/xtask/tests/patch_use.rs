@@ -90,3 +90,94 @@ fn an_unused_patch_fails_both_checks() -> Result<()> {
     assert!(err.contains("was not used in the crate graph"), "{err}");
     Ok(())
 }
+
+/// The README's way to use the fix before candle releases it: `[patch.crates-io]` with a git
+/// dependency on this repository, where the vendored crate sits in a folder that the root
+/// workspace excludes. Cargo finds it there by name, at the published version.
+#[test]
+fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> Result<()> {
+    let temp = TempDir::new("patch-by-git")?;
+    let root = temp.path();
+    // The repository: a workspace that excludes the vendored crate, as ours does.
+    let repo_dir = root.join("repository");
+    let vendored = project::vendored_dir("demo");
+    write(
+        &repo_dir,
+        "Cargo.toml",
+        &format!("[workspace]\nmembers = []\nexclude = [\"{vendored}\"]\n"),
+    )?;
+    write(
+        &repo_dir,
+        &format!("{vendored}/Cargo.toml"),
+        &package("demo", "0.2.0"),
+    )?;
+    write(
+        &repo_dir,
+        &format!("{vendored}/src/lib.rs"),
+        "pub fn patched() {}\n",
+    )?;
+    let repo = git2::Repository::init(&repo_dir)?;
+    let mut index = repo.index()?;
+    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let signature = git2::Signature::now("Contributor", "contributor@example.com")?;
+    repo.commit(
+        Some("HEAD"),
+        &signature,
+        &signature,
+        "Vendor demo",
+        &tree,
+        &[],
+    )?;
+    // The user's project, and a crates.io that serves demo 0.2.0.
+    let app = root.join("app");
+    write(
+        &app,
+        "Cargo.toml",
+        &format!(
+            "{}\n[dependencies]\ndemo = \"0.2\"\n\n[patch.crates-io]\ndemo = {{ git = \"{}\" }}\n",
+            package("app", "0.0.0"),
+            url::file(&repo_dir)
+        ),
+    )?;
+    write(&app, "src/lib.rs", "")?;
+    write(&app, "registry/demo/Cargo.toml", &package("demo", "0.2.0"))?;
+    write(&app, "registry/demo/src/lib.rs", "")?;
+    write(
+        &app,
+        "registry/demo/.cargo-checksum.json",
+        "{\"files\":{},\"package\":null}",
+    )?;
+    write(
+        &app,
+        ".cargo/config.toml",
+        "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
+    )?;
+    let output = project::cargo()
+        .current_dir(&app)
+        .env("CARGO_HOME", root.join("cargo-home"))
+        .args(["generate-lockfile", "--quiet"])
+        .output()?;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lock = std::fs::read_to_string(app.join("Cargo.lock"))?;
+    let demo = lock
+        .split("[[package]]")
+        .find(|entry| entry.contains("name = \"demo\""))
+        .expect("demo is in the lock file");
+    assert!(
+        demo.contains(&format!("source = \"git+{}#", url::file(&repo_dir))),
+        "{demo}"
+    );
+    Ok(())
+}
+
+mod url {
+    /// The `file://` URL of a local folder, as cargo takes it for `git =`.
+    pub fn file(path: &std::path::Path) -> String {
+        format!("file://{}", path.display())
+    }
+}

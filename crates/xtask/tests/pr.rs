@@ -14,7 +14,7 @@ use xtask::fsutil::TempDir;
 use xtask::pr::facts::Facts;
 use xtask::pr::notes::{self, Notes};
 use xtask::pr::render;
-use xtask::pr::stack::Parent;
+use xtask::pr::stack::{self, Parent};
 use xtask::pr::{self, audit, Options, Prepared};
 use xtask::series::{self, Patch};
 
@@ -68,6 +68,7 @@ fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
     let branches = pr::branch_names("", &patches)?;
     // The second patch changes the line the first wrote.
     let builds_on = [("0002".to_string(), "0001".to_string())].into();
+    let contributor = pr::contributor(repo, None)?;
     pr::prepare(
         repo,
         &[published()?],
@@ -75,6 +76,7 @@ fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
         base,
         &branches,
         &builds_on,
+        &contributor,
         force,
     )
 }
@@ -115,7 +117,13 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
         assert_eq!(branch_tip(&repo, &entry.branch)?, entry.commit);
         let commit = repo.find_commit(entry.commit)?;
         assert_eq!(commit.message().ok(), Some(entry.message.text().as_str()));
-        assert_eq!(commit.author().name().ok(), Some("Ada Contributor"));
+        // The contributor's identity, from the clone's git configuration; the patch's date.
+        assert_eq!(commit.author().name().ok(), Some("Upstream"));
+        assert_eq!(
+            commit.committer().email().ok(),
+            Some("upstream@example.com")
+        );
+        assert_eq!(commit.author().when().seconds(), 1_700_000_000);
         let parent = match entry.parent {
             Parent::Base => main,
             Parent::Entry(i) => stack.entries[i].commit,
@@ -223,6 +231,102 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
 }
 
 #[test]
+fn a_fix_shows_what_the_fixes_cost_and_a_speed_patch_its_gain() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- bench -->\n")?;
+    let paired = |ratio: f64, verdict: &str| serde_json::json!({"ratio": ratio, "low": ratio - 0.01, "high": ratio + 0.01, "verdict": verdict});
+    let facts = Facts {
+        bench: Some(serde_json::json!({
+            "first_speed_patch": "0003", "patches": ["0001", "0002", "0003"],
+            "machine": "a machine", "date": "2026-11-30", "model": "m.gguf", "vocab": 49152,
+            "seed": 42, "temperature": 0.8, "decode_tokens": 32,
+            "rows": [{"comparison": "top_p", "upstream_ns": 1.4e6, "fixes_ns": 1.41e6,
+                      "patched_ns": 1.2e5, "fixes": paired(1.0, "no measurable cost"),
+                      "speed": paired(0.085, "faster by 91.5%")}],
+            "decode": [{"comparison": "top_p", "ms_per_token": [29.0, 29.1, 27.7],
+                        "sampler_share": [0.05, 0.05, 0.004],
+                        "speed": paired(0.952, "faster by 4.8%")}],
+        })),
+        ..Facts::default()
+    };
+    let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let fix = body(0);
+    assert!(
+        fix.contains("What the fixes of this stack (0001 to 0002) cost together"),
+        "{fix}"
+    );
+    assert!(
+        fix.contains(
+            "| `top_p` | 1.40 ms | 1.41 ms | 1.000 (0.990 to 1.010) | no measurable cost |"
+        ),
+        "{fix}"
+    );
+    assert!(
+        !fix.contains("faster") && !fix.contains("decode loop"),
+        "{fix}"
+    );
+    let speed = body(2);
+    assert!(
+        speed.contains("What this change gains over the fixes of this stack"),
+        "{speed}"
+    );
+    assert!(
+        speed.contains(
+            "| `top_p` | 1.41 ms | 120.0 µs | 0.085 (0.075 to 0.095) | faster by 91.5% |"
+        ),
+        "{speed}"
+    );
+    assert!(speed.contains("`top_p`: 29.10 ms per token before, 27.70 after, 0.952 (0.942 to 0.962): faster by 4.8% per token; the sampler's share of a token's time falls from 5.0% to 0.4%."), "{speed}");
+    Ok(())
+}
+
+#[test]
+fn branch_names_are_whole_words_of_at_most_40_characters() -> Result<()> {
+    let name = |subject: &str| -> Result<String> {
+        let message = series::parse_message(
+            format!("From: A <a@b.c>\nDate: Thu, 1 Jan 1970 00:00:00 +0000\nSubject: [PATCH] {subject}\n\nBody.\n").as_bytes(),
+        )?;
+        Ok(stack::branch_name("", &message))
+    };
+    assert_eq!(
+        name("generation: Sample greedily at temperature 0")?,
+        "sample-greedily-at-temperature-0"
+    );
+    assert_eq!(
+        name("generation: Say why sampling fails instead of rand's error or panic")?,
+        "say-why-sampling-fails-instead-of-rands"
+    );
+    assert_eq!(
+        name("nn: Draw the Gumbel noise of gumbel_softmax from all of (0, 1)")?,
+        "draw-the-gumbel-noise-of-gumbel-softmax"
+    );
+    Ok(())
+}
+
+#[test]
+fn the_contributor_is_the_clones_identity_or_author() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let signature = pr::contributor(&repo, None)?;
+    assert_eq!(
+        (signature.name().ok(), signature.email().ok()),
+        (Some("Upstream"), Some("upstream@example.com"))
+    );
+    let signature = pr::contributor(&repo, Some("Zoë Contributor <zoe@example.com>"))?;
+    assert_eq!(
+        (signature.name().ok(), signature.email().ok()),
+        (Some("Zoë Contributor"), Some("zoe@example.com"))
+    );
+    let Err(err) = pr::contributor(&repo, Some("nobody")) else {
+        panic!("`nobody` is not `Name <email>`");
+    };
+    let err = err.to_string();
+    assert_eq!(err, "--author must be `Name <email>`, got `nobody`");
+    Ok(())
+}
+
+#[test]
 fn bodies_without_results_say_so() -> Result<()> {
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
@@ -258,13 +362,23 @@ fn format_patch_of_a_branch_gives_back_its_patches() -> Result<()> {
     let written = series::load(&ws.layout.patches())?;
     let original = stack_patches()?;
     assert_eq!(written.len(), 2);
+    // The same patches, now by the contributor who made the branches.
     for (written, original) in written.iter().zip(&original) {
         assert_eq!(written.file_name, original.file_name);
-        assert_eq!(written.message()?, original.message()?);
+        let (message, expected) = (written.message()?, original.message()?);
         assert_eq!(
-            without_first_line(&written.bytes),
-            without_first_line(&original.bytes)
+            (&message.subject, &message.body),
+            (&expected.subject, &expected.body)
         );
+        assert_eq!(
+            (message.author_name.as_str(), message.time),
+            ("Upstream", expected.time)
+        );
+        let diff = |bytes: &[u8]| {
+            let text = String::from_utf8_lossy(without_first_line(bytes)).into_owned();
+            text[text.find("\n---\n").unwrap()..].to_string()
+        };
+        assert_eq!(diff(&written.bytes), diff(&original.bytes));
     }
     assert!(ws.layout.pin().is_file());
     Ok(())
@@ -580,6 +694,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         "main",
         &branches,
         &Default::default(),
+        &pr::contributor(&repo, None)?,
         false,
     )?;
     let parents: Vec<Parent> = prepared.stack.entries.iter().map(|e| e.parent).collect();
@@ -595,6 +710,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             "main",
             &pr::branch_names("x/", &second)?,
             &Default::default(),
+            &pr::contributor(&repo, None)?,
             false
         )
         .unwrap_err()

@@ -154,51 +154,10 @@ impl LogitsProcessor {
         Ok(next_token)
     }
 
-    /// The tokens that `sample_topp` keeps, in index order, found without sorting the whole
-    /// vocabulary: every token of probability at least `(1 - top_p) / (2 * len)` comes before all
-    /// others in its sort, and the others hold less than `(1 - top_p) / 2` together, so the
-    /// cumulative sum reaches `top_p` among the former. `None` when it falls short there, from
-    /// rounding or from what `sample_f`'s closure did, when a probability is NaN, or when `top_p`
-    /// is not in (0, 1): the full sort decides then.
-    fn nucleus(prs: &[f32], top_p: f32) -> Option<Vec<usize>> {
-        if !(top_p > 0.0 && top_p < 1.0) {
-            return None;
-        }
-        let floor = (1.0 - top_p) / (2 * prs.len()) as f32;
-        let mut candidates = Vec::new();
-        for (index, p) in prs.iter().enumerate() {
-            if p.is_nan() {
-                return None;
-            }
-            if *p >= floor {
-                candidates.push(index);
-            }
-        }
-        // The order of the full sort: descending probability, ties in index order.
-        candidates.sort_by(|&i, &j| prs[j].total_cmp(&prs[i]));
-        let mut cumsum = 0f32;
-        for (count, &index) in candidates.iter().enumerate() {
-            cumsum += prs[index];
-            if cumsum >= top_p {
-                candidates.truncate(count + 1);
-                candidates.sort_unstable();
-                return Some(candidates);
-            }
-        }
-        None
-    }
-
     /// top-p sampling (or "nucleus sampling") samples from the smallest set of tokens that exceed
     /// probability top_p. This way we never sample tokens that have very low probabilities and are
     /// less likely to go "off the rails".
     fn sample_topp(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
-        if let Some(kept) = Self::nucleus(prs, top_p) {
-            // `WeightedIndex` sums its weights in index order, and the zeros of the clamped
-            // tokens below add nothing: the kept ones alone give the same draw.
-            let kept_prs = kept.iter().map(|&i| prs[i]).collect::<Vec<_>>();
-            let index = self.sample_multinomial(&kept_prs)?;
-            return Ok(kept[index as usize] as u32);
-        }
         let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
 
         // Sort by descending probability.

@@ -149,25 +149,6 @@ impl LogitsProcessor {
     }
 
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
-        // `WeightedIndex`'s draw without its vector of prefix sums: the same total, summed in
-        // index order; the same `Uniform(0, total)` number; and the first token whose prefix
-        // sum is above it, summed again up to there. Other weights go to `WeightedIndex`.
-        let total = prs
-            .iter()
-            .try_fold(0f32, |total, &p| (p >= 0.0).then_some(total + p));
-        if let Some(total) = total.filter(|t| t.is_finite() && *t > 0.0) {
-            let chosen = rand::distr::Uniform::new(0.0, total)
-                .map_err(Error::wrap)?
-                .sample(&mut self.rng);
-            let mut prefix = 0f32;
-            for (token, &p) in prs[..prs.len() - 1].iter().enumerate() {
-                prefix += p;
-                if prefix > chosen {
-                    return Ok(token as u32);
-                }
-            }
-            return Ok(prs.len() as u32 - 1);
-        }
         let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
@@ -292,12 +273,9 @@ impl LogitsProcessor {
         }
         let logits = logits.to_dtype(DType::F32)?;
         let prs = |temperature: f64| -> Result<Vec<f32>> {
-            let mut prs = if logits.device().is_cpu() {
-                host_softmax(logits.to_vec1()?, temperature)
-            } else {
-                let logits = (&logits / temperature)?;
-                candle_nn::ops::softmax_last_dim(&logits)?.to_vec1()?
-            };
+            let logits = (&logits / temperature)?;
+            let prs = candle_nn::ops::softmax_last_dim(&logits)?;
+            let mut prs = prs.to_vec1()?;
             f(&mut prs);
             Ok(prs)
         };
@@ -395,25 +373,4 @@ fn gumbel_argmax(logits: &[f32], temperature: f64, rng: &mut rand::rngs::StdRng)
             logits.len()
         ),
     }
-}
-
-/// `softmax_last_dim(logits / temperature)` for logits on the CPU, computed in place on their
-/// one copy to the host, with the arithmetic of candle's CPU kernels.
-fn host_softmax(mut prs: Vec<f32>, temperature: f64) -> Vec<f32> {
-    use candle::cpu::kernels::VecOps;
-    if prs.is_empty() {
-        return prs;
-    }
-    // `Tensor / f64` is `affine(1 / temperature, 0)`.
-    let (mul, add) = ((1. / temperature) as f32, 0f32);
-    prs.iter_mut().for_each(|v| *v = *v * mul + add);
-    let mut max = f32::NEG_INFINITY;
-    // SAFETY: both pointers are valid for `prs.len()` values, and `prs` is not empty.
-    unsafe { f32::vec_reduce_max(prs.as_ptr(), &mut max, prs.len()) };
-    prs.iter_mut().for_each(|v| *v = (*v - max).exp());
-    let mut sum = 0f32;
-    // SAFETY: as above.
-    unsafe { f32::vec_reduce_sum(prs.as_ptr(), &mut sum, prs.len()) };
-    prs.iter_mut().for_each(|v| *v /= sum);
-    prs
 }

@@ -224,6 +224,8 @@ pub struct Row {
     pub paired: Option<Paired>,
     /// Fixes over upstream, likewise: what the fixes cost without the speed patches.
     pub fixes: Option<Paired>,
+    /// Patched over fixes, likewise: what the speed patches gain on top of the fixes.
+    pub speed: Option<Paired>,
     /// Patched over upstream instructions per call, where callgrind counted them.
     pub instructions: Option<f64>,
     /// Fixes over upstream instructions per call, likewise.
@@ -234,7 +236,11 @@ pub struct Row {
 /// the `fixes` and `floor` ones where there are.
 pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for upstream in measurements.iter().filter(|m| m.function == "upstream") {
+    // The decode loop's groups have their own section.
+    let sampling = measurements
+        .iter()
+        .filter(|m| !m.group.ends_with("_decode"));
+    for upstream in sampling.filter(|m| m.function == "upstream") {
         let beside = |function: &str| {
             measurements.iter().find(|m| {
                 m.function == function && m.group == upstream.group && m.value == upstream.value
@@ -259,6 +265,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
             fixes: None,
             instructions: None,
             fixes_instructions: None,
+            speed: None,
         });
     }
     rows.sort_by_key(|row| {
@@ -296,6 +303,10 @@ pub struct Settings {
     pub temperature: f64,
     /// The sides each comparison times, upstream first and patched last.
     pub sides: Vec<String>,
+    /// How many tokens one generation of the decode loop decodes.
+    pub decode_tokens: u64,
+    /// Whether the model is on disk, so that the decode loop can run.
+    pub model_on_disk: bool,
 }
 
 impl Settings {
@@ -328,12 +339,21 @@ impl Settings {
                         && (sides.len() == 2 || sides.len() == 3)
                 })
                 .context("bench-driver settings: `sides` must be upstream, [fixes,] patched")?,
+            decode_tokens: number("decode_tokens")?,
+            model_on_disk: value["model_on_disk"]
+                .as_bool()
+                .context("bench-driver settings: no `model_on_disk`")?,
         })
     }
 }
 
 /// The whole report: the table with its heading, then upstream's cost profile.
-pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) -> String {
+pub fn render(
+    rows: &[Row],
+    profile: &[(String, f64)],
+    decode: &Decoding,
+    provenance: &Provenance,
+) -> String {
     let mut out =
         "## Sampling cost: upstream against the fixes and the whole series\n\n".to_string();
     out += &format!(
@@ -342,6 +362,7 @@ pub fn render(rows: &[Row], profile: &[(String, f64)], provenance: &Provenance) 
         provenance.patches.join(", ")
     );
     out += &render_table(rows, provenance);
+    out += &render_decode(decode, provenance);
     if !profile.is_empty() {
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
         out += "What each step of a `sample` call costs alone: the floor for the next \
@@ -469,16 +490,154 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
         .collect();
-    let report = render(&rows, &profile, &provenance);
+    let decode = match provenance.settings.model_on_disk {
+        false => Decoding::NeedsTheModel,
+        true => {
+            // The comparisons that `cargo bench` ran the decode loop for.
+            let mut measured = Vec::new();
+            let mut comparisons: Vec<&str> = measurements
+                .iter()
+                .filter(|m| m.group == "cpu_decode")
+                .filter_map(|m| m.value.as_deref())
+                .collect();
+            comparisons.sort();
+            comparisons.dedup();
+            for comparison in comparisons {
+                measured.push(measure_decode(&driver, comparison, &provenance.settings)?);
+            }
+            Decoding::Measured(measured)
+        }
+    };
+    let report = render(&rows, &profile, &decode, &provenance);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &report)?;
     std::fs::write(table_path(layout), render_table(&rows, &provenance))?;
+    std::fs::write(
+        data_path(layout),
+        serde_json::to_string_pretty(&data(&rows, &decode, &provenance))?,
+    )?;
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
     eprintln!("wrote {}", chart.display());
     print!("{report}");
     eprintln!("wrote {}", path.display());
     Ok(())
+}
+
+/// How many paired rounds of the decode loop `bench-report` runs per comparison.
+pub const DECODE_ROUNDS: usize = 11;
+
+/// The decode loop's results, or why it did not run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoding {
+    NeedsTheModel,
+    Measured(Vec<Decode>),
+}
+
+/// One comparison in the decode loop: each side's time per token and the sampler's share of it,
+/// and the paired ratios between the sides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decode {
+    pub comparison: String,
+    /// Per side, in `Settings::sides` order: the median milliseconds per token and the median
+    /// share of a token's time spent in `sample`.
+    pub sides: Vec<(f64, f64)>,
+    /// Patched over upstream per token.
+    pub patched: Paired,
+    /// The speed patches alone, patched over fixes; `None` with two sides.
+    pub speed: Option<Paired>,
+}
+
+/// `bench-driver decode`'s rounds for `comparison`, as medians and paired ratios.
+fn measure_decode(driver: &Path, comparison: &str, settings: &Settings) -> Result<Decode> {
+    let tokens = settings.decode_tokens;
+    let output = stdout_of(
+        "bench-driver decode",
+        std::process::Command::new(driver).args([
+            "decode",
+            comparison,
+            &DECODE_ROUNDS.to_string(),
+            &tokens.to_string(),
+        ]),
+    )?;
+    let sides = settings.sides.len();
+    let rounds = parse_rounds(&output, 2 * sides)?;
+    let total = |side: usize| -> Vec<f64> { rounds.iter().map(|r| r[2 * side]).collect() };
+    let per_side = (0..sides)
+        .map(|side| {
+            let per_token = median(&total(side)) / tokens as f64 / 1e6;
+            let shares: Vec<f64> = rounds
+                .iter()
+                .map(|r| r[2 * side + 1] / r[2 * side])
+                .collect();
+            (per_token, median(&shares))
+        })
+        .collect();
+    let pairs = |a: usize, b: usize| -> Vec<(f64, f64)> {
+        rounds.iter().map(|r| (r[2 * a], r[2 * b])).collect()
+    };
+    let decode = Decode {
+        comparison: comparison.to_string(),
+        sides: per_side,
+        patched: Paired::of(&pairs(0, sides - 1)),
+        speed: (sides == 3).then(|| Paired::of(&pairs(1, 2))),
+    };
+    eprintln!(
+        "decode {comparison}: patched {:.3} ({:.3} to {:.3}) of upstream per token",
+        decode.patched.ratio, decode.patched.interval.0, decode.patched.interval.1
+    );
+    Ok(decode)
+}
+
+/// "In a generation loop": the decode loop's table, or why it is missing.
+pub fn render_decode(decode: &Decoding, provenance: &Provenance) -> String {
+    let settings = &provenance.settings;
+    let mut out = "\n### In a generation loop\n\n".to_string();
+    let rows = match decode {
+        Decoding::NeedsTheModel => {
+            return out + "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
+        }
+        Decoding::Measured(rows) => rows,
+    };
+    out += &format!(
+        "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
+         `sample` from the model's logits; the prefill is not timed. Medians over {DECODE_ROUNDS} \
+         paired rounds, each generating once per side, rotating which goes first; ratios per \
+         token with their 95% bootstrap interval, and the verdict by the same rule as above.\n\n",
+        settings.model, settings.decode_tokens
+    );
+    let sides = &settings.sides;
+    let mut header = "| comparison |".to_string();
+    let mut rule = "|---|".to_string();
+    for side in sides {
+        header += &format!(" {side}: ms per token (tokens/s), sampler's share |");
+        rule += "---|";
+    }
+    header += " patched / upstream | verdict |";
+    rule += "---|---|";
+    if sides.len() == 3 {
+        header += " patched / fixes (the speed patches) | verdict |";
+        rule += "---|---|";
+    }
+    out += &format!("{header}\n{rule}\n");
+    let ratio = |p: &Paired| {
+        format!(
+            "{:.3} ({:.3} to {:.3}) | {}",
+            p.ratio, p.interval.0, p.interval.1, p.verdict
+        )
+    };
+    for row in rows {
+        out += &format!("| {} |", row.comparison);
+        for (ms, share) in &row.sides {
+            out += &format!(" {ms:.2} ({:.1}), {:.1}% |", 1e3 / ms, share * 100.0);
+        }
+        out += &format!(" {} |", ratio(&row.patched));
+        if let Some(speed) = &row.speed {
+            out += &format!(" {} |", ratio(speed));
+        }
+        out += "\n";
+    }
+    out
 }
 
 /// candle's devices, as the benches prefix their groups, and what measures one.
@@ -505,6 +664,64 @@ pub fn devices_line(rows: &[Row]) -> String {
         })
         .collect();
     format!("Devices: {}.\n\n", parts.join("; "))
+}
+
+/// Where `run` writes what it measured as data, for `cargo xtask pr`.
+pub fn data_path(layout: &Layout) -> PathBuf {
+    layout.target().join("bench-report.json")
+}
+
+/// The CPU rows at the real vocabulary and the decode loop, as `cargo xtask pr` reads them.
+pub fn data(rows: &[Row], decode: &Decoding, provenance: &Provenance) -> Value {
+    let paired = |p: &Option<Paired>| {
+        p.as_ref().map(|p| {
+            serde_json::json!({
+                "ratio": p.ratio, "low": p.interval.0, "high": p.interval.1, "verdict": p.verdict,
+            })
+        })
+    };
+    let rows: Vec<Value> = rows
+        .iter()
+        .filter(|r| r.device == "cpu" && r.vocab == provenance.settings.vocab.to_string())
+        .map(|r| {
+            serde_json::json!({
+                "comparison": r.comparison,
+                "upstream_ns": r.upstream_ns,
+                "fixes_ns": r.fixes_ns,
+                "patched_ns": r.patched_ns,
+                "fixes": paired(&r.fixes),
+                "speed": paired(&r.speed),
+            })
+        })
+        .collect();
+    let decode: Vec<Value> = match decode {
+        Decoding::NeedsTheModel => Vec::new(),
+        Decoding::Measured(rows) => rows
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "comparison": d.comparison,
+                    "ms_per_token": d.sides.iter().map(|s| s.0).collect::<Vec<_>>(),
+                    "sampler_share": d.sides.iter().map(|s| s.1).collect::<Vec<_>>(),
+                    "speed": paired(&d.speed),
+                })
+            })
+            .collect(),
+    };
+    serde_json::json!({
+        "first_speed_patch": project::FIRST_SPEED_PATCH,
+        "patches": provenance.patches,
+        "machine": provenance.machine,
+        "date": provenance.date,
+        "commit": provenance.commit,
+        "model": provenance.settings.model,
+        "vocab": provenance.settings.vocab,
+        "seed": provenance.settings.seed,
+        "temperature": provenance.settings.temperature,
+        "decode_tokens": provenance.settings.decode_tokens,
+        "rows": rows,
+        "decode": decode,
+    })
 }
 
 /// Where `run` writes the table alone, for the pull request texts.
@@ -570,6 +787,8 @@ fn measure_pairs(driver: &Path, row: &mut Row, sides: usize) -> Result<()> {
     );
     row.paired = Some(paired);
     row.fixes = fixes;
+    row.speed =
+        (sides == 3).then(|| Paired::of(&rounds.iter().map(|r| (r[1], r[2])).collect::<Vec<_>>()));
     Ok(())
 }
 

@@ -19,6 +19,7 @@ pub fn prepare(
     base_name: &str,
     branches: &[String],
     builds_on: &std::collections::BTreeMap<String, String>,
+    contributor: &git2::Signature<'_>,
     force_branch: bool,
 ) -> Result<Prepared> {
     let clone = git::show(repo);
@@ -41,12 +42,13 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack = stack::build(repo, base, patches, branches, builds_on).with_context(|| {
-        format!(
-            "on `{base_name}` ({}); {clone} is as it was",
-            short(&base.to_string())
-        )
-    })?;
+    let stack =
+        stack::build(repo, base, patches, branches, builds_on, contributor).with_context(|| {
+            format!(
+                "on `{base_name}` ({}); {clone} is as it was",
+                short(&base.to_string())
+            )
+        })?;
     let overlaps = overlap::find(repo, base, &touched, patches)?;
     let call_sites = audit::audit(repo, base)?;
     // Everything succeeded: write the branches' new objects, then the branches. Not the whole

@@ -27,8 +27,8 @@ pub struct RealModel {
 pub struct Facts {
     pub call_sites: Option<Vec<CallSite>>,
     pub real_model: Option<RealModel>,
-    /// `target/bench-table.md`, written by `cargo xtask bench-report`.
-    pub bench: Option<String>,
+    /// `target/bench-report.json`, written by `cargo xtask bench-report`.
+    pub bench: Option<serde_json::Value>,
 }
 
 /// What the notes' markers stand for, computed only where a note asks for it.
@@ -43,7 +43,9 @@ pub fn compute(
         real_model: wants(notes::Marker::RealModel)
             .then(|| real_model(layout))
             .flatten(),
-        bench: std::fs::read_to_string(bench_report::table_path(layout)).ok(),
+        bench: std::fs::read_to_string(bench_report::data_path(layout))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok()),
     }
 }
 

@@ -40,6 +40,9 @@ pub struct Options {
     /// Put before every branch name, as in `sampler/`.
     pub prefix: String,
     pub force_branch: bool,
+    /// The commits' author and committer, as `Name <email>`; the clone's git identity when
+    /// `None`.
+    pub author: Option<String>,
     pub verify: bool,
     /// Patch numbers ("0001"); all when empty.
     pub patches: Vec<String>,
@@ -54,6 +57,9 @@ impl Options {
             if !clone.is_dir() {
                 bail!("--candle {}: no such folder", clone.display());
             }
+        }
+        if let Some(author) = &self.author {
+            parse_author(author)?;
         }
         if self.base.is_empty() {
             bail!("--base needs a branch name");
@@ -127,7 +133,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let made = match &options.candle {
         Some(clone) => Made::in_clone(clone, &published, &series, options)?,
-        None => Made::on_published(&published, &series)?,
+        None => Made::on_published(layout, &published, &series, options)?,
     };
     let facts = facts::compute(layout, &series.notes, made.call_sites.clone());
     let checks = match options.verify {
@@ -213,6 +219,7 @@ impl Made {
             &options.base,
             &series.branches,
             &series.builds_on,
+            &contributor(&repo, options.author.as_deref())?,
             options.force_branch,
         )?;
         Ok(Made {
@@ -225,15 +232,24 @@ impl Made {
     }
 
     /// For review without a clone: nothing is written anywhere but `target/pr/`.
-    fn on_published(published: &[Published], series: &Series) -> Result<Made> {
+    fn on_published(
+        layout: &Layout,
+        published: &[Published],
+        series: &Series,
+        options: &Options,
+    ) -> Result<Made> {
         let repo = trees::Scratch::new()?.repo;
         let base = published_commit(&repo, published)?;
+        // The workspace's git identity stands in for the clone's.
+        let workspace = Repository::discover(&layout.root)?;
+        let contributor = contributor(&workspace, options.author.as_deref())?;
         let stack = stack::build(
             &repo,
             base,
             &series.patches,
             &series.branches,
             &series.builds_on,
+            &contributor,
         )?;
         Ok(Made {
             repo,
@@ -243,6 +259,32 @@ impl Made {
             overlaps: overlap::Overlaps::default(),
         })
     }
+}
+
+/// Who the pull requests' commits are by: `--author "Name <email>"`, else the identity git uses
+/// in `repo` (`user.name` and `user.email`).
+pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Signature<'static>> {
+    let Some(author) = author else {
+        return repo.signature().map_err(|err| {
+            anyhow::anyhow!(
+                "no git identity in {} ({}): set user.name and user.email there, or pass \
+                 --author \"Name <email>\"",
+                git::show(repo),
+                err.message()
+            )
+        });
+    };
+    let (name, email) = parse_author(author)?;
+    Ok(git2::Signature::now(name, email)?)
+}
+
+/// `Name <email>`, as `--author` takes it.
+fn parse_author(author: &str) -> Result<(&str, &str)> {
+    author
+        .rsplit_once(" <")
+        .and_then(|(name, email)| Some((name.trim(), email.strip_suffix('>')?)))
+        .filter(|(name, email)| !name.is_empty() && email.contains('@'))
+        .with_context(|| format!("--author must be `Name <email>`, got `{author}`"))
 }
 
 /// "branch: command" for each check that failed.

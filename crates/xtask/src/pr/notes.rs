@@ -42,6 +42,9 @@ pub enum Part {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Notes {
+    /// What comes before the notes' first heading: the top of the body, above the Summary, as a
+    /// reproducer a reviewer can paste.
+    pub preamble: Vec<Part>,
     /// Sections that come after the Fix.
     pub sections: Vec<Part>,
     /// What follows the generated lines of the Test plan.
@@ -50,8 +53,9 @@ pub struct Notes {
 
 impl Notes {
     pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
-        self.sections
+        self.preamble
             .iter()
+            .chain(&self.sections)
             .chain(&self.test_plan)
             .filter_map(|part| match part {
                 Part::Marker(marker) => Some(*marker),
@@ -79,6 +83,7 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 
 pub fn parse(text: &str) -> Result<Notes> {
     let mut notes = Notes::default();
+    let mut in_preamble = true;
     let mut in_test_plan = false;
     let mut text_lines: Vec<&str> = Vec::new();
     let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
@@ -90,7 +95,13 @@ pub fn parse(text: &str) -> Result<Notes> {
         lines.clear();
     };
     for line in text.lines() {
-        let target = if in_test_plan {
+        if in_preamble && line.starts_with("## ") {
+            flush(&mut text_lines, &mut notes.preamble);
+            in_preamble = false;
+        }
+        let target = if in_preamble {
+            &mut notes.preamble
+        } else if in_test_plan {
             &mut notes.test_plan
         } else {
             &mut notes.sections
@@ -116,7 +127,9 @@ pub fn parse(text: &str) -> Result<Notes> {
             text_lines.push(line);
         }
     }
-    let target = if in_test_plan {
+    let target = if in_preamble {
+        &mut notes.preamble
+    } else if in_test_plan {
         &mut notes.test_plan
     } else {
         &mut notes.sections

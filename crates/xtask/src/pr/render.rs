@@ -32,12 +32,17 @@ pub fn body(
         Some((summary, fix)) => (summary, fix),
         None => (entry.message.body.as_str(), ""),
     };
-    let mut out = format!("## Summary\n\n{summary}\n\n");
+    let mut out = String::new();
+    for part in &notes.preamble {
+        out += &part_text(part, facts, pins, entry.number());
+        out += "\n\n";
+    }
+    out += &format!("## Summary\n\n{summary}\n\n");
     if !fix.is_empty() {
         out += &format!("## Fix\n\n{fix}\n\n");
     }
     for part in &notes.sections {
-        out += &part_text(part, facts, pins);
+        out += &part_text(part, facts, pins, entry.number());
         out += "\n\n";
     }
     out += "## Test plan\n\n";
@@ -65,7 +70,7 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     for part in &notes.test_plan {
-        out += &part_text(part, facts, pins);
+        out += &part_text(part, facts, pins, entry.number());
         out += "\n\n";
     }
     let ancestors = stack.ancestors(index);
@@ -90,7 +95,100 @@ pub fn body(
     out.trim_end().to_string() + "\n"
 }
 
-fn part_text(part: &Part, facts: &Facts, pins: &[Pin]) -> String {
+/// The benchmark evidence in the body of patch `number`: for a fix, what the fixes of the stack
+/// cost together against the published crate; for a speed patch, what it gains over the fixes,
+/// per call and per token of the decode loop.
+fn bench(data: &serde_json::Value, number: &str) -> String {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let first_speed = text(&data["first_speed_patch"]);
+    let speed = number >= first_speed.as_str();
+    let patches: Vec<String> = data["patches"]
+        .as_array()
+        .map(|a| a.iter().map(text).collect())
+        .unwrap_or_default();
+    let fixes: Vec<&String> = patches.iter().filter(|p| **p < first_speed).collect();
+    let time = |v: &serde_json::Value| {
+        v.as_f64()
+            .map_or(String::new(), crate::bench_report::show_time)
+    };
+    let ratio = |p: &serde_json::Value| {
+        format!(
+            "{:.3} ({:.3} to {:.3}) | {}",
+            p["ratio"].as_f64().unwrap_or(f64::NAN),
+            p["low"].as_f64().unwrap_or(f64::NAN),
+            p["high"].as_f64().unwrap_or(f64::NAN),
+            text(&p["verdict"])
+        )
+    };
+    let mut out = match speed {
+        false => format!(
+            "What the fixes of this stack ({} to {}) cost together, against the published crate: ",
+            fixes.first().map_or("", |s| s.as_str()),
+            fixes.last().map_or("", |s| s.as_str())
+        ),
+        true => "What this change gains over the fixes of this stack: ".to_string(),
+    };
+    out += &format!(
+        "one `sample` call on {}'s {} real logits, seed {}, temperature {} (`temperature_0`: \
+         `ArgMax` before, `TopK {{ k: 40, temperature: 0.0 }}` after). Times are criterion's \
+         medians; the ratio is the median over paired rounds that time both sides back to back, \
+         with its 95% bootstrap interval, and \"no measurable cost\" means that interval contains \
+         1.0 or lies within ±1%. {}, {}.\n\n| variant | before | after | after / before | verdict |\n|---|---:|---:|---|---|\n",
+        text(&data["model"]),
+        data["vocab"],
+        data["seed"],
+        data["temperature"],
+        text(&data["machine"]),
+        text(&data["date"])
+    );
+    let empty = Vec::new();
+    for row in data["rows"].as_array().unwrap_or(&empty) {
+        let (before, after, paired) = match speed {
+            false => (&row["upstream_ns"], &row["fixes_ns"], &row["fixes"]),
+            true => (&row["fixes_ns"], &row["patched_ns"], &row["speed"]),
+        };
+        if paired.is_null() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} |",
+            text(&row["comparison"]),
+            time(before),
+            time(after),
+            ratio(paired)
+        );
+    }
+    if speed {
+        for row in data["decode"].as_array().unwrap_or(&empty) {
+            let faster = row["speed"]["high"]
+                .as_f64()
+                .is_some_and(|high| high < 0.99);
+            if !faster {
+                continue;
+            }
+            let ms = |i: usize| row["ms_per_token"][i].as_f64().unwrap_or(f64::NAN);
+            let share = |i: usize| row["sampler_share"][i].as_f64().unwrap_or(f64::NAN) * 100.0;
+            let _ = write!(
+                out,
+                "\nIn a decode loop, {} generating {} tokens after \"What is Rust?\" on the CPU with \
+                 `{}`: {:.2} ms per token before, {:.2} after, {} per token; the sampler's share \
+                 of a token's time falls from {:.1}% to {:.1}%.\n",
+                text(&data["model"]),
+                data["decode_tokens"],
+                text(&row["comparison"]),
+                ms(1),
+                ms(2),
+                ratio(&row["speed"]).replace(" | ", ": "),
+                share(1),
+                share(2)
+            );
+        }
+    }
+    out.trim_end().to_string()
+}
+
+fn part_text(part: &Part, facts: &Facts, pins: &[Pin], number: &str) -> String {
     match part {
         Part::Text(text) => text.clone(),
         Part::Marker(Marker::CallSites) => match &facts.call_sites {
@@ -103,10 +201,7 @@ fn part_text(part: &Part, facts: &Facts, pins: &[Pin]) -> String {
             None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
         },
         Part::Marker(Marker::Bench) => match &facts.bench {
-            Some(table) => format!(
-                "The cost of one `sample` call, against the published crate:\n\n{}",
-                table.trim_end()
-            ),
+            Some(data) => bench(data, number),
             None => "(The benchmark table is missing: no benchmark report was found.)".into(),
         },
     }
@@ -176,17 +271,20 @@ fn real_model(table: &RealModel, pins: &[Pin]) -> String {
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
     };
+    let changed: Vec<&[String; 3]> = table.rows.iter().filter(|[_, a, b]| a != b).collect();
     let mut out = format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {}, after is the same crate with every change of this stack \
-         applied.\n\n| call | before | after |\n|---|---|---|\n",
+         before is {} as published, after is the same crate with the patches of this stack, \
+         which change these rows through this pull request alone. The {} rows that do not \
+         change are left out.\n\n| call | before | after |\n|---|---|---|\n",
         table.model,
         table.prompt,
         table.seed,
-        crate::pin::label(pins)
+        crate::pin::label(pins),
+        table.rows.len() - changed.len()
     );
-    for [case, before, after] in &table.rows {
+    for [case, before, after] in changed {
         let _ = writeln!(out, "| `{case}` | {before} | {after} |");
     }
     out.trim_end().to_string()

@@ -62,12 +62,29 @@ impl Stack {
     }
 }
 
-/// The branch name made from a patch's subject, its area prefix left out:
+/// The longest branch name: short enough to read in a list of pull requests.
+pub const MAX_BRANCH: usize = 40;
+
+/// The branch name made from a patch's subject, its area prefix left out, in lowercase words
+/// joined by `-`, as many whole words as fit in `MAX_BRANCH` characters:
 /// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0".
 pub fn branch_name(prefix: &str, message: &Message) -> String {
-    let name = series::file_name(0, without_area(&message.subject));
-    let name = name.trim_start_matches("0000-").trim_end_matches(".patch");
-    format!("{prefix}{}", name.to_ascii_lowercase())
+    let subject = without_area(&message.subject).replace('\'', "");
+    let mut name = String::new();
+    for word in subject.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let joined = match name.is_empty() {
+            true => word.to_ascii_lowercase(),
+            false => format!("{name}-{}", word.to_ascii_lowercase()),
+        };
+        if joined.len() > MAX_BRANCH {
+            break;
+        }
+        name = joined;
+    }
+    format!("{prefix}{name}")
 }
 
 /// "generation: Sample greedily" -> "Sample greedily".
@@ -113,6 +130,7 @@ pub fn build(
     patches: &[Patch],
     branches: &[String],
     builds_on: &BTreeMap<String, String>,
+    contributor: &git2::Signature<'_>,
 ) -> Result<Stack> {
     let mut linear = repo.find_commit(base)?.tree_id();
     let mut entries: Vec<Entry> = Vec::new();
@@ -147,12 +165,17 @@ pub fn build(
                 patch.file_name
             )
         })?;
-        let author = message.signature()?;
-        let committer = repo.signature().unwrap_or_else(|_| author.clone());
+        // The contributor's identity, at the time the patch records.
+        let written = message.signature()?.when();
+        let author = git2::Signature::new(
+            contributor.name().unwrap_or_default(),
+            contributor.email().unwrap_or_default(),
+            &written,
+        )?;
         let commit = repo.commit(
             None,
             &author,
-            &committer,
+            contributor,
             &message.text(),
             &repo.find_tree(tree)?,
             &[&parent_commit],

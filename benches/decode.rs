@@ -1,0 +1,65 @@
+//! The decode loop: SmolLM2-135M-Instruct generating a fixed number of tokens after the report's
+//! prompt, on the CPU, each token picked by one side's sampler. What a speed patch gains shows
+//! here per token, beside the model's own forward pass.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use candle::Device;
+use repro::model::Model;
+use testbed::sampler::Processor;
+
+/// How many tokens each generation decodes.
+pub const TOKENS: usize = 16;
+
+/// The model and the prompt's token ids, loaded once.
+pub struct DecodeLoop {
+    model: Model,
+    prompt: Vec<u32>,
+}
+
+/// One generation: its tokens, the time of all decode steps and the part of it in `sample`.
+#[derive(Clone, Debug)]
+pub struct Generation {
+    pub tokens: Vec<u32>,
+    pub total: Duration,
+    pub sampler: Duration,
+}
+
+/// Why the decode loop cannot run here, for the bench's and the report's "skipped" line.
+pub const NEEDS_THE_MODEL: &str = "needs the model: bash ci/fetch-model.sh";
+
+impl DecodeLoop {
+    /// The model from `target/model/`, or `None` when it is not there.
+    pub fn load() -> Result<Option<DecodeLoop>> {
+        let Some(path) = testbed::model::find() else {
+            return Ok(None);
+        };
+        let model = Model::load(&path, &Device::Cpu)?;
+        let text = repro::chat::render(&model.vocab.chat_template, testbed::fixture::PROMPT)?;
+        let prompt = model.encode(&text)?;
+        Ok(Some(DecodeLoop { model, prompt }))
+    }
+
+    /// `tokens` tokens after the prompt, each the one `processor` samples from the last logits,
+    /// timed from the first `sample` to the last forward pass (the prefill is not timed). The
+    /// end-of-sequence token does not stop it, so that every generation does the same work.
+    pub fn generate(&mut self, processor: &mut Processor, tokens: usize) -> Result<Generation> {
+        let mut logits = self.model.prefill(&self.prompt)?;
+        let mut generated = Vec::with_capacity(tokens);
+        let mut sampler = Duration::ZERO;
+        let start = Instant::now();
+        for position in self.prompt.len()..self.prompt.len() + tokens {
+            let sampled = Instant::now();
+            let token = processor.sample(&logits)?;
+            sampler += sampled.elapsed();
+            generated.push(token);
+            logits = self.model.step(token, position)?;
+        }
+        Ok(Generation {
+            tokens: generated,
+            total: start.elapsed(),
+            sampler,
+        })
+    }
+}
