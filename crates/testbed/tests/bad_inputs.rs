@@ -424,7 +424,8 @@ fn closures_whose_probabilities_sum_to_infinity() -> Result<()> {
         p: 0.9,
         temperature: t,
     };
-    let edits: [(&str, fn(&mut [f32]), Vec<Sampling>); 2] = [
+    type Edit = fn(&mut [f32]);
+    let edits: [(&str, Edit, Vec<Sampling>); 2] = [
         (
             "one +inf",
             |prs| prs[GREEDY as usize] = f32::INFINITY,

@@ -79,6 +79,7 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
         sides: vec![(29.0, 0.05), (28.9, 0.05), (27.6, 0.004)],
         patched: Paired::of(&[(29.0, 27.6), (29.2, 27.7), (28.8, 27.5)]),
         speed: Some(Paired::of(&[(28.9, 27.6), (29.1, 27.7), (28.7, 27.5)])),
+        speed_sampler: Some(Paired::of(&[(28.9, 27.8), (29.1, 28.0), (28.7, 27.6)])),
     }]);
     let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &decode, &provenance);
     // The decode loop: a row per comparison, each side's time per token and sampler share.
@@ -86,7 +87,7 @@ fn the_report_pairs_and_renders_them() -> Result<()> {
     assert_eq!(
         decode_line,
         "| top_p | 29.00 (34.5), 5.0% | 28.90 (34.6), 5.0% | 27.60 (36.2), 0.4% | 0.952 \
-         (0.949 to 0.955) | faster by 4.8% | 0.955 (0.952 to 0.958) | faster by 4.5% |"
+         (0.949 to 0.955) | faster by 4.8% | 0.955 (0.952 to 0.958) | faster by 4.5% | 0.962 (0.962 to 0.962) | faster by 3.8% |"
     );
     let without = bench_report::render_decode(&bench_report::Decoding::NeedsTheModel, &provenance);
     assert_eq!(
@@ -134,6 +135,7 @@ fn equal_instructions_qualify_a_time_verdict() {
         instructions,
         fixes_instructions: instructions,
         speed: None,
+        round_ns: Vec::new(),
     };
     let mut rows = vec![
         row("49152", 1.03, Some(0.9999)),
@@ -185,6 +187,7 @@ fn the_chart_draws_a_panel_per_comparison() -> Result<()> {
         instructions: None,
         fixes_instructions: None,
         speed: None,
+        round_ns: Vec::new(),
     };
     let rows = [
         row("all", "32000", 150e3),

@@ -22,9 +22,10 @@ pub enum Sampling {
     GumbelSoftmax { temperature: f64 },
 }
 
-/// Below this temperature `LogitsProcessor` decodes greedily, as `LogitsProcessor::new` always
-/// has. Dividing the logits by zero gives NaN probabilities, dividing by a negative samples the
-/// least likely tokens first, and `1 / temperature` overflows f32 below about 3e-39.
+/// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
+/// `LogitsProcessor::from_sampling` alike. Dividing the logits by zero gives NaN probabilities,
+/// dividing them by a negative favours the least likely tokens, and `1 / temperature` overflows
+/// f32 below about 3e-39.
 const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
 
 /// Whether `temperature` means greedy decoding. `NaN` does not.
@@ -78,7 +79,8 @@ fn logits_problem(logits: &Tensor, temperature: Option<f64>) -> Result<Option<St
     let not_finite = scaled.filter(|v| v.is_nan() || *v == f32::INFINITY).count();
     if not_finite > 0 {
         return Ok(Some(format!(
-            "logits divided by the temperature {:e} hold {not_finite} NaN or +inf values out of {len}",
+            "logits divided by the temperature {:e} hold {not_finite} NaN or +inf values out \
+             of {len}",
             temperature.unwrap_or(1.0)
         )));
     }
@@ -141,7 +143,8 @@ impl LogitsProcessor {
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
-        if logits.device().is_cpu() {
+        // At a temperature of 0 or below `gumbel_softmax` takes the argmax.
+        if logits.device().is_cpu() && temperature > 0.0 {
             return gumbel_argmax(&logits.to_vec1()?, temperature, &mut self.rng);
         }
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
@@ -307,7 +310,7 @@ fn gumbel_argmax(logits: &[f32], temperature: f64, rng: &mut rand::rngs::StdRng)
     let mut best: Option<(usize, f32)> = None;
     for (token, &logit) in logits.iter().enumerate() {
         let u: f32 = rand::distr::Open01.sample(rng);
-        // In f64, so that a logit that overflows f32 once divided is +inf, as it is for softmax.
+        // In f64, since the temperature may be too small for f32.
         let scaled = (f64::from(logit) / temperature) as f32;
         if best.is_some_and(|(_, largest)| scaled + MAX_NOISE <= largest) {
             continue;

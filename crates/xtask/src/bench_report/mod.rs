@@ -226,6 +226,8 @@ pub struct Row {
     pub fixes: Option<Paired>,
     /// Patched over fixes, likewise: what the speed patches gain on top of the fixes.
     pub speed: Option<Paired>,
+    /// Each side's median time of one call over the paired rounds, once measured.
+    pub round_ns: Vec<f64>,
     /// Patched over upstream instructions per call, where callgrind counted them.
     pub instructions: Option<f64>,
     /// Fixes over upstream instructions per call, likewise.
@@ -266,6 +268,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
             instructions: None,
             fixes_instructions: None,
             speed: None,
+            round_ns: Vec::new(),
         });
     }
     rows.sort_by_key(|row| {
@@ -546,6 +549,10 @@ pub struct Decode {
     pub patched: Paired,
     /// The speed patches alone, patched over fixes; `None` with two sides.
     pub speed: Option<Paired>,
+    /// The same, counting only the sampler's time: a token's time before, less what the
+    /// sampler saves, over the time before. The forward pass is the same on both sides (the
+    /// same tokens), so this leaves its noise out.
+    pub speed_sampler: Option<Paired>,
 }
 
 /// `bench-driver decode`'s rounds for `comparison`, as medians and paired ratios.
@@ -581,6 +588,13 @@ fn measure_decode(driver: &Path, comparison: &str, settings: &Settings) -> Resul
         sides: per_side,
         patched: Paired::of(&pairs(0, sides - 1)),
         speed: (sides == 3).then(|| Paired::of(&pairs(1, 2))),
+        speed_sampler: (sides == 3).then(|| {
+            let saved: Vec<(f64, f64)> = rounds
+                .iter()
+                .map(|r| (r[2], r[2] - (r[3] - r[5])))
+                .collect();
+            Paired::of(&saved)
+        }),
     };
     eprintln!(
         "decode {comparison}: patched {:.3} ({:.3} to {:.3}) of upstream per token",
@@ -603,7 +617,10 @@ pub fn render_decode(decode: &Decoding, provenance: &Provenance) -> String {
         "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
          `sample` from the model's logits; the prefill is not timed. Medians over {DECODE_ROUNDS} \
          paired rounds, each generating once per side, rotating which goes first; ratios per \
-         token with their 95% bootstrap interval, and the verdict by the same rule as above.\n\n",
+         token with their 95% bootstrap interval, and the verdict by the same rule as above. The \
+         sides generate the same tokens, so their forward passes do the same work: \"sampler's \
+         time only\" compares a token's time with that time less what the sampler saves, which \
+         leaves the forward pass's noise out.\n\n",
         settings.model, settings.decode_tokens
     );
     let sides = &settings.sides;
@@ -616,8 +633,8 @@ pub fn render_decode(decode: &Decoding, provenance: &Provenance) -> String {
     header += " patched / upstream | verdict |";
     rule += "---|---|";
     if sides.len() == 3 {
-        header += " patched / fixes (the speed patches) | verdict |";
-        rule += "---|---|";
+        header += " patched / fixes (the speed patches) | verdict | the same, sampler's time only | verdict |";
+        rule += "---|---|---|---|";
     }
     out += &format!("{header}\n{rule}\n");
     let ratio = |p: &Paired| {
@@ -632,8 +649,8 @@ pub fn render_decode(decode: &Decoding, provenance: &Provenance) -> String {
             out += &format!(" {ms:.2} ({:.1}), {:.1}% |", 1e3 / ms, share * 100.0);
         }
         out += &format!(" {} |", ratio(&row.patched));
-        if let Some(speed) = &row.speed {
-            out += &format!(" {} |", ratio(speed));
+        if let (Some(speed), Some(sampler)) = (&row.speed, &row.speed_sampler) {
+            out += &format!(" {} | {} |", ratio(speed), ratio(sampler));
         }
         out += "\n";
     }
@@ -686,9 +703,10 @@ pub fn data(rows: &[Row], decode: &Decoding, provenance: &Provenance) -> Value {
         .map(|r| {
             serde_json::json!({
                 "comparison": r.comparison,
-                "upstream_ns": r.upstream_ns,
-                "fixes_ns": r.fixes_ns,
-                "patched_ns": r.patched_ns,
+                // The paired rounds' medians, which the ratios come from.
+                "upstream_ns": r.round_ns.first(),
+                "fixes_ns": (r.round_ns.len() == 3).then(|| r.round_ns[1]),
+                "patched_ns": r.round_ns.last(),
                 "fixes": paired(&r.fixes),
                 "speed": paired(&r.speed),
             })
@@ -704,6 +722,7 @@ pub fn data(rows: &[Row], decode: &Decoding, provenance: &Provenance) -> Value {
                     "ms_per_token": d.sides.iter().map(|s| s.0).collect::<Vec<_>>(),
                     "sampler_share": d.sides.iter().map(|s| s.1).collect::<Vec<_>>(),
                     "speed": paired(&d.speed),
+                    "speed_sampler": paired(&d.speed_sampler),
                 })
             })
             .collect(),
@@ -787,6 +806,9 @@ fn measure_pairs(driver: &Path, row: &mut Row, sides: usize) -> Result<()> {
     );
     row.paired = Some(paired);
     row.fixes = fixes;
+    row.round_ns = (0..sides)
+        .map(|side| median(&rounds.iter().map(|r| r[side]).collect::<Vec<_>>()) / calls as f64)
+        .collect();
     row.speed =
         (sides == 3).then(|| Paired::of(&rounds.iter().map(|r| (r[1], r[2])).collect::<Vec<_>>()));
     Ok(())

@@ -4,10 +4,9 @@
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, base, overlap, stack, touched_files, Prepared};
+use super::{audit, base, overlap, stack, touched_files, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
-use crate::series::Patch;
 
 /// Makes the stack's branches in `repo`: checks everything first, applies every patch in memory,
 /// and only then writes the branches' new objects and the branches. Anything refused or failed
@@ -15,10 +14,8 @@ use crate::series::Patch;
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
-    patches: &[Patch],
+    series: &Series,
     base_name: &str,
-    branches: &[String],
-    builds_on: &std::collections::BTreeMap<String, String>,
     contributor: &git2::Signature<'_>,
     force_branch: bool,
 ) -> Result<Prepared> {
@@ -33,6 +30,7 @@ pub fn prepare(
             if changed.len() > 5 { ", ..." } else { "" }
         );
     }
+    let (patches, branches) = (&series.patches, &series.branches);
     let base = resolve_base(repo, base_name)?;
     for branch in branches {
         check_branch(repo, branch, force_branch)?;
@@ -42,13 +40,20 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack =
-        stack::build(repo, base, patches, branches, builds_on, contributor).with_context(|| {
-            format!(
-                "on `{base_name}` ({}); {clone} is as it was",
-                short(&base.to_string())
-            )
-        })?;
+    let stack = stack::build(
+        repo,
+        base,
+        patches,
+        branches,
+        &series.builds_on,
+        contributor,
+    )
+    .with_context(|| {
+        format!(
+            "on `{base_name}` ({}); {clone} is as it was",
+            short(&base.to_string())
+        )
+    })?;
     let overlaps = overlap::find(repo, base, &touched, patches)?;
     let call_sites = audit::audit(repo, base)?;
     // Everything succeeded: write the branches' new objects, then the branches. Not the whole

@@ -215,10 +215,8 @@ impl Made {
         let prepared = prepare(
             &repo,
             published,
-            &series.patches,
+            series,
             &options.base,
-            &series.branches,
-            &series.builds_on,
             &contributor(&repo, options.author.as_deref())?,
             options.force_branch,
         )?;
