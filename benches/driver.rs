@@ -59,28 +59,11 @@ fn run() -> Result<(), String> {
             let vocab = number("vocab", vocab)?;
             let logits = tensor(&logits(&fixture, vocab), &device).map_err(|e| e.to_string())?;
             let calls: u64 = number("calls", calls)?;
-            let mut sides = SIDES
-                .iter()
-                .map(|(side, _)| processor(side, group))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut time = |side: usize| -> Result<u128, String> {
+            let mut sides = all_sides(group)?;
+            paired_rounds(number("rounds", rounds)?, |side| {
                 let elapsed = time_calls(&mut sides[side], &logits, &device, calls);
-                Ok(elapsed.map_err(|e| e.to_string())?.as_nanos())
-            };
-            // Warm up each side, then rotate which one goes first.
-            for side in 0..SIDES.len() {
-                time(side)?;
-            }
-            for round in 0..number::<usize>("rounds", rounds)? {
-                let mut times = vec![0; SIDES.len()];
-                for offset in 0..SIDES.len() {
-                    let side = (round + offset) % SIDES.len();
-                    times[side] = time(side)?;
-                }
-                let times: Vec<String> = times.iter().map(u128::to_string).collect();
-                println!("{}", times.join(" "));
-            }
-            Ok(())
+                Ok(elapsed.map_err(|e| e.to_string())?.as_nanos().to_string())
+            })
         }
         [mode, group, rounds, tokens] if mode == "decode" => {
             let Some(mut decode) =
@@ -89,32 +72,14 @@ fn run() -> Result<(), String> {
                 return Err(benches::decode::NEEDS_THE_MODEL.to_string());
             };
             let tokens: usize = number("tokens", tokens)?;
-            let mut sides = SIDES
-                .iter()
-                .map(|(side, _)| processor(side, group))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut generate = |side: usize| {
-                decode
+            let mut sides = all_sides(group)?;
+            paired_rounds(number("rounds", rounds)?, |side| {
+                let generation = decode
                     .generate(&mut sides[side], tokens)
-                    .map_err(|e| format!("{e:#}"))
-            };
-            for side in 0..SIDES.len() {
-                generate(side)?;
-            }
-            for round in 0..number::<usize>("rounds", rounds)? {
-                let mut times = vec![String::new(); SIDES.len()];
-                for offset in 0..SIDES.len() {
-                    let side = (round + offset) % SIDES.len();
-                    let generation = generate(side)?;
-                    times[side] = format!(
-                        "{} {}",
-                        generation.total.as_nanos(),
-                        generation.sampler.as_nanos()
-                    );
-                }
-                println!("{}", times.join(" "));
-            }
-            Ok(())
+                    .map_err(|e| format!("{e:#}"))?;
+                let (total, sampler) = (generation.total, generation.sampler);
+                Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
+            })
         }
         [mode] if mode == "settings" => {
             let settings = serde_json::json!({
@@ -139,4 +104,32 @@ fn processor(name: &str, group: &str) -> Result<Processor, String> {
     comparison
         .processor(name)
         .ok_or_else(|| format!("side must be upstream, fixes or patched, got {name}"))
+}
+
+/// The processor of every side of `benches::SIDES` in comparison `group`.
+fn all_sides(group: &str) -> Result<Vec<Processor>, String> {
+    SIDES
+        .iter()
+        .map(|(side, _)| processor(side, group))
+        .collect()
+}
+
+/// Runs `measure` once on each side to warm up, then `rounds` rounds of every side back to back,
+/// rotating which goes first, and prints each round's results on one line, in side order.
+fn paired_rounds(
+    rounds: usize,
+    mut measure: impl FnMut(usize) -> Result<String, String>,
+) -> Result<(), String> {
+    for side in 0..SIDES.len() {
+        measure(side)?;
+    }
+    for round in 0..rounds {
+        let mut results = vec![String::new(); SIDES.len()];
+        for offset in 0..SIDES.len() {
+            let side = (round + offset) % SIDES.len();
+            results[side] = measure(side)?;
+        }
+        println!("{}", results.join(" "));
+    }
+    Ok(())
 }
