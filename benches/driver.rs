@@ -1,20 +1,22 @@
-//! The loops `cargo xtask bench-report` runs, on one side of a bench comparison (`group`):
+//! The loops `cargo xtask bench-report` runs, on points of `crates/vendor/points` (`published`,
+//! a patch's number, `series`) in one bench comparison (`group`):
 //!
-//! - `bench-driver count <upstream|fixes|patched> <group> <vocab> <calls>` samples `calls` times,
-//!   for callgrind to count instructions; two runs with different `calls` give one call's count.
-//! - `bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]` times `calls` calls of
-//!   each side back to back, rotating which goes first, and prints one line per round:
-//!   `<upstream ns> <fixes ns> <patched ns>`, the sides of `benches::SIDES`. On a noisy machine
-//!   the ratio of two separate measurements drifts by more than the effects looked for; the
-//!   ratio within a round does not.
-//! - `bench-driver decode <group> <rounds> <tokens>` generates `tokens` tokens with SmolLM2 once
-//!   per side and round, rotating which side goes first, and prints one line per round: each
-//!   side's decode time and the part of it in `sample`, in nanoseconds (`benches::decode`).
+//! - `bench-driver count <point> <group> <vocab> <calls>` samples `calls` times, for callgrind
+//!   to count instructions; two runs with different `calls` give one call's count.
+//! - `bench-driver pair <group> <vocab> <rounds> <calls> <cpu|cuda|metal> <point>...` times
+//!   `calls` calls of each point back to back, rotating which goes first, and prints one line
+//!   per round: each point's nanoseconds, in the order given. On a noisy machine the ratio of
+//!   two separate measurements drifts by more than the effects looked for; the ratio within a
+//!   round does not.
+//! - `bench-driver decode <group> <rounds> <tokens> <point>...` generates `tokens` tokens with
+//!   SmolLM2 once per point and round, rotating which goes first, and prints one line per round:
+//!   each point's decode time and the part of it in `sample`, in nanoseconds
+//!   (`benches::decode`).
 //! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
 
 use std::process::ExitCode;
 
-use benches::{comparison, logits, tensor, time_calls, SIDES};
+use benches::{comparison, logits, tensor, time_calls};
 use candle::Device;
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
@@ -29,11 +31,10 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str =
-    "usage: bench-driver count <upstream|fixes|patched> <group> <vocab> <calls>\n       \
-                     bench-driver pair <group> <vocab> <rounds> <calls> [cpu|cuda|metal]\n       \
-                     bench-driver decode <group> <rounds> <tokens>\n       \
-                     bench-driver settings";
+const USAGE: &str = "usage: bench-driver count <point> <group> <vocab> <calls>
+       bench-driver pair <group> <vocab> <rounds> <calls> <cpu|cuda|metal> <point>...
+       bench-driver decode <group> <rounds> <tokens> <point>...
+       bench-driver settings";
 
 fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
     shared::number(name, value).map_err(|e| e.to_string())
@@ -43,37 +44,35 @@ fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let fixture = Fixture::load().map_err(|e| e.to_string())?;
     match &args[..] {
-        [mode, side, group, vocab, calls] if mode == "count" => {
+        [mode, point, group, vocab, calls] if mode == "count" => {
             let vocab = number("vocab", vocab)?;
             let logits =
                 tensor(&logits(&fixture, vocab), &Device::Cpu).map_err(|e| e.to_string())?;
-            let mut processor = processor(side, group)?;
+            let mut processor = processor(point, group)?;
             for _ in 0..number::<u64>("calls", calls)? {
                 std::hint::black_box(processor.sample(&logits).map_err(|e| e.to_string())?);
             }
             Ok(())
         }
-        [mode, group, vocab, rounds, calls, rest @ ..] if mode == "pair" && rest.len() <= 1 => {
-            let device = testbed::device::by_name(rest.first().map_or("cpu", String::as_str))
-                .map_err(|e| e.to_string())?;
+        [mode, group, vocab, rounds, calls, device, points @ ..] if mode == "pair" => {
+            let device = testbed::device::by_name(device).map_err(|e| e.to_string())?;
             let vocab = number("vocab", vocab)?;
             let logits = tensor(&logits(&fixture, vocab), &device).map_err(|e| e.to_string())?;
             let calls: u64 = number("calls", calls)?;
-            let mut sides = all_sides(group)?;
-            paired_rounds(number("rounds", rounds)?, |side| {
+            let mut sides = processors(points, group)?;
+            paired_rounds(number("rounds", rounds)?, sides.len(), |side| {
                 let elapsed = time_calls(&mut sides[side], &logits, &device, calls);
                 Ok(elapsed.map_err(|e| e.to_string())?.as_nanos().to_string())
             })
         }
-        [mode, group, rounds, tokens] if mode == "decode" => {
-            let Some(mut decode) =
-                benches::decode::DecodeLoop::load().map_err(|e| e.to_string())?
+        [mode, group, rounds, tokens, points @ ..] if mode == "decode" => {
+            let Some(mut decode) = repro::decode::DecodeLoop::load().map_err(|e| e.to_string())?
             else {
-                return Err(benches::decode::NEEDS_THE_MODEL.to_string());
+                return Err(repro::decode::NEEDS_THE_MODEL.to_string());
             };
             let tokens: usize = number("tokens", tokens)?;
-            let mut sides = all_sides(group)?;
-            paired_rounds(number("rounds", rounds)?, |side| {
+            let mut sides = processors(points, group)?;
+            paired_rounds(number("rounds", rounds)?, sides.len(), |side| {
                 let generation = decode
                     .generate(&mut sides[side], tokens)
                     .map_err(|e| format!("{e:#}"))?;
@@ -82,15 +81,16 @@ fn run() -> Result<(), String> {
             })
         }
         [mode] if mode == "settings" => {
-            let settings = serde_json::json!({
-                "model": testbed::model::FILE_NAME,
-                "vocab": fixture.logits.len(),
-                "seed": benches::SEED,
-                "temperature": benches::TEMPERATURE,
-                "sides": SIDES.iter().map(|(side, _)| *side).collect::<Vec<_>>(),
-                "decode_tokens": benches::decode::TOKENS,
-                "model_on_disk": testbed::model::find().is_some(),
-            });
+            let settings = shared::bench::Settings {
+                model: testbed::model::FILE_NAME.to_string(),
+                vocab: fixture.logits.len() as u64,
+                seed: benches::SEED,
+                temperature: benches::TEMPERATURE,
+                points: points::NAMES.iter().map(|n| n.to_string()).collect(),
+                decode_tokens: repro::decode::TOKENS as u64,
+                model_on_disk: testbed::model::find().is_some(),
+            };
+            let settings = serde_json::to_string(&settings).map_err(|e| e.to_string())?;
             println!("{settings}");
             Ok(())
         }
@@ -98,35 +98,40 @@ fn run() -> Result<(), String> {
     }
 }
 
-/// The processor of the side called `name` (one of `benches::SIDES`) in comparison `group`.
+/// The processor of the point called `name` in comparison `group`.
 fn processor(name: &str, group: &str) -> Result<Processor, String> {
     let comparison = comparison(group).ok_or_else(|| format!("no comparison {group}"))?;
-    comparison
-        .processor(name)
-        .ok_or_else(|| format!("side must be upstream, fixes or patched, got {name}"))
+    comparison.processor(name).ok_or_else(|| {
+        format!(
+            "point must be one of {}, got {name}",
+            points::NAMES.join(", ")
+        )
+    })
 }
 
-/// The processor of every side of `benches::SIDES` in comparison `group`.
-fn all_sides(group: &str) -> Result<Vec<Processor>, String> {
-    SIDES
-        .iter()
-        .map(|(side, _)| processor(side, group))
-        .collect()
+/// The processors of `names` in comparison `group`: at least one.
+fn processors(names: &[String], group: &str) -> Result<Vec<Processor>, String> {
+    if names.is_empty() {
+        return Err(format!("name the points to time\n{USAGE}"));
+    }
+    names.iter().map(|name| processor(name, group)).collect()
 }
 
-/// Runs `measure` once on each side to warm up, then `rounds` rounds of every side back to back,
-/// rotating which goes first, and prints each round's results on one line, in side order.
+/// Runs `measure` once on each of `sides` sides to warm up, then `rounds` rounds of every side
+/// back to back, rotating which goes first, and prints each round's results on one line, in
+/// side order.
 fn paired_rounds(
     rounds: usize,
+    sides: usize,
     mut measure: impl FnMut(usize) -> Result<String, String>,
 ) -> Result<(), String> {
-    for side in 0..SIDES.len() {
+    for side in 0..sides {
         measure(side)?;
     }
     for round in 0..rounds {
-        let mut results = vec![String::new(); SIDES.len()];
-        for offset in 0..SIDES.len() {
-            let side = (round + offset) % SIDES.len();
+        let mut results = vec![String::new(); sides];
+        for offset in 0..sides {
+            let side = (round + offset) % sides;
             results[side] = measure(side)?;
         }
         println!("{}", results.join(" "));

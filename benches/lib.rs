@@ -11,23 +11,16 @@ use testbed::sampler::{Implementation, Processor, Sampling};
 /// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
 pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
 
-pub mod decode;
 pub mod floor;
-
-/// The sides of every comparison: the published module, the series' fixes alone and the whole
-/// series, each built as a small crate of its own, so that only the patches differ (see
-/// crates/patched-copy).
-pub const SIDES: [(&str, Implementation); 3] = [
-    ("upstream", Implementation::Upstream),
-    ("fixes", Implementation::FixesCopy),
-    ("patched", Implementation::PatchedCopy),
-];
 
 /// The temperature every sampled variant runs at.
 pub const TEMPERATURE: f64 = 0.8;
 pub const SEED: u64 = 42;
 
-/// One criterion group: upstream's processor beside the patched one.
+pub use shared::{PUBLISHED_POINT, SERIES_POINT};
+
+/// One comparison: the sampling that the published point runs, and the one every other point
+/// runs.
 pub struct Comparison {
     pub group: &'static str,
     pub upstream: Sampling,
@@ -35,12 +28,12 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// The processor of the side called `name` (one of `SIDES`), seeded with `SEED`.
+    /// The processor of the point called `name` (one of `points::NAMES`), seeded with `SEED`.
     pub fn processor(&self, name: &str) -> Option<Processor> {
-        let (_, implementation) = SIDES.into_iter().find(|(side, _)| *side == name)?;
-        let sampling = match implementation {
-            Implementation::Upstream => &self.upstream,
-            _ => &self.patched,
+        let implementation = Implementation::point(name)?;
+        let sampling = match name == PUBLISHED_POINT {
+            true => &self.upstream,
+            false => &self.patched,
         };
         Some(implementation.from_sampling(SEED, sampling))
     }

@@ -1,12 +1,16 @@
-//! `sample` on real logits, upstream beside the fixes and the whole series: one group per
+//! `sample` on real logits, the published point beside the whole series: one group per
 //! comparison (each variant, and temperature 0), each at every vocabulary size, with the same
-//! seed, and on the CPU the comparison's floor (`benches::floor`).
+//! seed, and on the CPU the comparison's floor (`benches::floor`). The points between them,
+//! one per patch, are timed in paired rounds by `cargo xtask bench-report`.
 
-use benches::decode::{DecodeLoop, NEEDS_THE_MODEL, TOKENS};
-use benches::{comparisons, floor, logits, tensor, time_calls, SEED, SIDES, VOCAB_SIZES};
+use benches::{
+    comparisons, floor, logits, tensor, time_calls, PUBLISHED_POINT, SEED, SERIES_POINT,
+    VOCAB_SIZES,
+};
 use candle::Device;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use rand::SeedableRng;
+use repro::decode::{DecodeLoop, NEEDS_THE_MODEL, TOKENS};
 use testbed::fixture::Fixture;
 
 use crate::benchmarks::{devices, BenchDevice};
@@ -19,9 +23,9 @@ fn run_sampling(c: &mut Criterion) {
             for vocab in VOCAB_SIZES {
                 let logits = tensor(&logits(&fixture, vocab), &device).unwrap();
                 group.throughput(Throughput::Elements(vocab as u64));
-                for (side, _) in SIDES {
-                    let mut processor = comparison.processor(side).unwrap();
-                    group.bench_function(BenchmarkId::new(side, vocab), |b| {
+                for point in [PUBLISHED_POINT, SERIES_POINT] {
+                    let mut processor = comparison.processor(point).unwrap();
+                    group.bench_function(BenchmarkId::new(point, vocab), |b| {
                         b.iter_custom(|iters| {
                             time_calls(&mut processor, &logits, &device, iters).unwrap()
                         })
@@ -90,8 +94,9 @@ fn run_profile(c: &mut Criterion) {
     group.finish();
 }
 
-/// The decode loop (`benches::decode`): one generation of `TOKENS` tokens per iteration, on each
-/// side, for each comparison. Skipped, and said so, without the model.
+/// The decode loop (`benches::decode`): one generation of `TOKENS` tokens per iteration, on the
+/// published point and the whole series, for each comparison. Skipped, and said so, without the
+/// model.
 fn run_decode(c: &mut Criterion) {
     let Some(mut decode) = DecodeLoop::load().unwrap() else {
         testbed::announce(&format!("skipped cpu_decode: {NEEDS_THE_MODEL}"));
@@ -101,9 +106,9 @@ fn run_decode(c: &mut Criterion) {
     group.throughput(Throughput::Elements(TOKENS as u64));
     group.sample_size(10);
     for comparison in comparisons() {
-        for (side, _) in SIDES {
-            let mut processor = comparison.processor(side).unwrap();
-            group.bench_function(BenchmarkId::new(side, comparison.group), |b| {
+        for point in [PUBLISHED_POINT, SERIES_POINT] {
+            let mut processor = comparison.processor(point).unwrap();
+            group.bench_function(BenchmarkId::new(point, comparison.group), |b| {
                 b.iter_custom(|iters| {
                     (0..iters)
                         .map(|_| decode.generate(&mut processor, TOKENS).unwrap().total)
@@ -125,7 +130,7 @@ criterion_group! {
 
 criterion_group! {
     name = benches;
-    // 7 comparisons x 4 vocabularies x 4 functions: criterion's 3 s + 5 s each would take 15
+    // 7 comparisons x 4 vocabularies x 3 functions: criterion's 3 s + 5 s each would take 11
     // minutes. The report's ratios come from paired rounds; these medians only place each side.
     config = Criterion::default()
         .warm_up_time(std::time::Duration::from_secs(1))

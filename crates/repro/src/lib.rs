@@ -2,6 +2,7 @@
 //! tokenizer and chat template taken from the GGUF, and the logits it gives for a prompt.
 
 pub mod chat;
+pub mod decode;
 pub mod model;
 pub mod table;
 pub mod vocab;

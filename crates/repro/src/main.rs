@@ -222,21 +222,45 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> R
         "seed {seed}: each row builds a LogitsProcessor and samples one token"
     );
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
-    let rows: Vec<Vec<String>> = cases::bug_report()
+    let cases = cases::bug_report();
+    let outcome = |case: &cases::Case, implementation| {
+        show(
+            &case.run(implementation, seed, &logits),
+            &scenario.tokenizer,
+        )
+    };
+    let rows: Vec<Vec<String>> = cases
         .iter()
         .map(|case| {
             let mut row = vec![case.label.clone()];
             for implementation in Implementation::BOTH {
-                row.push(show(
-                    &case.run(implementation, seed, &logits),
-                    &scenario.tokenizer,
-                ));
+                row.push(outcome(case, implementation));
             }
             row
         })
         .collect();
     match json {
-        true => println!("{}", cases_json(scenario, seed, rows)),
+        true => {
+            // Every point too, so that each pull request shows what its own branch changes.
+            let rows = cases
+                .iter()
+                .zip(rows)
+                .map(|(case, row)| shared::repro::Row {
+                    case: row[0].clone(),
+                    upstream: row[1].clone(),
+                    patched: row[2].clone(),
+                    points: points::NAMES
+                        .iter()
+                        .filter_map(|name| Implementation::point(name))
+                        .map(|point| (point.name().to_string(), outcome(case, point)))
+                        .collect(),
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string(&cases_json(scenario, seed, rows))?
+            )
+        }
         false => print!(
             "{}",
             table::render(
@@ -248,25 +272,24 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> R
     Ok(())
 }
 
-/// The cases' table as data, for `cargo xtask pr`: the rows, and what they were run on, without
-/// a local path, since the table goes into pull requests.
-fn cases_json(scenario: &Scenario, seed: u64, rows: Vec<Vec<String>>) -> serde_json::Value {
-    let rows: Vec<serde_json::Value> = rows
-        .into_iter()
-        .map(|row| serde_json::json!({ "case": row[0], "upstream": row[1], "patched": row[2] }))
-        .collect();
+/// The cases' table as data, for `cargo xtask pr`.
+fn cases_json(
+    scenario: &Scenario,
+    seed: u64,
+    rows: Vec<shared::repro::Row>,
+) -> shared::repro::Table {
     let source = match &scenario.source {
         Some(_) => "model",
         None => "fixture",
     };
-    serde_json::json!({
-        "model": format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
-        "model_sha256": model_file::SHA256,
-        "prompt": scenario.prompt,
-        "logits": source,
-        "seed": seed,
-        "rows": rows,
-    })
+    shared::repro::Table {
+        model: format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
+        model_sha256: model_file::SHA256.to_string(),
+        prompt: scenario.prompt.clone(),
+        logits: source.to_string(),
+        seed,
+        rows,
+    }
 }
 
 fn compare_with_fixture(scenario: &Scenario, committed: &Fixture, json: bool) {

@@ -94,3 +94,45 @@ fn greedy_generation_through_from_sampling() -> Result<()> {
     assert_eq!(testbed::sampler::message(err), RAND_INVALID_WEIGHT);
     Ok(())
 }
+
+/// The decode loop of the benches generates the same tokens on the published point and the whole
+/// series for every comparison but `GumbelSoftmax`, whose noise the series changes: their
+/// forward passes do the same work, which is what lets the report count the sampler's time alone.
+#[test]
+#[cfg_attr(not(model_on_disk), ignore = "needs the model: bash ci/fetch-model.sh")]
+fn the_decode_loop_gives_the_same_tokens_on_both_sides() -> Result<()> {
+    use repro::decode::DecodeLoop;
+    use testbed::sampler::{all_samplings, Implementation};
+    let Some(mut decode) = DecodeLoop::load()? else {
+        anyhow::bail!("{}", repro::decode::NEEDS_THE_MODEL);
+    };
+    let side = |name: &str| Implementation::point(name).expect("a point of points::NAMES");
+    let (published, series) = (side(shared::PUBLISHED_POINT), side(shared::SERIES_POINT));
+    let greedy = Sampling::TopK {
+        k: 40,
+        temperature: 0.0,
+    };
+    let mut compared = 0;
+    for (before, after) in all_samplings(0.8, 40, 0.9)
+        .into_iter()
+        .map(|s| (s.clone(), s))
+        .chain([(Sampling::ArgMax, greedy)])
+    {
+        if matches!(before, Sampling::GumbelSoftmax { .. }) {
+            continue;
+        }
+        let mut tokens = |implementation: Implementation, sampling: &Sampling| {
+            let mut processor = implementation.from_sampling(42, sampling);
+            decode.generate(&mut processor, 4).map(|g| g.tokens)
+        };
+        let (a, b) = (tokens(published, &before)?, tokens(series, &after)?);
+        assert_eq!(
+            a, b,
+            "{before:?} on the published point, {after:?} on the series"
+        );
+        assert_eq!(a.len(), 4);
+        compared += 1;
+    }
+    assert_eq!(compared, 6);
+    Ok(())
+}

@@ -2,8 +2,15 @@
 //! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
 //! are, the upstream pin, sha256, and command-line flags.
 
+pub mod bench;
 pub mod flags;
 pub mod pin;
+pub mod repro;
+
+/// The point of `crates/vendor/points` that holds the published crates, and the one that holds
+/// every patch; the others are named by their patch's number (`cargo xtask vendor` names them).
+pub const PUBLISHED_POINT: &str = "published";
+pub const SERIES_POINT: &str = "series";
 
 use std::path::{Path, PathBuf};
 

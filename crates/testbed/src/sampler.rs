@@ -12,20 +12,23 @@ pub enum Implementation {
     /// The module with `patches/` applied, in the candle-transformers that `[patch.crates-io]`
     /// builds: what the tests run.
     Patched,
-    /// The same patched module built like `Upstream` (`crates/patched-copy`): what the
-    /// benches compare with `Upstream`, so that only the patches differ. Only with the
-    /// `bench-copy` feature, which the benches turn on.
-    #[cfg(feature = "bench-copy")]
-    PatchedCopy,
-    /// The patched copy with the series' fixes only, without its speed patches
-    /// (`patched_copy::fixes`): the benches' middle side.
-    #[cfg(feature = "bench-copy")]
-    FixesCopy,
+    /// A point of `crates/vendor/points`, by name (one of `points::NAMES`): the published
+    /// module, a patch's branch or the whole series, each built alike in `crates/points`, so
+    /// that two points differ by their patches alone. What the benches compare.
+    Point(PointName),
 }
 
-#[cfg(feature = "bench-copy")]
-pub use Implementation::{FixesCopy, PatchedCopy};
-pub use Implementation::{Patched, Upstream};
+/// The name of a point of `points::NAMES`; `Implementation::point` makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointName(&'static str);
+
+impl PointName {
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+pub use Implementation::{Patched, Point, Upstream};
 
 /// Every `Sampling`, `ArgMax` first, with the parameters given: the one list that the fuzzer,
 /// the property tests and the bug report's cases take their variants from. A new variant goes
@@ -76,11 +79,16 @@ impl Implementation {
         match self {
             Upstream => "upstream",
             Patched => "patched",
-            #[cfg(feature = "bench-copy")]
-            PatchedCopy => "patched copy",
-            #[cfg(feature = "bench-copy")]
-            FixesCopy => "fixes copy",
+            Point(name) => name.0,
         }
+    }
+
+    /// The point called `name`, if there is one.
+    pub fn point(name: &str) -> Option<Implementation> {
+        points::NAMES
+            .iter()
+            .find(|n| **n == name)
+            .map(|n| Point(PointName(n)))
     }
 
     /// `LogitsProcessor::from_sampling(seed, sampling)`.
@@ -92,18 +100,10 @@ impl Implementation {
                 sampling_of!(upstream::generation, sampling),
             )),
             Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
-            #[cfg(feature = "bench-copy")]
-            PatchedCopy => {
-                Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::from_sampling(
-                    seed,
-                    sampling_of!(patched_copy::generation, sampling),
-                ))
-            }
-            #[cfg(feature = "bench-copy")]
-            FixesCopy => Processor::FixesCopy(patched_copy::fixes::LogitsProcessor::from_sampling(
-                seed,
-                sampling_of!(patched_copy::fixes, sampling),
-            )),
+            Point(name) => Processor::Point(match points::from_sampling(name.0, seed, sampling) {
+                Some(processor) => processor,
+                None => unreachable!("a `PointName` is one of `points::NAMES`"),
+            }),
         }
     }
 
@@ -125,18 +125,10 @@ impl Implementation {
                 temperature,
                 top_p,
             )),
-            #[cfg(feature = "bench-copy")]
-            PatchedCopy => Processor::PatchedCopy(patched_copy::generation::LogitsProcessor::new(
-                seed,
-                temperature,
-                top_p,
-            )),
-            #[cfg(feature = "bench-copy")]
-            FixesCopy => Processor::FixesCopy(patched_copy::fixes::LogitsProcessor::new(
-                seed,
-                temperature,
-                top_p,
-            )),
+            Point(name) => Processor::Point(match points::new(name.0, seed, temperature, top_p) {
+                Some(processor) => processor,
+                None => unreachable!("a `PointName` is one of `points::NAMES`"),
+            }),
         }
     }
 }
@@ -145,10 +137,7 @@ impl Implementation {
 pub enum Processor {
     Upstream(upstream::generation::LogitsProcessor),
     Patched(candle_transformers::generation::LogitsProcessor),
-    #[cfg(feature = "bench-copy")]
-    PatchedCopy(patched_copy::generation::LogitsProcessor),
-    #[cfg(feature = "bench-copy")]
-    FixesCopy(patched_copy::fixes::LogitsProcessor),
+    Point(Box<dyn points::Sample>),
 }
 
 impl Processor {
@@ -166,10 +155,15 @@ impl Processor {
         match self {
             Processor::Upstream(processor) => processor.sample_f(logits, f),
             Processor::Patched(processor) => processor.sample_f(logits, f),
-            #[cfg(feature = "bench-copy")]
-            Processor::PatchedCopy(processor) => processor.sample_f(logits, f),
-            #[cfg(feature = "bench-copy")]
-            Processor::FixesCopy(processor) => processor.sample_f(logits, f),
+            Processor::Point(processor) => {
+                // `f` is called at most once; the trait object takes an `FnMut`.
+                let mut f = Some(f);
+                processor.sample_with(logits, &mut |probabilities| {
+                    if let Some(f) = f.take() {
+                        f(probabilities)
+                    }
+                })
+            }
         }
     }
 }

@@ -3,10 +3,11 @@
 
 use anyhow::{bail, Context, Result};
 
+use crate::branches;
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Layout};
+use crate::project::{self, Applied, Layout, Source};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -39,9 +40,10 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     for patch in &patches {
         patch.message()?;
     }
+    let builds_on = branches::builds_on(&layout.patches())?;
     let scratch = Scratch::new()?;
     let generated = expected::generated_for(published);
-    let expected = expected::expected_trees(&scratch, published, &patches, &generated)?;
+    let expected = expected::expected_trees(&scratch, published, &patches, &builds_on, &generated)?;
     let label = |name: &str| {
         published
             .iter()
@@ -56,17 +58,28 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             continue;
         }
         let actual = scratch.tree_of_dir(&dir)?;
+        let what = match &generated.source {
+            Source::Part {
+                krate,
+                applied: Applied::None,
+                ..
+            } => format!("{} as published", label(krate)),
+            Source::Part {
+                krate,
+                applied: Applied::All,
+                ..
+            } => format!("{} + patches/", label(krate)),
+            Source::Points => format!(
+                "the points of {} and patches/stack.toml",
+                published
+                    .iter()
+                    .map(|p| p.pin.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         if actual == expected {
-            let what = match expected::applied_count(generated.applied, &patches) {
-                0 => "as published".to_string(),
-                1 => "+ 1 patch".to_string(),
-                n => format!("+ {n} patches"),
-            };
-            eprintln!(
-                "ok: {} is {} {what} (tree {actual})",
-                generated.dir,
-                label(&generated.krate)
-            );
+            eprintln!("ok: {} is {what} (tree {actual})", generated.dir);
             continue;
         }
         let mut changes = scratch.changes(expected, actual)?;
@@ -76,14 +89,8 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             changes.push(format!("and {more} more"));
         }
         problems.push(format!(
-            "{} differs from {}{}:\n    {}",
+            "{} differs from {what}:\n    {}",
             generated.dir,
-            label(&generated.krate),
-            match generated.applied {
-                project::Applied::None => "",
-                project::Applied::All => " + patches/",
-                project::Applied::Before(_) => " + the fixes of patches/",
-            },
             changes.join("\n    ")
         ));
     }

@@ -2,6 +2,7 @@
 //! module with a `run`.
 
 pub mod bench_report;
+pub mod branches;
 pub mod check;
 pub mod date;
 pub mod expected;

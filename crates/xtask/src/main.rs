@@ -11,16 +11,17 @@ const HELP: &str = "\
 cargo xtask <command>
 
   fetch                 download the pinned crates into cargo's cache and check their sha256
-  vendor [--version X]  regenerate the generated folders (one per pinned crate, the upstream and
-                        patched-copy modules, the published tests) from the published crates
-                        and patches/, pinning any crate newly listed in patches/upstream.toml
+  vendor [--version X]  regenerate the generated folders (one per pinned crate, the upstream
+                        module, the published tests, the benches' points) from the published
+                        crates and patches/, pinning any crate newly listed in patches/upstream.toml
                         (X: move every pinned crate to another published version)
   check                 fail unless those folders are exactly published crates (+ patches/) and
                         cargo builds each pinned crate from its folder (offline)
   bench-report [--callgrind]
-                        upstream against the fixes and the whole series from `cargo bench`'s
-                        results, with verdicts and floors (--callgrind: instructions per call
-                        too); writes target/bench-report.md and target/bench-scaling.svg
+                        the whole series, each patch against the branch it builds on, and the
+                        decode loop, from `cargo bench`'s results and paired rounds, with
+                        verdicts and floors (--callgrind: instructions per call too); writes
+                        target/bench-report.md, .json and target/bench-scaling.svg
   pr [--candle <clone>] [--base main] [--prefix P] [--force-branch] [--patches 0001,...]
      [--author \"Name <email>\"] [--verify]
                         make the upstream pull requests as a stack, one branch per patch in the

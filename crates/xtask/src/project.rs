@@ -2,41 +2,59 @@
 
 use std::path::{Path, PathBuf};
 
-/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares: a folder of a
-/// published crate, with `patches/` applied or as published.
+/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
     /// Relative to the workspace root.
     pub dir: String,
-    /// The pinned crate it comes from.
-    pub krate: String,
-    /// The folder of that crate it holds, `""` for the whole crate.
-    pub crate_dir: &'static str,
-    /// The files of that folder it holds, by name; empty for all of them.
-    pub only: &'static [&'static str],
-    pub applied: Applied,
+    pub source: Source,
 }
 
-/// Which patches of the series a generated folder has applied.
+/// What a generated folder is made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A folder of one pinned crate, with `patches/` applied or as published.
+    Part {
+        krate: String,
+        /// The folder of that crate it holds, `""` for the whole crate.
+        crate_dir: &'static str,
+        /// The files of that folder it holds, by name; empty for all of them.
+        only: &'static [&'static str],
+        applied: Applied,
+    },
+    /// The benches' points (`POINTS_DIR`).
+    Points,
+}
+
+/// Which patches of the series a generated part has applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
     /// None: the files as published.
     None,
     /// Every patch.
     All,
-    /// The patches whose file names sort before this prefix.
-    Before(&'static str),
 }
-
-/// The series' patches from this one on make sampling faster and change no token. The benches'
-/// middle side, the fixes copy, stops before it, so that the report shows what the fixes cost
-/// and what the speed patches gain apart.
-pub const FIRST_SPEED_PATCH: &str = "0008";
 
 /// Where a pinned crate is vendored, patched: what `[patch.crates-io]` points at.
 pub fn vendored_dir(name: &str) -> String {
     format!("crates/{name}")
 }
+
+/// The benches' points: one folder per version of the sampler that a bench measures, each the
+/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them:
+/// `published`, then one per patch holding what that patch's branch holds (its own change on
+/// top of the branch it builds on, `patches/stack.toml`), then `series`, every patch applied.
+/// `crates/points` builds each as a module of its own.
+pub const POINTS_DIR: &str = "crates/vendor/points";
+
+pub use shared::{PUBLISHED_POINT, SERIES_POINT};
+
+/// What each point holds: its folder, the crate, the crate's folder and the files of it (all
+/// of them when empty).
+pub const POINT_PARTS: [(&str, &str, &str, &[&str]); 2] = [
+    ("generation", "candle-transformers", "src/generation", &[]),
+    ("nn", "candle-nn", "src", &["sampling.rs"]),
+];
 
 /// A folder made from a part of one pinned crate.
 struct Part {
@@ -47,13 +65,11 @@ struct Part {
     applied: Applied,
 }
 
-/// The unpatched `generation` module that tests and benches compare the patched crate with,
-/// and the published candle-nn `sampling` module it calls (through crates/upstream-nn), so
-/// that a patch to candle-nn does not reach the upstream side; the published tests, which the
-/// upstream crate runs on that module and the `pr` tests build a candle-like repository from;
-/// the patched module again, built like the unpatched one, so that the benches compare the
-/// patches alone; and that module with the fixes only (`FIRST_SPEED_PATCH`).
-const PARTS: [Part; 5] = [
+/// The unpatched `generation` module that tests compare the patched crate with, and the
+/// published candle-nn `sampling` module it calls (through crates/upstream-nn), so that a
+/// patch to candle-nn does not reach the upstream side; and the published tests, which the
+/// upstream crate runs on that module and the `pr` tests build a candle-like repository from.
+const PARTS: [Part; 3] = [
     Part {
         krate: "candle-transformers",
         dir: "crates/upstream/src/generation",
@@ -75,45 +91,41 @@ const PARTS: [Part; 5] = [
         only: &[],
         applied: Applied::None,
     },
-    Part {
-        krate: "candle-transformers",
-        dir: "crates/patched-copy/src/generation",
-        crate_dir: "src/generation",
-        only: &[],
-        applied: Applied::All,
-    },
-    Part {
-        krate: "candle-transformers",
-        dir: "crates/patched-copy/src/fixes",
-        crate_dir: "src/generation",
-        only: &[],
-        applied: Applied::Before(FIRST_SPEED_PATCH),
-    },
 ];
 
 /// Every generated folder for the crates `pins` names: each crate whole and patched, then the
-/// parts taken from them.
+/// parts taken from them, then the points when candle-transformers is pinned.
 pub fn generated(names: &[&str]) -> Vec<Generated> {
     let mut all: Vec<Generated> = names
         .iter()
         .map(|name| Generated {
             dir: vendored_dir(name),
-            krate: name.to_string(),
-            crate_dir: "",
-            only: &[],
-            applied: Applied::All,
+            source: Source::Part {
+                krate: name.to_string(),
+                crate_dir: "",
+                only: &[],
+                applied: Applied::All,
+            },
         })
         .collect();
     for part in PARTS {
         if names.contains(&part.krate) {
             all.push(Generated {
                 dir: part.dir.to_string(),
-                krate: part.krate.to_string(),
-                crate_dir: part.crate_dir,
-                only: part.only,
-                applied: part.applied,
+                source: Source::Part {
+                    krate: part.krate.to_string(),
+                    crate_dir: part.crate_dir,
+                    only: part.only,
+                    applied: part.applied,
+                },
             });
         }
+    }
+    if names.contains(&POINT_PARTS[0].1) {
+        all.push(Generated {
+            dir: POINTS_DIR.to_string(),
+            source: Source::Points,
+        });
     }
     all
 }

@@ -85,6 +85,11 @@ impl Message {
 }
 
 impl Patch {
+    /// The patch's number, as in `0001` (`load` checks that the name starts with one).
+    pub fn number(&self) -> &str {
+        &self.file_name[..4]
+    }
+
     pub fn diff(&self) -> Result<Diff<'static>> {
         Diff::from_buffer(&self.bytes)
             .with_context(|| format!("{}: git cannot read the patch in it", self.file_name))

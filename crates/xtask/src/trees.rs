@@ -40,6 +40,34 @@ impl Scratch {
         Ok(index.write_tree_to(&self.repo)?)
     }
 
+    /// The tree that holds each of `trees` at its path and each of `files` (a path and its
+    /// bytes).
+    pub fn compose(&self, trees: &[(String, Oid)], files: &[(String, &[u8])]) -> Result<Oid> {
+        let mut index = Index::new()?;
+        for (prefix, tree) in trees {
+            let mut blobs = Vec::new();
+            self.repo
+                .find_tree(*tree)?
+                .walk(TreeWalkMode::PreOrder, |parent, item| {
+                    if item.kind() == Some(ObjectType::Blob) {
+                        let name = item.name().unwrap_or_default();
+                        blobs.push((format!("{parent}{name}"), item.id(), item.filemode()));
+                    }
+                    git2::TreeWalkResult::Ok
+                })?;
+            for (path, id, mode) in blobs {
+                let size = self.repo.find_blob(id)?.size();
+                let executable = mode == i32::from(FileMode::BlobExecutable);
+                index.add(&entry(&join(prefix, &path), id, executable, size))?;
+            }
+        }
+        for (path, data) in files {
+            let id = self.repo.blob(data)?;
+            index.add(&entry(path, id, false, data.len()))?;
+        }
+        Ok(index.write_tree_to(&self.repo)?)
+    }
+
     /// The tree of the folder `dir` as it is on disk.
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
         let mut files = Vec::new();

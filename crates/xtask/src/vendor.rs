@@ -156,9 +156,10 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> (String, usize) {
 /// workspace as it was.
 pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
+    let builds_on = crate::branches::builds_on(&layout.patches())?;
     let scratch = Scratch::new()?;
     let generated = expected::generated_for(published);
-    let trees = expected::expected_trees(&scratch, published, &patches, &generated)?;
+    let trees = expected::expected_trees(&scratch, published, &patches, &builds_on, &generated)?;
     // Each tree is written into a temporary folder beside its target (the same file system,
     // so that a rename moves it), then all of them are swapped in together.
     let mut temps = Vec::new();

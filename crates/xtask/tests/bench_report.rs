@@ -1,20 +1,28 @@
-//! The bench report's parser on criterion's real output (tests/fixtures/criterion, captured from
-//! this project's bench).
+//! The bench report from what the benches really printed: criterion's saved measurements
+//! (`tests/fixtures/criterion`) and `bench-driver`'s rounds (`tests/fixtures/bench-driver`),
+//! both captured from this project's `cargo bench` and `cargo xtask bench-report` (see the
+//! README beside them). The report is compared whole with `tests/snapshots/`; after a change to
+//! its text, `UPDATE_EXPECT=1 cargo test -p xtask --test bench_report` writes them again.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use xtask::bench_report::{self, median, Paired};
+use anyhow::{Context, Result};
+use xtask::bench_report::data::Report;
+use xtask::bench_report::stats::median;
+use xtask::bench_report::{self, Patch, PointRounds};
 
-fn fixture() -> Result<Vec<bench_report::Measurement>> {
-    bench_report::read_criterion(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/criterion"),
-    )
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn criterion() -> Result<Vec<bench_report::Measurement>> {
+    bench_report::read_criterion(&fixtures().join("criterion"))
 }
 
 #[test]
 fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
-    let measurements = fixture()?;
+    let measurements = criterion()?;
     let ids: Vec<(&str, &str, Option<&str>)> = measurements
         .iter()
         .map(|m| (m.group.as_str(), m.function.as_str(), m.value.as_deref()))
@@ -22,14 +30,13 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
     assert_eq!(
         ids,
         [
-            ("cpu_argmax", "patched", Some("49152")),
-            ("cpu_argmax", "upstream", Some("49152")),
+            ("cpu_argmax", "published", Some("49152")),
+            ("cpu_argmax", "series", Some("49152")),
             ("cpu_profile", "argmax", None),
         ]
     );
     for m in &measurements {
-        // criterion's 100 samples, and our median of them is criterion's own estimate.
-        assert_eq!(m.per_iteration_ns.len(), 100);
+        // Our median of criterion's samples is criterion's own estimate.
         let ours = median(&m.per_iteration_ns);
         assert!(
             (ours - m.criterion_median_ns).abs() <= 1e-9 * ours,
@@ -42,167 +49,237 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
             "{ours} ns for ArgMax over 49152 logits"
         );
     }
-    Ok(())
-}
-
-#[test]
-fn the_report_pairs_and_renders_them() -> Result<()> {
-    let mut rows = bench_report::rows(&fixture()?);
+    let rows = bench_report::rows(&measurements);
     assert_eq!(rows.len(), 1);
-    let row = &mut rows[0];
     assert_eq!(
-        (
-            row.device.as_str(),
-            row.comparison.as_str(),
-            row.vocab.as_str()
-        ),
-        ("cpu", "argmax", "49152")
+        (rows[0].comparison.as_str(), rows[0].vocab.as_str()),
+        ("argmax", "49152")
     );
-    row.paired = Some(Paired::of(&[(100.0, 101.0), (100.0, 99.5), (102.0, 102.0)]));
-    row.instructions = Some(1.0004);
-    row.fixes_ns = Some(30_500.0);
-    row.fixes = Some(Paired::of(&[(100.0, 50.0), (100.0, 49.0), (100.0, 51.0)]));
-    row.fixes_instructions = Some(0.5);
-    row.floor_ns = Some(row.patched_ns / 4.0);
-    let provenance = bench_report::Provenance {
-        machine: "a machine".into(),
-        crate_label: "candle-transformers 0.11.1".into(),
-        patches: vec!["0001".into()],
-        commit: "abc".into(),
-        date: "2026-11-29".into(),
-        settings: bench_report::Settings::parse(
-            r#"{"model": "SmolLM2-135M-Instruct.Q4_1.gguf", "vocab": 49152, "seed": 42, "temperature": 0.8, "sides": ["upstream", "fixes", "patched"], "decode_tokens": 32, "model_on_disk": true}"#,
-        )?,
-    };
-    let decode = bench_report::Decoding::Measured(vec![bench_report::Decode {
-        comparison: "top_p".into(),
-        sides: vec![(29.0, 0.05), (28.9, 0.05), (27.6, 0.004)],
-        patched: Paired::of(&[(29.0, 27.6), (29.2, 27.7), (28.8, 27.5)]),
-        speed: Some(Paired::of(&[(28.9, 27.6), (29.1, 27.7), (28.7, 27.5)])),
-        speed_sampler: Some(Paired::of(&[(28.9, 27.8), (29.1, 28.0), (28.7, 27.6)])),
-    }]);
-    let report = bench_report::render(&rows, &[("argmax".into(), 30_000.0)], &decode, &provenance);
-    // The decode loop: a row per comparison, each side's time per token and sampler share.
-    let decode_line = report.lines().find(|l| l.starts_with("| top_p |")).unwrap();
-    assert_eq!(
-        decode_line,
-        "| top_p | 29.00 (34.5), 5.0% | 28.90 (34.6), 5.0% | 27.60 (36.2), 0.4% | 0.952 \
-         (0.949 to 0.955) | faster by 4.8% | 0.955 (0.952 to 0.958) | faster by 4.5% | 0.962 (0.962 to 0.962) | faster by 3.8% |"
-    );
-    let without = bench_report::render_decode(&bench_report::Decoding::NeedsTheModel, &provenance);
-    assert_eq!(
-        without,
-        "\n### In a generation loop\n\nNot run: the decode loop needs the model: bash \
-         ci/fetch-model.sh\n"
-    );
-    let line = report
-        .lines()
-        .find(|l| l.starts_with("| argmax | 49152 | cpu |"))
-        .unwrap();
-    assert!(
-        line.ends_with(
-            "| 0.500 (0.490 to 0.510) | faster by 50.0% | 1.000 (0.995 to 1.010) | \
-             no measurable cost | 0.5000, 1.0004 | 4.0 |"
-        ),
-        "{line}"
-    );
-    assert!(report.contains("| argmax | 30.0 µs |"));
-    assert!(report.contains("over 3 paired rounds"));
-    assert!(report.contains(
-        "on SmolLM2-135M-Instruct.Q4_1.gguf's real logits (49152) and on vocabularies drawn \
-         from them; seed 42, temperature 0.8"
-    ));
-    // Only the CPU was measured: the other devices say so.
-    assert!(report.contains(
-        "Devices: cpu measured; **cuda not run** (`cargo bench --features cuda` on a machine with \
-         an NVIDIA GPU); **metal not run** (`cargo bench --features metal` on a Mac)."
-    ));
     Ok(())
 }
 
-#[test]
-fn equal_instructions_qualify_a_time_verdict() {
-    let row = |vocab: &str, ratio: f64, instructions: Option<f64>| bench_report::Row {
-        device: "cpu".into(),
-        comparison: "top_k".into(),
-        vocab: vocab.into(),
-        upstream_ns: 100.0,
-        fixes_ns: Some(100.0 * ratio),
-        patched_ns: 100.0 * ratio,
-        floor_ns: None,
-        paired: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
-        fixes: Some(Paired::of(&[(100.0, 100.0 * ratio); 5])),
-        instructions,
-        fixes_instructions: instructions,
-        speed: None,
-        round_ns: Vec::new(),
+/// The series as it was when the rounds were captured: each patch and the point it builds on.
+fn captured_series() -> Vec<Patch> {
+    let patch = |number: &str, subject: &str, before: &str| Patch {
+        number: number.to_string(),
+        subject: subject.to_string(),
+        before: before.to_string(),
     };
-    let mut rows = vec![
-        row("49152", 1.03, Some(0.9999)),
-        row("128256", 1.07, None),
-        row("32000", 1.0, None),
-    ];
-    bench_report::same_work(&mut rows);
-    let verdicts: Vec<&str> = rows
+    vec![
+        patch(
+            "0001",
+            "generation: Sample greedily at temperature 0",
+            "published",
+        ),
+        patch(
+            "0002",
+            "generation: Reject a NaN temperature or top-p",
+            "0001",
+        ),
+        patch(
+            "0003",
+            "generation: Turn top-k off at k = 0 and top-p off at p >= 1 alike",
+            "published",
+        ),
+        patch(
+            "0004",
+            "generation: Check that the logits are one row before sampling",
+            "published",
+        ),
+        patch(
+            "0005",
+            "generation: Say why sampling fails instead of rand's error or panic",
+            "0002",
+        ),
+        patch(
+            "0006",
+            "nn: Draw the Gumbel noise of gumbel_softmax from all of (0, 1)",
+            "published",
+        ),
+        patch(
+            "0007",
+            "generation: Draw the Gumbel noise on the CPU from the processor's seed",
+            "published",
+        ),
+        patch(
+            "0008",
+            "generation: Find the top-p nucleus without sorting the whole vocabulary",
+            "published",
+        ),
+    ]
+}
+
+/// The captured `bench-driver` outputs, each named by the arguments it ran with.
+fn captured(mode: &str) -> Result<Vec<(Vec<String>, String)>> {
+    let dir = fixtures().join("bench-driver");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let Some(args) = name.strip_suffix(".txt") else {
+            continue;
+        };
+        let args: Vec<String> = args.split(' ').map(String::from).collect();
+        if args[0] == mode {
+            found.push((args, std::fs::read_to_string(dir.join(&name))?));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The report as `bench-report` assembles it, from the captured rounds.
+fn report(with_model: bool) -> Result<Report> {
+    let patches = captured_series();
+    let mut rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
+    for (args, output) in captured("pair")? {
+        // pair <comparison> <vocab> <rounds> <calls> <device> <point>...
+        let calls: u64 = args[4].parse()?;
+        rounds.insert(
+            args[1].clone(),
+            bench_report::per_call(&args[6..], &output, calls)?,
+        );
+    }
+    let mut steps = bench_report::steps(&patches, &rounds, &BTreeMap::new())?;
+    let mut whole = Vec::new();
+    for (args, output) in captured("decode")? {
+        // decode <comparison> <rounds> <tokens> <point>...
+        let (comparison, tokens, points) = (&args[1], args[3].parse()?, &args[4..]);
+        assert_eq!(
+            points,
+            bench_report::decode_points(comparison, &steps),
+            "the points the report decodes with"
+        );
+        let rounds = xtask::bench_report::stats::parse_rounds(&output, 2 * points.len())?;
+        let between = |before: &str, after: &str| {
+            bench_report::decode_between(comparison, points, &rounds, tokens, before, after)
+        };
+        whole.push(between("published", "series")?);
+        for step in steps.iter_mut() {
+            if points.contains(&step.patch) {
+                step.decode.push(between(&step.before, &step.patch)?);
+            }
+        }
+    }
+    Ok(Report {
+        machine: "Intel(R) Xeon(R) CPU @ 2.00GHz, 2 threads, linux x86_64".to_string(),
+        date: "2026-12-01".to_string(),
+        commit: "captured".to_string(),
+        crate_label: "candle-transformers 0.11.1 and candle-nn 0.11.1".to_string(),
+        model: "SmolLM2-135M-Instruct.Q4_1.gguf".to_string(),
+        vocab: 49152,
+        seed: 42,
+        temperature: 0.8,
+        rounds: bench_report::ROUNDS,
+        decode_tokens: 16,
+        decode_rounds: bench_report::DECODE_ROUNDS,
+        patches: steps,
+        decode: with_model.then_some(whole),
+    })
+}
+
+#[test]
+fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
+    let report = report(true)?;
+    let mut rows = bench_report::rows(&criterion()?);
+    let pairs = captured("pair")?;
+    let (args, output) = pairs
         .iter()
-        .map(|r| r.paired.as_ref().unwrap().verdict.as_str())
-        .collect();
-    let fixes: Vec<&str> = rows
+        .find(|(args, _)| args[1] == "argmax")
+        .context("the captured rounds of argmax")?;
+    let rounds = bench_report::per_call(&args[6..], output, args[4].parse()?)?;
+    let pairs: Vec<(f64, f64)> = rounds["published"]
         .iter()
-        .map(|r| r.fixes.as_ref().unwrap().verdict.as_str())
+        .copied()
+        .zip(rounds["series"].iter().copied())
         .collect();
-    assert_eq!(verdicts, fixes);
+    rows[0].paired = Some(bench_report::stats::Paired::of(&pairs));
+    rows[0].floor_ns = Some(rows[0].series_ns / 4.0);
+    let profile = [("argmax".to_string(), 30_000.0)];
+    expect_test::expect_file!["snapshots/bench-report.md"]
+        .assert_eq(&bench_report::render::report(&rows, &report, &profile));
+    // Without the model the decode loop says why it is missing; the rest is the same.
+    let without = report_without_model(&rows, &profile)?;
+    expect_test::expect_file!["snapshots/bench-report-without-the-model.md"].assert_eq(&without);
+    // What `pr` reads back is what was written.
+    let json = serde_json::to_string(&report)?;
+    assert_eq!(serde_json::from_str::<Report>(&json)?, report);
+    Ok(())
+}
+
+fn report_without_model(rows: &[bench_report::Row], profile: &[(String, f64)]) -> Result<String> {
+    Ok(bench_report::render::report(rows, &report(false)?, profile))
+}
+
+#[test]
+fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
+    let report = report(true)?;
+    let step = |n: &str| report.patches.iter().find(|s| s.patch == n).unwrap();
+    // 0002 builds on 0001, 0005 on 0002; the rest on the published crates.
+    let befores: Vec<(&str, &str)> = report
+        .patches
+        .iter()
+        .map(|s| (s.patch.as_str(), s.before.as_str()))
+        .collect();
     assert_eq!(
-        verdicts,
+        befores,
         [
-            "same instructions; slower by 3.0% in time",
-            "same instructions; slower by 7.0% in time",
-            "no measurable cost"
+            ("0001", "published"),
+            ("0002", "0001"),
+            ("0003", "published"),
+            ("0004", "published"),
+            ("0005", "0002"),
+            ("0006", "published"),
+            ("0007", "published"),
+            ("0008", "published")
         ]
     );
-    // Fewer instructions qualify a slower time; a faster one stays as it is.
-    let mut rows = vec![row("49152", 1.05, Some(0.967)), row("32000", 0.9, None)];
-    bench_report::same_work(&mut rows);
-    let verdict = |i: usize| rows[i].paired.as_ref().unwrap().verdict.clone();
-    assert_eq!(verdict(0), "fewer instructions; slower by 5.0% in time");
-    assert_eq!(verdict(1), "faster by 10.0%");
-    // More instructions keep the plain verdict.
-    let mut rows = vec![row("49152", 1.03, Some(1.002))];
-    bench_report::same_work(&mut rows);
-    assert_eq!(rows[0].paired.as_ref().unwrap().verdict, "slower by 3.0%");
+    // The nucleus patch is the one that makes top-p faster, and only it gets a decode line.
+    let top_p = |n: &str| {
+        step(n)
+            .rows
+            .iter()
+            .find(|r| r.comparison == "top_p")
+            .cloned()
+    };
+    let faster = |n: &str| {
+        top_p(n).is_some_and(|r| r.paired.verdict == bench_report::stats::Verdict::Faster)
+    };
+    assert!(faster("0008"));
+    assert!(!faster("0001"));
+    let with_decode: Vec<&str> = report
+        .patches
+        .iter()
+        .filter(|s| !s.decode.is_empty())
+        .map(|s| s.patch.as_str())
+        .collect();
+    assert!(with_decode.contains(&"0008"), "{with_decode:?}");
+    Ok(())
 }
 
 #[test]
-fn the_chart_draws_a_panel_per_comparison() -> Result<()> {
+fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
     let row = |comparison: &str, vocab: &str, ns: f64| bench_report::Row {
         device: "cpu".into(),
         comparison: comparison.into(),
         vocab: vocab.into(),
-        upstream_ns: ns,
-        fixes_ns: Some(ns),
-        patched_ns: ns / 10.0,
+        published_ns: ns,
+        series_ns: ns / 10.0,
         floor_ns: Some(ns / 20.0),
         paired: None,
-        fixes: None,
         instructions: None,
-        fixes_instructions: None,
-        speed: None,
-        round_ns: Vec::new(),
     };
     let rows = [
         row("all", "32000", 150e3),
         row("all", "151936", 700e3),
-        row("top_p", "32000", 900e3),
-        row("top_p", "151936", 6e6),
+        row("top_p", "49152", 900e3),
     ];
     let svg = bench_report::chart_svg(&rows)?;
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
     for text in [
         "all",
         "top_p",
-        "upstream",
-        "fixes",
-        "patched",
+        "published",
+        "series",
         "floor",
         "ms per call",
     ] {
@@ -211,5 +288,10 @@ fn the_chart_draws_a_panel_per_comparison() -> Result<()> {
             "no {text} in the chart"
         );
     }
+    // A mark for each of the 9 measurements (3 rows, 3 lines), whether or not a line joins it.
+    assert_eq!(svg.matches("<circle").count(), 9);
+    let empty = bench_report::chart_svg(&[])?;
+    assert!(empty.contains(bench_report::chart::NO_DATA), "{empty}");
+    assert_eq!(empty.matches("<circle").count(), 0);
     Ok(())
 }

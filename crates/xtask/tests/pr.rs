@@ -174,8 +174,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     let facts = Facts {
         call_sites: Some(prepared.call_sites.clone()),
         real_model: Some(pr::parse_real_model(
-            r#"{"model": "m.gguf (pkg==1)", "logits": "model", "prompt": "Hi?", "seed": 42,
-                "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\""}]}"#,
+            r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
+                "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\"",
+                          "points": {"published": "error: rand", "0001": "66 \"R\"", "0002": "66 \"R\"", "0003": "error: rand", "series": "66 \"R\""}}]}"#,
         )?),
         bench: None,
     };
@@ -232,56 +233,142 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     Ok(())
 }
 
+/// A bench report over the toy stack: each patch's step with times of its own, and a decode
+/// loop for the third.
+fn toy_report() -> xtask::bench_report::data::Report {
+    use xtask::bench_report::data::{Decode, PatchStep, Report, Step};
+    use xtask::bench_report::stats::Paired;
+    let rounds = |ratio: f64| -> Vec<(f64, f64)> {
+        (0..21)
+            .map(|i| (100.0, 100.0 * ratio * (1.0 + (i % 5) as f64 / 1000.0)))
+            .collect()
+    };
+    let step = |comparison: &str, before_ns: f64, ratio: f64| Step {
+        comparison: comparison.to_string(),
+        before_ns,
+        after_ns: before_ns * ratio,
+        paired: Paired::of(&rounds(ratio)),
+        instructions: None,
+    };
+    let patch = |patch: &str, subject: &str, before: &str, rows: Vec<Step>| PatchStep {
+        patch: patch.to_string(),
+        subject: subject.to_string(),
+        before: before.to_string(),
+        rows,
+        decode: Vec::new(),
+    };
+    let mut third = patch(
+        "0003",
+        "generation: Test argmax on ties",
+        "published",
+        vec![step("argmax", 31_000.0, 1.0), step("top_p", 1.37e6, 0.2)],
+    );
+    third.decode.push(Decode {
+        comparison: "top_p".to_string(),
+        before: "published".to_string(),
+        after: "0003".to_string(),
+        before_ms: 29.4,
+        after_ms: 28.3,
+        before_share: 0.047,
+        after_share: 0.009,
+        per_token: Paired::of(&rounds(0.962)),
+        sampler_only: Paired::of(&rounds(0.961)),
+    });
+    Report {
+        machine: "a machine, 2 threads".to_string(),
+        date: "2026-12-01".to_string(),
+        commit: "abc1234".to_string(),
+        crate_label: "candle-transformers 0.11.1".to_string(),
+        model: "m.gguf".to_string(),
+        vocab: 49152,
+        seed: 42,
+        temperature: 0.8,
+        rounds: 21,
+        decode_tokens: 16,
+        decode_rounds: 11,
+        patches: vec![
+            patch(
+                "0001",
+                "generation: Raise the threshold",
+                "published",
+                vec![step("argmax", 30_000.0, 1.0), step("top_p", 1.4e6, 1.0)],
+            ),
+            patch(
+                "0002",
+                "generation: Raise it again",
+                "0001",
+                vec![step("argmax", 30_500.0, 1.03), step("top_p", 1.41e6, 1.0)],
+            ),
+            third,
+        ],
+        decode: None,
+    }
+}
+
 #[test]
-fn a_fix_shows_what_the_fixes_cost_and_a_speed_patch_its_gain() -> Result<()> {
+fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- real-model -->\n\n<!-- bench -->\n")?;
+    let facts = Facts {
+        real_model: Some(pr::parse_real_model(
+            r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
+                "rows": [{"case": "All { temperature: 0.0 }", "upstream": "error: rand", "patched": "66",
+                          "points": {"published": "error: rand", "0001": "66", "0002": "66", "0003": "error: rand", "series": "66"}},
+                         {"case": "All { temperature: 1e-6 }", "upstream": "12", "patched": "66",
+                          "points": {"published": "12", "0001": "66", "0002": "66", "0003": "12", "series": "66"}},
+                         {"case": "All { temperature: 3e-6 }", "upstream": "12", "patched": "12",
+                          "points": {"published": "12", "0001": "12", "0002": "66", "0003": "12", "series": "66"}}]}"#,
+        )?),
+        bench: Some(toy_report()),
+        ..Facts::default()
+    };
+    let bodies: Vec<String> = (0..3)
+        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, None))
+        .collect();
+    expect_test::expect_file!["snapshots/body-0001.md"].assert_eq(&bodies[0]);
+    expect_test::expect_file!["snapshots/body-0002.md"].assert_eq(&bodies[1]);
+    expect_test::expect_file!["snapshots/body-0003.md"].assert_eq(&bodies[2]);
+    // Each body's times are its own step's alone.
+    let own = [
+        ["30.0 µs", "1.40 ms"],
+        ["30.5 µs", "1.41 ms"],
+        ["31.0 µs", "1.37 ms"],
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        for (j, times) in own.iter().enumerate() {
+            for time in times {
+                assert_eq!(body.contains(time), i == j, "`{time}` in body {i}:\n{body}");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_body_says_when_the_report_does_not_fit_its_branch() -> Result<()> {
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
     let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- bench -->\n")?;
-    let paired = |ratio: f64, verdict: &str| serde_json::json!({"ratio": ratio, "low": ratio - 0.01, "high": ratio + 0.01, "verdict": verdict});
+    let mut report = toy_report();
+    report.patches.remove(0);
+    report.patches[0].before = "published".to_string();
     let facts = Facts {
-        bench: Some(serde_json::json!({
-            "first_speed_patch": "0003", "patches": ["0001", "0002", "0003"],
-            "machine": "a machine", "date": "2026-11-30", "model": "m.gguf", "vocab": 49152,
-            "seed": 42, "temperature": 0.8, "decode_tokens": 32,
-            "rows": [{"comparison": "top_p", "upstream_ns": 1.4e6, "fixes_ns": 1.41e6,
-                      "patched_ns": 1.2e5, "fixes": paired(1.0, "no measurable cost"),
-                      "speed": paired(0.085, "faster by 91.5%")}],
-            "decode": [{"comparison": "top_p", "ms_per_token": [29.0, 29.1, 27.7],
-                        "sampler_share": [0.05, 0.05, 0.004],
-                        "speed": paired(0.952, "faster by 4.8%"),
-                        "speed_sampler": paired(0.955, "faster by 4.5%")}],
-        })),
+        bench: Some(report),
         ..Facts::default()
     };
     let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
-    let fix = body(0);
-    assert!(
-        fix.contains("What the fixes of this stack (0001 to 0002) cost together"),
-        "{fix}"
-    );
-    assert!(
-        fix.contains(
-            "| `top_p` | 1.40 ms | 1.41 ms | 1.000 (0.990 to 1.010) | no measurable cost |"
-        ),
-        "{fix}"
-    );
-    assert!(
-        !fix.contains("faster") && !fix.contains("decode loop"),
-        "{fix}"
-    );
-    let speed = body(2);
-    assert!(
-        speed.contains("What this change gains over the fixes of this stack"),
-        "{speed}"
-    );
-    assert!(
-        speed.contains(
-            "| `top_p` | 1.41 ms | 120.0 µs | 0.085 (0.075 to 0.095) | faster by 91.5% |"
-        ),
-        "{speed}"
-    );
-    assert!(speed.contains("`top_p`: 29.10 ms per token before, 27.70 after (0.952 (0.942 to 0.962): faster by 4.8% per token); the sampler's share of a token's time falls from 5.0% to 0.4%: counting the sampler's time alone, the same tokens take 0.955 (0.945 to 0.965): faster by 4.5% of their time before."), "{speed}");
+    assert!(body(0).contains(
+        "(The benchmark report has no step for 0001: run `cargo bench` and `cargo xtask \
+         bench-report`.)"
+    ));
+    assert!(body(1).contains(
+        "(The benchmark report measured 0002 against the published crates, but it builds on the \
+         branch of 0001 now: run `cargo xtask vendor`, `cargo bench` and `cargo xtask \
+         bench-report`.)"
+    ));
     Ok(())
 }
 

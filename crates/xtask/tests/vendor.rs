@@ -32,11 +32,90 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     crates.sort();
-    assert_eq!(crates, ["candle-transformers", "patched-copy", "upstream"]);
-    // The patched copy for the benches is the vendored module, byte for byte.
-    let copy = std::fs::read(root.join("crates/patched-copy/src/generation/mod.rs"))?;
-    assert_eq!(copy, patched.as_bytes());
+    assert_eq!(crates, ["candle-transformers", "upstream", "vendor"]);
+    // The benches' points: the published module, the patch's branch and the whole series.
+    let points = root.join("crates/vendor/points");
+    let mut names: Vec<String> = std::fs::read_dir(&points)?
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["0001", "README.md", "published", "series"]);
+    let point = |name: &str| std::fs::read(points.join(name).join("generation/mod.rs"));
+    assert_eq!(point("published")?, published_generation());
+    assert_eq!(point("0001")?, patched.as_bytes());
+    assert_eq!(point("series")?, patched.as_bytes());
     check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+}
+
+#[test]
+fn each_point_holds_what_its_patchs_branch_holds() -> Result<()> {
+    let ws = workspace()?;
+    let module = "candle-transformers/src/generation/mod.rs";
+    let series = make_series(
+        &crate_files(),
+        vec![
+            ("generation: Raise the threshold", Box::new(raise_threshold)),
+            (
+                "generation: Name the seed",
+                Box::new(move |root: &std::path::Path| {
+                    edit(
+                        root,
+                        module,
+                        "pub fn new(seed: u64",
+                        "pub fn new(the_seed: u64",
+                    )
+                }),
+            ),
+            (
+                "generation: Raise it again",
+                Box::new(move |root: &std::path::Path| edit(root, module, "1e-6", "1e-5")),
+            ),
+        ],
+    )?;
+    for (i, (subject, patch)) in series.iter().enumerate() {
+        let name = xtask::series::file_name(i + 1, subject);
+        ws.add_patch(&name, patch)?;
+    }
+    // 0003 builds on 0001; 0002 stands alone on the published crate.
+    std::fs::write(
+        ws.layout.patches().join("stack.toml"),
+        "\"0003\" = \"0001\"\n",
+    )?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    let point = |name: &str| {
+        std::fs::read_to_string(
+            ws.layout
+                .root
+                .join("crates/vendor/points")
+                .join(name)
+                .join("generation/mod.rs"),
+        )
+    };
+    let has = |text: &str, threshold: &str, seed: &str| {
+        text.contains(&format!("if v < {threshold} {{ None }}"))
+            && text.contains(&format!("pub fn new({seed}: u64"))
+    };
+    assert!(has(&point("0001")?, "1e-6", "seed"));
+    assert!(has(&point("0002")?, "1e-7", "the_seed"));
+    assert!(has(&point("0003")?, "1e-5", "seed"));
+    assert!(has(&point("series")?, "1e-5", "the_seed"));
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    // A point edited by hand is found, with the command that fixes it.
+    let edited = ws
+        .layout
+        .root
+        .join("crates/vendor/points/0002/generation/mod.rs");
+    std::fs::write(&edited, point("0002")?.replace("the_seed", "seed"))?;
+    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("crates/vendor/points differs from the points of ")
+            && err.contains("modified 0002/generation/mod.rs")
+            && err.contains("run `cargo xtask vendor`"),
+        "{err}"
+    );
+    Ok(())
 }
 
 #[test]

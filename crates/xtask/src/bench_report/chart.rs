@@ -1,6 +1,6 @@
 //! The report's scaling chart: time per call against vocabulary size, one panel per comparison,
-//! a line per side and one for the floor (CPU rows), drawn as an SVG with plotters, as
-//! criterion draws its own.
+//! a line per side and one for the floor (CPU rows), every measured point marked, drawn as an
+//! SVG with plotters, as criterion draws its own. Without CPU rows it says so.
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
@@ -10,12 +10,14 @@ use super::Row;
 /// The lines of a panel: a name, a colour and where the value is in a row.
 type Line = (&'static str, RGBColor, fn(&Row) -> Option<f64>);
 
-const LINES: [Line; 4] = [
-    ("upstream", RGBColor(200, 60, 40), |r| Some(r.upstream_ns)),
-    ("fixes", RGBColor(230, 160, 30), |r| r.fixes_ns),
-    ("patched", RGBColor(40, 110, 200), |r| Some(r.patched_ns)),
+const LINES: [Line; 3] = [
+    ("published", RGBColor(200, 60, 40), |r| Some(r.published_ns)),
+    ("series", RGBColor(40, 110, 200), |r| Some(r.series_ns)),
     ("floor", RGBColor(90, 90, 90), |r| r.floor_ns),
 ];
+
+/// What the chart says when there is nothing to draw.
+pub const NO_DATA: &str = "no CPU measurements: run `cargo bench`";
 
 /// The chart of the CPU rows of `rows`, as SVG text.
 pub fn svg(rows: &[Row]) -> Result<String> {
@@ -32,6 +34,10 @@ pub fn svg(rows: &[Row]) -> Result<String> {
         let size = (320 * columns as u32, 260 * lines as u32);
         let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+        if comparisons.is_empty() {
+            root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))
+                .map_err(|e| anyhow!("{e}"))?;
+        }
         for (panel, comparison) in root.split_evenly((lines, columns)).iter().zip(&comparisons) {
             draw_panel(panel, comparison, rows)?;
         }
@@ -78,10 +84,14 @@ fn draw_panel(
             continue;
         }
         chart
-            .draw_series(LineSeries::new(line, color.stroke_width(2)))
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
             .map_err(|e| anyhow!("{e}"))?
             .label(name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
+        // A mark on every measurement, so that one vocabulary alone still shows.
+        chart
+            .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| anyhow!("{e}"))?;
     }
     chart
         .configure_series_labels()

@@ -1,9 +1,14 @@
-//! `cargo xtask bench-report [--callgrind]`: upstream against the series' fixes alone and
-//! against the whole series, one row per comparison and vocabulary: criterion's medians
-//! (`cargo bench`), the comparison's floor, the ratios and their 95% intervals from paired
-//! rounds, verdicts, and with `--callgrind` instructions per call. Printed and written to
-//! `target/bench-report.md` (the table alone to `target/bench-table.md`, for the pull
-//! requests), with the scaling chart in `target/bench-scaling.svg`.
+//! `cargo xtask bench-report [--callgrind]`: what the series costs and gains, from `cargo
+//! bench`'s medians and from paired rounds of `bench-driver` on the points of
+//! `crates/vendor/points`:
+//!
+//! - the whole series against the published crates at every vocabulary, with floors and the
+//!   scaling chart (`target/bench-scaling.svg`);
+//! - one table per patch: its branch against the branch it builds on, at the real vocabulary;
+//! - the decode loop: the whole series, and each patch that makes a comparison faster per call.
+//!
+//! Printed and written to `target/bench-report.md`, and as data to `target/bench-report.json`
+//! (`data::Report`), from which `cargo xtask pr` writes each pull request's evidence.
 //!
 //! Why paired rounds: on a shared machine two criterion measurements taken a minute apart
 //! drift by 10% and more, so the ratio of their medians, with an interval from the samples of
@@ -14,261 +19,70 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde_json::Value;
+use shared::bench::Settings;
+use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::{self, Layout};
 
-mod chart;
+pub mod chart;
+pub mod criterion;
+pub mod data;
+pub mod render;
+pub mod stats;
 
 pub use chart::svg as chart_svg;
+pub use criterion::{read_criterion, Measurement};
+use data::{Decode, PatchStep, Report, Step};
+pub use render::show_time;
+use stats::{median, parse_rounds, Paired, Verdict};
 
-/// One benchmark's samples, as criterion saved them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measurement {
-    pub group: String,
-    pub function: String,
-    pub value: Option<String>,
-    /// The time of one iteration in each sample, in nanoseconds.
-    pub per_iteration_ns: Vec<f64>,
-    /// criterion's own median estimate, to check ours against.
-    pub criterion_median_ns: f64,
-}
-
-/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` run.
-pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
-    let mut found = Vec::new();
-    collect_runs(dir, &mut found)?;
-    found.sort();
-    let mut measurements = Vec::new();
-    for run in found {
-        let read = |name: &str| -> Result<Value> {
-            let path = run.join(name);
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
-        };
-        let benchmark = read("benchmark.json")?;
-        let sample = read("sample.json")?;
-        let estimates = read("estimates.json")?;
-        let text = |key: &str| {
-            benchmark
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        let numbers = |key: &str| -> Result<Vec<f64>> {
-            sample
-                .get(key)
-                .and_then(Value::as_array)
-                .with_context(|| format!("{}: sample.json has no `{key}`", run.display()))?
-                .iter()
-                .map(|v| v.as_f64().context("not a number"))
-                .collect()
-        };
-        let (iters, times) = (numbers("iters")?, numbers("times")?);
-        if iters.len() != times.len() || iters.is_empty() {
-            bail!(
-                "{}: sample.json's iters and times do not pair up",
-                run.display()
-            );
-        }
-        measurements.push(Measurement {
-            group: text("group_id").context("benchmark.json has no group_id")?,
-            function: text("function_id").unwrap_or_default(),
-            value: text("value_str"),
-            per_iteration_ns: times.iter().zip(&iters).map(|(t, i)| t / i).collect(),
-            criterion_median_ns: estimates
-                .pointer("/median/point_estimate")
-                .and_then(Value::as_f64)
-                .context("estimates.json has no median")?,
-        });
-    }
-    Ok(measurements)
-}
-
-/// The folders `…/new` that hold a `benchmark.json`.
-fn collect_runs(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let path = entry?.path();
-        let name = path.file_name().unwrap_or_default();
-        if !path.is_dir() || name == "report" || name == "base" {
-            continue;
-        }
-        if name == "new" && path.join("benchmark.json").is_file() {
-            found.push(path);
-        } else {
-            collect_runs(&path, found)?;
-        }
-    }
-    Ok(())
-}
-
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) {
-        (sorted[middle - 1] + sorted[middle]) / 2.0
-    } else {
-        sorted[middle]
-    }
-}
-
-/// SplitMix64: a seeded generator, so that a report's intervals can be reproduced.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    }
-}
-
-/// `bench-driver pair`'s output: one line per round, a time in nanoseconds per side, upstream
-/// first and patched last (`<upstream ns> <fixes ns> <patched ns>`).
-pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
-    text.lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(|line| {
-            let numbers: Option<Vec<f64>> = line
-                .split_whitespace()
-                .map(|n| n.parse().ok().filter(|n: &f64| *n > 0.0))
-                .collect();
-            match numbers {
-                Some(numbers) if numbers.len() == sides => Ok(numbers),
-                _ => bail!("`{line}` is not {sides} times in nanoseconds"),
-            }
-        })
-        .collect()
-}
-
-/// "no measurable cost" only when the interval contains 1.0 or lies within ±1%.
-pub fn verdict(ratio: f64, (low, high): (f64, f64)) -> String {
-    if (low <= 1.0 && 1.0 <= high) || (low >= 0.99 && high <= 1.01) {
-        "no measurable cost".to_string()
-    } else if low > 1.0 {
-        format!("slower by {:.1}%", (ratio - 1.0) * 100.0)
-    } else {
-        format!("faster by {:.1}%", (1.0 - ratio) * 100.0)
-    }
-}
-
-/// How many paired rounds `bench-driver pair` times per row.
-pub const ROUNDS: usize = 201;
-/// About how long each side's calls take in one round, in nanoseconds.
-const ROUND_NS: f64 = 2e6;
-/// Bootstrap resamples of the rounds, and the interval they give.
-const RESAMPLES: usize = 2000;
-const CONFIDENCE: f64 = 0.95;
-/// The two call counts that callgrind runs each side with: their difference cancels the setup.
-const COUNTED_CALLS: [u64; 2] = [4, 16];
-
-/// The ratio of one comparison from paired rounds.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Paired {
-    pub rounds: usize,
-    /// The median of the rounds' patched / upstream ratios.
-    pub ratio: f64,
-    /// Its 95% percentile-bootstrap interval over rounds.
-    pub interval: (f64, f64),
-    pub verdict: String,
-}
-
-impl Paired {
-    pub fn of(rounds: &[(f64, f64)]) -> Paired {
-        let ratios: Vec<f64> = rounds
-            .iter()
-            .map(|(upstream, patched)| patched / upstream)
-            .collect();
-        let mut rng = SplitMix(0x5eed);
-        let mut medians: Vec<f64> = (0..RESAMPLES)
-            .map(|_| {
-                let drawn: Vec<f64> = (0..ratios.len())
-                    .map(|_| ratios[rng.below(ratios.len())])
-                    .collect();
-                median(&drawn)
-            })
-            .collect();
-        medians.sort_by(f64::total_cmp);
-        let ratio = median(&ratios);
-        // The percentile interval: the resamples cut off on each side.
-        let tail = ((1.0 - CONFIDENCE) / 2.0 * RESAMPLES as f64).round() as usize;
-        let interval = (medians[tail], medians[RESAMPLES - 1 - tail]);
-        Paired {
-            rounds: rounds.len(),
-            ratio,
-            interval,
-            verdict: verdict(ratio, interval),
-        }
-    }
-}
-
-/// One comparison at one vocabulary size.
+/// One comparison at one vocabulary size: the published point against the whole series.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
     pub comparison: String,
     pub vocab: String,
-    /// criterion's medians of one call: the published module, the series' fixes alone (where
-    /// measured), the whole series, and the comparison's floor (on the CPU).
-    pub upstream_ns: f64,
-    pub fixes_ns: Option<f64>,
-    pub patched_ns: f64,
+    /// criterion's medians of one call: the published point, the whole series, and the
+    /// comparison's floor (on the CPU).
+    pub published_ns: f64,
+    pub series_ns: f64,
     pub floor_ns: Option<f64>,
-    /// Patched over upstream, from paired rounds, once measured.
+    /// Series over published, from paired rounds, once measured.
     pub paired: Option<Paired>,
-    /// Fixes over upstream, likewise: what the fixes cost without the speed patches.
-    pub fixes: Option<Paired>,
-    /// Patched over fixes, likewise: what the speed patches gain on top of the fixes.
-    pub speed: Option<Paired>,
-    /// Each side's median time of one call over the paired rounds, once measured.
-    pub round_ns: Vec<f64>,
-    /// Patched over upstream instructions per call, where callgrind counted them.
+    /// Series over published instructions per call, where callgrind counted them.
     pub instructions: Option<f64>,
-    /// Fixes over upstream instructions per call, likewise.
-    pub fixes_instructions: Option<f64>,
 }
 
-/// Pairs each `upstream` measurement with the `patched` one of the same group and value, and
-/// the `fixes` and `floor` ones where there are.
+/// Pairs each `published` measurement with the `series` one of the same group and value, and
+/// the `floor` one where there is one.
 pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     let mut rows = Vec::new();
     // The decode loop's groups have their own section.
     let sampling = measurements
         .iter()
         .filter(|m| !m.group.ends_with("_decode"));
-    for upstream in sampling.filter(|m| m.function == "upstream") {
+    for published in sampling.filter(|m| m.function == PUBLISHED_POINT) {
         let beside = |function: &str| {
             measurements.iter().find(|m| {
-                m.function == function && m.group == upstream.group && m.value == upstream.value
+                m.function == function && m.group == published.group && m.value == published.value
             })
         };
-        let Some(patched) = beside("patched") else {
+        let Some(series) = beside(SERIES_POINT) else {
             continue;
         };
-        let (device, comparison) = upstream
+        let (device, comparison) = published
             .group
             .split_once('_')
-            .unwrap_or(("?", &upstream.group));
+            .unwrap_or(("?", &published.group));
         rows.push(Row {
             device: device.to_string(),
             comparison: comparison.to_string(),
-            vocab: upstream.value.clone().unwrap_or_default(),
-            upstream_ns: median(&upstream.per_iteration_ns),
-            fixes_ns: beside("fixes").map(|m| median(&m.per_iteration_ns)),
-            patched_ns: median(&patched.per_iteration_ns),
+            vocab: published.value.clone().unwrap_or_default(),
+            published_ns: median(&published.per_iteration_ns),
+            series_ns: median(&series.per_iteration_ns),
             floor_ns: beside("floor").map(|m| median(&m.per_iteration_ns)),
             paired: None,
-            fixes: None,
             instructions: None,
-            fixes_instructions: None,
-            speed: None,
-            round_ns: Vec::new(),
         });
     }
     rows.sort_by_key(|row| {
@@ -278,189 +92,170 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     rows
 }
 
-pub fn show_time(ns: f64) -> String {
-    match ns {
-        ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
-        ns if ns >= 1e3 => format!("{:.1} µs", ns / 1e3),
-        ns => format!("{ns:.0} ns"),
-    }
-}
+/// How many paired rounds `bench-driver pair` times per row.
+pub const ROUNDS: usize = 201;
+/// About how long each side's calls take in one round, in nanoseconds.
+const ROUND_NS: f64 = 2e6;
+/// The two call counts that callgrind runs each side with: their difference cancels the setup.
+const COUNTED_CALLS: [u64; 2] = [4, 16];
+/// How many paired rounds of the decode loop `bench-report` runs per comparison.
+pub const DECODE_ROUNDS: usize = 11;
 
-/// Where and on what the numbers were taken.
-pub struct Provenance {
-    pub machine: String,
-    pub crate_label: String,
-    pub patches: Vec<String>,
-    pub commit: String,
-    pub date: String,
-    pub settings: Settings,
-}
-
-/// What the benches run with, as `bench-driver settings` reports it: the benches decide it.
+/// A patch: its number (its point), its subject and the point it builds on.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    pub model: String,
-    /// The real logits' vocabulary; the other sizes are drawn from them.
-    pub vocab: u64,
-    pub seed: u64,
-    pub temperature: f64,
-    /// The sides each comparison times, upstream first and patched last.
-    pub sides: Vec<String>,
-    /// How many tokens one generation of the decode loop decodes.
-    pub decode_tokens: u64,
-    /// Whether the model is on disk, so that the decode loop can run.
-    pub model_on_disk: bool,
+pub struct Patch {
+    pub number: String,
+    pub subject: String,
+    pub before: String,
 }
 
-impl Settings {
-    pub fn parse(json: &str) -> Result<Settings> {
-        let value: Value = serde_json::from_str(json).context("bench-driver settings: not JSON")?;
-        let number = |key: &str| {
-            value[key]
-                .as_u64()
-                .with_context(|| format!("bench-driver settings: no whole number `{key}`"))
-        };
-        Ok(Settings {
-            model: value["model"]
-                .as_str()
-                .context("bench-driver settings: no `model`")?
-                .to_string(),
-            vocab: number("vocab")?,
-            seed: number("seed")?,
-            temperature: value["temperature"]
-                .as_f64()
-                .context("bench-driver settings: no `temperature`")?,
-            sides: value["sides"]
-                .as_array()
-                .context("bench-driver settings: no `sides`")?
-                .iter()
-                .map(|side| side.as_str().map(str::to_string))
-                .collect::<Option<Vec<_>>>()
-                .filter(|sides| {
-                    sides.first().is_some_and(|s| s == "upstream")
-                        && sides.last().is_some_and(|s| s == "patched")
-                        && (sides.len() == 2 || sides.len() == 3)
-                })
-                .context("bench-driver settings: `sides` must be upstream, [fixes,] patched")?,
-            decode_tokens: number("decode_tokens")?,
-            model_on_disk: value["model_on_disk"]
-                .as_bool()
-                .context("bench-driver settings: no `model_on_disk`")?,
+/// The series' patches as the report measures them.
+pub fn patches(layout: &Layout) -> Result<Vec<Patch>> {
+    let builds_on = crate::branches::builds_on(&layout.patches())?;
+    crate::series::load(&layout.patches())?
+        .iter()
+        .map(|p| {
+            Ok(Patch {
+                number: p.number().to_string(),
+                subject: p.message()?.subject,
+                before: builds_on
+                    .get(p.number())
+                    .cloned()
+                    .unwrap_or_else(|| PUBLISHED_POINT.to_string()),
+            })
         })
-    }
+        .collect()
 }
 
-/// The whole report: the table with its heading, then upstream's cost profile.
-pub fn render(
-    rows: &[Row],
-    profile: &[(String, f64)],
-    decode: &Decoding,
-    provenance: &Provenance,
-) -> String {
-    let mut out =
-        "## Sampling cost: upstream against the fixes and the whole series\n\n".to_string();
-    out += &format!(
-        "Workspace commit {}; patches {}.\n\n",
-        provenance.commit,
-        provenance.patches.join(", ")
-    );
-    out += &render_table(rows, provenance);
-    out += &render_decode(decode, provenance);
-    if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n| step | median |\n|---|---:|\n";
-        for (step, ns) in profile {
-            out += &format!("| {step} | {} |\n", show_time(*ns));
+/// Each point's time of one call in every round, at the real vocabulary on the CPU, by point.
+pub type PointRounds = BTreeMap<String, Vec<f64>>;
+
+/// `bench-driver pair`'s output on `points`, `calls` calls a side and round, as each point's time
+/// of one call per round.
+pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRounds> {
+    let rounds = parse_rounds(output, points.len())?;
+    Ok(points
+        .iter()
+        .enumerate()
+        .map(|(i, point)| {
+            let times = rounds.iter().map(|r| r[i] / calls as f64).collect();
+            (point.clone(), times)
+        })
+        .collect())
+}
+
+/// Each patch's step from the points' rounds of every comparison, and their instruction counts
+/// per call where callgrind ran.
+pub fn steps(
+    patches: &[Patch],
+    rounds: &BTreeMap<String, PointRounds>,
+    counts: &BTreeMap<(String, String), f64>,
+) -> Result<Vec<PatchStep>> {
+    patches
+        .iter()
+        .map(|patch| {
+            let rows = rounds
+                .iter()
+                .map(|(comparison, points)| {
+                    let side = |name: &str| {
+                        points
+                            .get(name)
+                            .with_context(|| format!("{comparison}: no rounds of the point {name}"))
+                    };
+                    let (before, after) = (side(&patch.before)?, side(&patch.number)?);
+                    let pairs: Vec<(f64, f64)> =
+                        before.iter().copied().zip(after.iter().copied()).collect();
+                    let count = |name: &str| counts.get(&(comparison.clone(), name.to_string()));
+                    let instructions = match (count(&patch.before), count(&patch.number)) {
+                        (Some(before), Some(after)) => Some(after / before),
+                        _ => None,
+                    };
+                    let mut paired = Paired::of(&pairs);
+                    paired.weigh(instructions);
+                    Ok(Step {
+                        comparison: comparison.clone(),
+                        before_ns: median(before),
+                        after_ns: median(after),
+                        paired,
+                        instructions,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(PatchStep {
+                patch: patch.number.clone(),
+                subject: patch.subject.clone(),
+                before: patch.before.clone(),
+                rows,
+                decode: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// The points to run the decode loop on for `comparison`: the published point and the whole
+/// series, and both sides of every patch whose step makes it faster per call.
+pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
+    let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
+    for step in steps {
+        let faster = step
+            .rows
+            .iter()
+            .any(|r| r.comparison == comparison && r.paired.verdict == Verdict::Faster);
+        if faster {
+            for point in [&step.before, &step.patch] {
+                if !points.contains(point) {
+                    points.push(point.clone());
+                }
+            }
         }
     }
-    out
+    points
 }
 
-/// The table with what it measured and how to read it: what a pull request's test plan shows
-/// (`target/bench-table.md`).
-pub fn render_table(rows: &[Row], provenance: &Provenance) -> String {
-    let mut out = String::new();
-    out += &devices_line(rows);
-    let settings = &provenance.settings;
-    out += &format!(
-        "{} as published against the same crate with the fixes of this stack (the patches before \
-         {}) and with all {} of its patches applied. One `sample` call on {}'s real logits ({}) and on vocabularies drawn from them; seed {}, \
-         temperature {} (`temperature_0`: upstream `ArgMax` against patched \
-         `TopK {{ k: 40, temperature: 0.0 }}`).\n\n",
-        provenance.crate_label,
-        project::FIRST_SPEED_PATCH,
-        provenance.patches.len(),
-        settings.model,
-        settings.vocab,
-        settings.seed,
-        settings.temperature
-    );
-    out += &format!(
-        "Machine: {}. Date {}.\n\n",
-        provenance.machine, provenance.date
-    );
-    out +=
-        "| comparison | vocab | device | upstream | fixes | patched | floor | fixes / upstream | \
-            fixes' verdict | patched / upstream | patched's verdict | instructions: fixes, \
-            patched | patched / floor |\n";
-    out += "|---|---:|---|---:|---:|---:|---:|---|---|---|---|---|---:|\n";
-    let time = |ns: Option<f64>| ns.map_or(String::new(), show_time);
-    let ratio = |paired: &Option<Paired>| match paired {
-        Some(p) => (
-            format!(
-                "{:.3} ({:.3} to {:.3})",
-                p.ratio, p.interval.0, p.interval.1
-            ),
-            p.verdict.clone(),
-        ),
-        None => Default::default(),
+/// The decode loop between `before` and `after` from the rounds of `points` (each round: a
+/// total and a sampler time, in nanoseconds, per point).
+pub fn decode_between(
+    comparison: &str,
+    points: &[String],
+    rounds: &[Vec<f64>],
+    tokens: u64,
+    before: &str,
+    after: &str,
+) -> Result<Decode> {
+    let index = |name: &str| {
+        points
+            .iter()
+            .position(|p| p == name)
+            .with_context(|| format!("the decode loop did not run the point {name}"))
     };
-    let count = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.4}"));
-    for row in rows {
-        let (fixes, fixes_verdict) = ratio(&row.fixes);
-        let (patched, patched_verdict) = ratio(&row.paired);
-        let instructions = match (row.fixes_instructions, row.instructions) {
-            (None, None) => String::new(),
-            (fixes, patched) => format!("{}, {}", count(fixes), count(patched)),
-        };
-        let to_floor = row.floor_ns.map_or(String::new(), |floor| {
-            format!("{:.1}", row.patched_ns / floor)
-        });
-        out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {fixes} | {fixes_verdict} | {patched} | \
-             {patched_verdict} | {instructions} | {to_floor} |\n",
-            row.comparison,
-            row.vocab,
-            row.device,
-            show_time(row.upstream_ns),
-            time(row.fixes_ns),
-            show_time(row.patched_ns),
-            time(row.floor_ns),
-        );
-    }
-    let rounds = rows
+    let (b, a) = (index(before)?, index(after)?);
+    let per_token = |side: usize| {
+        median(&rounds.iter().map(|r| r[2 * side]).collect::<Vec<_>>()) / tokens as f64 / 1e6
+    };
+    let share = |side: usize| {
+        median(
+            &rounds
+                .iter()
+                .map(|r| r[2 * side + 1] / r[2 * side])
+                .collect::<Vec<_>>(),
+        )
+    };
+    let totals: Vec<(f64, f64)> = rounds.iter().map(|r| (r[2 * b], r[2 * a])).collect();
+    let saved: Vec<(f64, f64)> = rounds
         .iter()
-        .find_map(|r| r.paired.as_ref())
-        .map_or(0, |p| p.rounds);
-    out += &format!(
-        "\nupstream: the published module; fixes: the series without its speed patches (those \
-         from {first}); patched: the whole series; floor: what any implementation that returns \
-         the same tokens must compute, written plainly on logits already on the host (for \
-         `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass): \
-         criterion's medians of one call. Ratios: the median over {rounds} paired rounds, each \
-         timing the sides back to back, rotating which goes first; in brackets its \
-         {confidence}% bootstrap interval over rounds. Verdict: \"no measurable cost\" when that \
-         interval contains 1.0 or lies within ±1%. Instructions: over upstream's instructions \
-         per call under callgrind, which machine noise does not move (one thread). \"Same \
-         instructions\": the two sides execute the same work (within 0.1%); \"fewer \
-         instructions\": less work. A slower time there comes from where the code lands in \
-         memory: the published module built twice, as two crates, differs from itself by as \
-         much.\n",
-        first = project::FIRST_SPEED_PATCH,
-        confidence = CONFIDENCE * 100.0
-    );
-    out
+        .map(|r| (r[2 * b], r[2 * b] - (r[2 * b + 1] - r[2 * a + 1])))
+        .collect();
+    Ok(Decode {
+        comparison: comparison.to_string(),
+        before: before.to_string(),
+        after: after.to_string(),
+        before_ms: per_token(b),
+        after_ms: per_token(a),
+        before_share: share(b),
+        after_share: share(a),
+        per_token: Paired::of(&totals),
+        sampler_only: Paired::of(&saved),
+    })
 }
 
 pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
@@ -475,277 +270,129 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
     let mut rows = rows(&measurements);
     if rows.is_empty() {
         bail!(
-            "{} has no upstream/patched pairs: run `cargo bench`",
+            "{} has no published/series pairs: run `cargo bench`",
             dir.display()
         );
     }
     let driver = build_driver(layout)?;
-    let provenance = provenance(layout, &driver)?;
+    let settings: Settings = serde_json::from_str(&stdout_of(
+        "bench-driver settings",
+        std::process::Command::new(&driver).arg("settings"),
+    )?)
+    .context("bench-driver settings: not the settings' JSON")?;
+    let patches = patches(layout)?;
+    // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
+    // published point and the whole series.
+    let mut all = vec![PUBLISHED_POINT.to_string()];
+    all.extend(patches.iter().map(|p| p.number.clone()));
+    all.push(SERIES_POINT.to_string());
+    for point in &all {
+        if !settings.points.contains(point) {
+            bail!(
+                "bench-driver has no point {point} (it has {}): run `cargo xtask vendor`",
+                settings.points.join(", ")
+            );
+        }
+    }
+    let real_vocab = settings.vocab.to_string();
+    let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for row in &mut rows {
-        measure_pairs(&driver, row, provenance.settings.sides.len())?;
+        let at_real = row.device == "cpu" && row.vocab == real_vocab;
+        let points = match at_real {
+            true => all.clone(),
+            false => vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()],
+        };
+        let measured = measure_pairs(layout, &driver, row, &points)?;
+        if at_real {
+            point_rounds.insert(row.comparison.clone(), measured);
+        }
     }
+    let mut counts = BTreeMap::new();
     if callgrind {
-        count_instructions(layout, &driver, &provenance.settings.sides, &mut rows)?;
-        same_work(&mut rows);
+        counts = count_instructions(layout, &driver, &all, &rows, &real_vocab)?;
+        for row in rows.iter_mut() {
+            let count = |point: &str| {
+                counts
+                    .get(&(row.comparison.clone(), point.to_string()))
+                    .copied()
+            };
+            let ratio = match (count(PUBLISHED_POINT), count(SERIES_POINT)) {
+                (Some(published), Some(series)) => Some(series / published),
+                _ => None,
+            };
+            // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
+            if row.device == "cpu" {
+                row.instructions = ratio.filter(|_| row.vocab == real_vocab);
+                if let Some(paired) = row.paired.as_mut() {
+                    paired.weigh(ratio);
+                }
+            }
+        }
     }
+    let mut steps = steps(&patches, &point_rounds, &counts)?;
+    let decode = match settings.model_on_disk {
+        false => None,
+        true => {
+            let mut whole = Vec::new();
+            for comparison in point_rounds.keys() {
+                let points = decode_points(comparison, &steps);
+                let rounds = measure_decode(layout, &driver, comparison, &points, &settings)?;
+                let tokens = settings.decode_tokens;
+                let between = |before: &str, after: &str| {
+                    decode_between(comparison, &points, &rounds, tokens, before, after)
+                };
+                whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
+                for step in steps.iter_mut() {
+                    if points.contains(&step.patch) {
+                        step.decode.push(between(&step.before, &step.patch)?);
+                    }
+                }
+            }
+            Some(whole)
+        }
+    };
+    let report = Report {
+        machine: machine(),
+        date: crate::date::today(),
+        commit: commit(layout)?,
+        crate_label: crate::pin::label(&crate::pin::read(&layout.pin())?),
+        model: settings.model.clone(),
+        vocab: settings.vocab,
+        seed: settings.seed,
+        temperature: settings.temperature,
+        rounds: ROUNDS,
+        decode_tokens: settings.decode_tokens,
+        decode_rounds: DECODE_ROUNDS,
+        patches: steps,
+        decode,
+    };
     let profile: Vec<(String, f64)> = measurements
         .iter()
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
         .collect();
-    let decode = match provenance.settings.model_on_disk {
-        false => Decoding::NeedsTheModel,
-        true => {
-            // The comparisons that `cargo bench` ran the decode loop for.
-            let mut measured = Vec::new();
-            let mut comparisons: Vec<&str> = measurements
-                .iter()
-                .filter(|m| m.group == "cpu_decode")
-                .filter_map(|m| m.value.as_deref())
-                .collect();
-            comparisons.sort();
-            comparisons.dedup();
-            for comparison in comparisons {
-                measured.push(measure_decode(&driver, comparison, &provenance.settings)?);
-            }
-            Decoding::Measured(measured)
-        }
-    };
-    let report = render(&rows, &profile, &decode, &provenance);
+    let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
-    std::fs::write(&path, &report)?;
-    std::fs::write(table_path(layout), render_table(&rows, &provenance))?;
+    std::fs::write(&path, &markdown)?;
     std::fs::write(
         data_path(layout),
-        serde_json::to_string_pretty(&data(&rows, &decode, &provenance))?,
+        serde_json::to_string_pretty(&report)? + "\n",
     )?;
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
-    eprintln!("wrote {}", chart.display());
-    print!("{report}");
-    eprintln!("wrote {}", path.display());
-    Ok(())
-}
-
-/// How many paired rounds of the decode loop `bench-report` runs per comparison.
-pub const DECODE_ROUNDS: usize = 11;
-
-/// The decode loop's results, or why it did not run.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Decoding {
-    NeedsTheModel,
-    Measured(Vec<Decode>),
-}
-
-/// One comparison in the decode loop: each side's time per token and the sampler's share of it,
-/// and the paired ratios between the sides.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Decode {
-    pub comparison: String,
-    /// Per side, in `Settings::sides` order: the median milliseconds per token and the median
-    /// share of a token's time spent in `sample`.
-    pub sides: Vec<(f64, f64)>,
-    /// Patched over upstream per token.
-    pub patched: Paired,
-    /// The speed patches alone, patched over fixes; `None` with two sides.
-    pub speed: Option<Paired>,
-    /// The same, counting only the sampler's time: a token's time before, less what the
-    /// sampler saves, over the time before. The forward pass is the same on both sides (the
-    /// same tokens), so this leaves its noise out.
-    pub speed_sampler: Option<Paired>,
-}
-
-/// `bench-driver decode`'s rounds for `comparison`, as medians and paired ratios.
-fn measure_decode(driver: &Path, comparison: &str, settings: &Settings) -> Result<Decode> {
-    let tokens = settings.decode_tokens;
-    let output = stdout_of(
-        "bench-driver decode",
-        std::process::Command::new(driver).args([
-            "decode",
-            comparison,
-            &DECODE_ROUNDS.to_string(),
-            &tokens.to_string(),
-        ]),
-    )?;
-    let sides = settings.sides.len();
-    let rounds = parse_rounds(&output, 2 * sides)?;
-    let total = |side: usize| -> Vec<f64> { rounds.iter().map(|r| r[2 * side]).collect() };
-    let per_side = (0..sides)
-        .map(|side| {
-            let per_token = median(&total(side)) / tokens as f64 / 1e6;
-            let shares: Vec<f64> = rounds
-                .iter()
-                .map(|r| r[2 * side + 1] / r[2 * side])
-                .collect();
-            (per_token, median(&shares))
-        })
-        .collect();
-    let pairs = |a: usize, b: usize| -> Vec<(f64, f64)> {
-        rounds.iter().map(|r| (r[2 * a], r[2 * b])).collect()
-    };
-    let decode = Decode {
-        comparison: comparison.to_string(),
-        sides: per_side,
-        patched: Paired::of(&pairs(0, sides - 1)),
-        speed: (sides == 3).then(|| Paired::of(&pairs(1, 2))),
-        speed_sampler: (sides == 3).then(|| {
-            let saved: Vec<(f64, f64)> = rounds
-                .iter()
-                .map(|r| (r[2], r[2] - (r[3] - r[5])))
-                .collect();
-            Paired::of(&saved)
-        }),
-    };
+    print!("{markdown}");
     eprintln!(
-        "decode {comparison}: patched {:.3} ({:.3} to {:.3}) of upstream per token",
-        decode.patched.ratio, decode.patched.interval.0, decode.patched.interval.1
+        "wrote {}, {} and {}",
+        path.display(),
+        data_path(layout).display(),
+        chart.display()
     );
-    Ok(decode)
-}
-
-/// "In a generation loop": the decode loop's table, or why it is missing.
-pub fn render_decode(decode: &Decoding, provenance: &Provenance) -> String {
-    let settings = &provenance.settings;
-    let mut out = "\n### In a generation loop\n\n".to_string();
-    let rows = match decode {
-        Decoding::NeedsTheModel => {
-            return out + "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
-        }
-        Decoding::Measured(rows) => rows,
-    };
-    out += &format!(
-        "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
-         `sample` from the model's logits; the prefill is not timed. Medians over {DECODE_ROUNDS} \
-         paired rounds, each generating once per side, rotating which goes first; ratios per \
-         token with their 95% bootstrap interval, and the verdict by the same rule as above. The \
-         sides generate the same tokens, so their forward passes do the same work: \"sampler's \
-         time only\" compares a token's time with that time less what the sampler saves, which \
-         leaves the forward pass's noise out.\n\n",
-        settings.model, settings.decode_tokens
-    );
-    let sides = &settings.sides;
-    let mut header = "| comparison |".to_string();
-    let mut rule = "|---|".to_string();
-    for side in sides {
-        header += &format!(" {side}: ms per token (tokens/s), sampler's share |");
-        rule += "---|";
-    }
-    header += " patched / upstream | verdict |";
-    rule += "---|---|";
-    if sides.len() == 3 {
-        header += " patched / fixes (the speed patches) | verdict | the same, sampler's time only | verdict |";
-        rule += "---|---|---|---|";
-    }
-    out += &format!("{header}\n{rule}\n");
-    let ratio = |p: &Paired| {
-        format!(
-            "{:.3} ({:.3} to {:.3}) | {}",
-            p.ratio, p.interval.0, p.interval.1, p.verdict
-        )
-    };
-    for row in rows {
-        out += &format!("| {} |", row.comparison);
-        for (ms, share) in &row.sides {
-            out += &format!(" {ms:.2} ({:.1}), {:.1}% |", 1e3 / ms, share * 100.0);
-        }
-        out += &format!(" {} |", ratio(&row.patched));
-        if let (Some(speed), Some(sampler)) = (&row.speed, &row.speed_sampler) {
-            out += &format!(" {} | {} |", ratio(speed), ratio(sampler));
-        }
-        out += "\n";
-    }
-    out
-}
-
-/// candle's devices, as the benches prefix their groups, and what measures one.
-const DEVICES: [(&str, &str); 3] = [
-    ("cpu", "`cargo bench`"),
-    (
-        "cuda",
-        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
-    ),
-    ("metal", "`cargo bench --features metal` on a Mac"),
-];
-
-/// Which devices the rows measured and which were not run, so that a table without a device's
-/// rows never reads as complete.
-pub fn devices_line(rows: &[Row]) -> String {
-    let parts: Vec<String> = DEVICES
-        .iter()
-        .map(|(device, how)| {
-            if rows.iter().any(|row| row.device == *device) {
-                format!("{device} measured")
-            } else {
-                format!("**{device} not run** ({how})")
-            }
-        })
-        .collect();
-    format!("Devices: {}.\n\n", parts.join("; "))
+    Ok(())
 }
 
 /// Where `run` writes what it measured as data, for `cargo xtask pr`.
 pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
-}
-
-/// The CPU rows at the real vocabulary and the decode loop, as `cargo xtask pr` reads them.
-pub fn data(rows: &[Row], decode: &Decoding, provenance: &Provenance) -> Value {
-    let paired = |p: &Option<Paired>| {
-        p.as_ref().map(|p| {
-            serde_json::json!({
-                "ratio": p.ratio, "low": p.interval.0, "high": p.interval.1, "verdict": p.verdict,
-            })
-        })
-    };
-    let rows: Vec<Value> = rows
-        .iter()
-        .filter(|r| r.device == "cpu" && r.vocab == provenance.settings.vocab.to_string())
-        .map(|r| {
-            serde_json::json!({
-                "comparison": r.comparison,
-                // The paired rounds' medians, which the ratios come from.
-                "upstream_ns": r.round_ns.first(),
-                "fixes_ns": (r.round_ns.len() == 3).then(|| r.round_ns[1]),
-                "patched_ns": r.round_ns.last(),
-                "fixes": paired(&r.fixes),
-                "speed": paired(&r.speed),
-            })
-        })
-        .collect();
-    let decode: Vec<Value> = match decode {
-        Decoding::NeedsTheModel => Vec::new(),
-        Decoding::Measured(rows) => rows
-            .iter()
-            .map(|d| {
-                serde_json::json!({
-                    "comparison": d.comparison,
-                    "ms_per_token": d.sides.iter().map(|s| s.0).collect::<Vec<_>>(),
-                    "sampler_share": d.sides.iter().map(|s| s.1).collect::<Vec<_>>(),
-                    "speed": paired(&d.speed),
-                    "speed_sampler": paired(&d.speed_sampler),
-                })
-            })
-            .collect(),
-    };
-    serde_json::json!({
-        "first_speed_patch": project::FIRST_SPEED_PATCH,
-        "patches": provenance.patches,
-        "machine": provenance.machine,
-        "date": provenance.date,
-        "commit": provenance.commit,
-        "model": provenance.settings.model,
-        "vocab": provenance.settings.vocab,
-        "seed": provenance.settings.seed,
-        "temperature": provenance.settings.temperature,
-        "decode_tokens": provenance.settings.decode_tokens,
-        "rows": rows,
-        "decode": decode,
-    })
-}
-
-/// Where `run` writes the table alone, for the pull request texts.
-pub fn table_path(layout: &Layout) -> std::path::PathBuf {
-    layout.target().join("bench-table.md")
 }
 
 /// `bench-driver`, built as `cargo bench` builds the benches.
@@ -768,142 +415,124 @@ fn build_driver(layout: &Layout) -> Result<PathBuf> {
     Ok(layout.target().join("release").join("bench-driver"))
 }
 
-/// The paired ratios of `row`: `ROUNDS` rounds of about `ROUND_NS` of calls on each of its
-/// `sides` sides.
-fn measure_pairs(driver: &Path, row: &mut Row, sides: usize) -> Result<()> {
-    let calls = (ROUND_NS / row.upstream_ns).round().clamp(1.0, 2000.0) as u64;
-    let rounds = stdout_of(
-        "bench-driver pair",
-        std::process::Command::new(driver).args([
-            "pair",
-            &row.comparison,
-            &row.vocab,
-            &ROUNDS.to_string(),
-            &calls.to_string(),
-            &row.device,
-        ]),
+/// Runs `bench-driver` with `args` and keeps what it printed in `target/bench-driver/`, named
+/// after the arguments, so that a report's numbers can be traced to their rounds.
+fn driver_rounds(layout: &Layout, driver: &Path, args: &[String]) -> Result<String> {
+    let output = stdout_of(
+        &format!("bench-driver {}", args.join(" ")),
+        std::process::Command::new(driver).args(args),
     )?;
-    let rounds = parse_rounds(&rounds, sides)?;
-    let pairs =
-        |side: usize| -> Vec<(f64, f64)> { rounds.iter().map(|r| (r[0], r[side])).collect() };
-    let paired = Paired::of(&pairs(sides - 1));
-    let fixes = (sides == 3).then(|| Paired::of(&pairs(1)));
+    let dir = layout.target().join("bench-driver");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{}.txt", args.join(" "))), &output)?;
+    Ok(output)
+}
+
+/// `ROUNDS` rounds of about `ROUND_NS` of calls on each of `points` for `row`: sets its paired
+/// ratio, series over published, and returns each point's time of one call per round.
+fn measure_pairs(
+    layout: &Layout,
+    driver: &Path,
+    row: &mut Row,
+    points: &[String],
+) -> Result<PointRounds> {
+    let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
+    let mut args: Vec<String> = [
+        "pair",
+        &row.comparison,
+        &row.vocab,
+        &ROUNDS.to_string(),
+        &calls.to_string(),
+        &row.device,
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(points.iter().cloned());
+    let output = driver_rounds(layout, driver, &args)?;
+    let by_point = per_call(points, &output, calls)?;
+    let pairs: Vec<(f64, f64)> = by_point[PUBLISHED_POINT]
+        .iter()
+        .copied()
+        .zip(by_point[SERIES_POINT].iter().copied())
+        .collect();
+    let paired = Paired::of(&pairs);
     eprintln!(
-        "{} {} {}: patched {:.3} ({:.3} to {:.3}), {}; fixes {}",
+        "{} {} {}: series {}, {}",
         row.device,
         row.comparison,
         row.vocab,
-        paired.ratio,
-        paired.interval.0,
-        paired.interval.1,
-        paired.verdict,
-        fixes
-            .as_ref()
-            .map_or("not measured".to_string(), |f| format!(
-                "{:.3}, {}",
-                f.ratio, f.verdict
-            )),
+        paired.interval(),
+        paired.verdict_text()
     );
     row.paired = Some(paired);
-    row.fixes = fixes;
-    row.round_ns = (0..sides)
-        .map(|side| median(&rounds.iter().map(|r| r[side]).collect::<Vec<_>>()) / calls as f64)
-        .collect();
-    row.speed =
-        (sides == 3).then(|| Paired::of(&rounds.iter().map(|r| (r[1], r[2])).collect::<Vec<_>>()));
-    Ok(())
+    Ok(by_point)
 }
 
-/// Instruction ratios within this of 1.0 count as the same work: callgrind's counts move by a
-/// few hundredths of a percent between runs.
-const SAME_INSTRUCTIONS: f64 = 0.001;
-
-/// Where a side executes the same instructions as upstream (counted at one vocabulary), a time
-/// difference is not work the patches add, and where it executes fewer, a slower time is not
-/// either: the verdicts of its comparison's rows say so.
-pub fn same_work(rows: &mut [Row]) {
-    // Each comparison's counts, from the row that has them.
-    let counted: Vec<Row> = rows
-        .iter()
-        .filter(|r| r.instructions.is_some() || r.fixes_instructions.is_some())
-        .cloned()
-        .collect();
-    // What the instruction counts say of the work, where they say the time is not work.
-    let work = |ratio: Option<f64>, verdict: &str| match ratio? {
-        r if (r - 1.0).abs() <= SAME_INSTRUCTIONS && verdict != "no measurable cost" => {
-            Some("same instructions")
-        }
-        r if r < 1.0 && verdict.starts_with("slower") => Some("fewer instructions"),
-        _ => None,
-    };
-    for row in rows.iter_mut() {
-        let Some(counts) = counted
-            .iter()
-            .find(|c| c.device == row.device && c.comparison == row.comparison)
-        else {
-            continue;
-        };
-        for (ratio, paired) in [
-            (counts.fixes_instructions, &mut row.fixes),
-            (counts.instructions, &mut row.paired),
-        ] {
-            let Some(paired) = paired.as_mut() else {
-                continue;
-            };
-            if let Some(work) = work(ratio, &paired.verdict) {
-                paired.verdict = format!("{work}; {} in time", paired.verdict);
-            }
-        }
-    }
+/// `bench-driver decode`'s rounds for `comparison` on `points`: per round, each point's total
+/// and sampler time.
+fn measure_decode(
+    layout: &Layout,
+    driver: &Path,
+    comparison: &str,
+    points: &[String],
+    settings: &Settings,
+) -> Result<Vec<Vec<f64>>> {
+    let mut args: Vec<String> = [
+        "decode",
+        comparison,
+        &DECODE_ROUNDS.to_string(),
+        &settings.decode_tokens.to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(points.iter().cloned());
+    let output = driver_rounds(layout, driver, &args)?;
+    eprintln!("decode {comparison}: {} measured", points.join(", "));
+    parse_rounds(&output, 2 * points.len())
 }
 
-/// Fills `instructions` for the CPU rows at 49152 tokens: each side's loop runs under callgrind
-/// once per count of `COUNTED_CALLS`, so that the setup cancels out.
+/// Instructions per call of each of `points` for each CPU comparison at the real vocabulary:
+/// each point's loop runs under callgrind once per count of `COUNTED_CALLS`, so that the setup
+/// cancels out.
 fn count_instructions(
     layout: &Layout,
     driver: &Path,
-    sides: &[String],
-    rows: &mut [Row],
-) -> Result<()> {
+    points: &[String],
+    rows: &[Row],
+    vocab: &str,
+) -> Result<BTreeMap<(String, String), f64>> {
     let out = layout.target().join("callgrind");
     std::fs::create_dir_all(&out)?;
+    let mut counts = BTreeMap::new();
     for row in rows
-        .iter_mut()
-        .filter(|r| r.device == "cpu" && r.vocab == "49152")
+        .iter()
+        .filter(|r| r.device == "cpu" && r.vocab == vocab)
     {
-        let mut per_call = BTreeMap::new();
-        for side in sides.iter().map(String::as_str) {
+        for point in points {
             let mut totals = Vec::new();
             for calls in COUNTED_CALLS {
-                let file = out.join(format!("{}-{side}-{calls}.out", row.comparison));
+                let file = out.join(format!("{}-{point}-{calls}.out", row.comparison));
                 stdout_of(
                     "valgrind --tool=callgrind",
                     std::process::Command::new("valgrind")
                         .arg("--tool=callgrind")
                         .arg(format!("--callgrind-out-file={}", file.display()))
                         .arg(driver)
-                        .args([
-                            "count",
-                            side,
-                            &row.comparison,
-                            &row.vocab,
-                            &calls.to_string(),
-                        ])
+                        .args(["count", point, &row.comparison, vocab, &calls.to_string()])
                         .env("RAYON_NUM_THREADS", "1"),
                 )?;
-                totals.push(callgrind_total(&std::fs::read_to_string(&file)?)?);
+                totals.push(stats::callgrind_total(&std::fs::read_to_string(&file)?)?);
             }
             let extra_calls = COUNTED_CALLS[1] - COUNTED_CALLS[0];
-            per_call.insert(side, (totals[1] - totals[0]) as f64 / extra_calls as f64);
+            let per_call = (totals[1] as f64 - totals[0] as f64) / extra_calls as f64;
+            eprintln!(
+                "callgrind {} {point}: {per_call:.0} instructions per call",
+                row.comparison
+            );
+            counts.insert((row.comparison.clone(), point.clone()), per_call);
         }
-        row.instructions = Some(per_call["patched"] / per_call["upstream"]);
-        row.fixes_instructions = per_call.get("fixes").map(|f| f / per_call["upstream"]);
-        eprintln!(
-            "callgrind {}: {per_call:?} instructions per call",
-            row.comparison
-        );
     }
-    Ok(())
+    Ok(counts)
 }
 
 /// What `command` prints, or an error with what it said on stderr; `name` says what ran.
@@ -917,27 +546,8 @@ fn stdout_of(name: &str, command: &mut std::process::Command) -> Result<String> 
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// The instruction total in a callgrind output file.
-pub fn callgrind_total(text: &str) -> Result<u64> {
-    text.lines()
-        .find_map(|line| {
-            line.strip_prefix("totals:")
-                .or_else(|| line.strip_prefix("summary:"))
-        })
-        .and_then(|n| n.split_whitespace().next()?.parse().ok())
-        .context("no totals in the callgrind output")
-}
-
-fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
-    let settings = Settings::parse(&stdout_of(
-        "bench-driver settings",
-        std::process::Command::new(driver).arg("settings"),
-    )?)?;
-    let pins = crate::pin::read(&layout.pin())?;
-    let patches = crate::series::load(&layout.patches())?
-        .into_iter()
-        .map(|p| p.file_name.get(..4).unwrap_or_default().to_string())
-        .collect();
+/// The processor, its threads and the system.
+fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|text| {
@@ -948,7 +558,16 @@ fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
         })
         .unwrap_or_else(|| "unknown processor".to_string());
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let commit = match git2::Repository::discover(&layout.root) {
+    format!(
+        "{cpu}, {threads} threads, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+/// The workspace's commit, and whether its tree had uncommitted changes.
+fn commit(layout: &Layout) -> Result<String> {
+    Ok(match git2::Repository::discover(&layout.root) {
         Ok(repo) => {
             let head = repo.head()?.peel_to_commit()?.id().to_string();
             let dirty = !crate::git::uncommitted(&repo, None)?.is_empty();
@@ -960,79 +579,5 @@ fn provenance(layout: &Layout, driver: &Path) -> Result<Provenance> {
             format!("{}{note}", crate::git::short(&head))
         }
         Err(_) => "unknown".to_string(),
-    };
-    Ok(Provenance {
-        machine: format!(
-            "{cpu}, {threads} threads, {} {}",
-            std::env::consts::OS,
-            std::env::consts::ARCH
-        ),
-        crate_label: crate::pin::label(&pins),
-        patches,
-        commit,
-        date: crate::date::today(),
-        settings,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_follow_the_rule() {
-        assert_eq!(verdict(1.004, (0.998, 1.012)), "no measurable cost");
-        assert_eq!(verdict(1.004, (1.001, 1.008)), "no measurable cost");
-        assert_eq!(verdict(1.03, (1.02, 1.04)), "slower by 3.0%");
-        assert_eq!(verdict(1.012, (1.005, 1.02)), "slower by 1.2%");
-        assert_eq!(verdict(0.9, (0.85, 0.95)), "faster by 10.0%");
-    }
-
-    #[test]
-    fn paired_rounds_cancel_drift() {
-        // The machine slows down threefold over the run; within each round patched is 10% slower.
-        let rounds: Vec<(f64, f64)> = (0..ROUNDS)
-            .map(|i| {
-                let drift = 1.0 + 2.0 * i as f64 / 200.0;
-                let jitter = 1.0 + ((i * 37) % 11) as f64 / 1000.0;
-                (100.0 * drift, 110.0 * drift * jitter)
-            })
-            .collect();
-        let paired = Paired::of(&rounds);
-        assert!((paired.ratio - 1.105).abs() < 0.01, "{}", paired.ratio);
-        assert!(paired.interval.0 <= paired.ratio && paired.ratio <= paired.interval.1);
-        assert!(
-            paired.interval.1 - paired.interval.0 < 0.02,
-            "{:?}",
-            paired.interval
-        );
-        assert!(
-            paired.verdict.starts_with("slower by 10."),
-            "{}",
-            paired.verdict
-        );
-        let same: Vec<(f64, f64)> = rounds.iter().map(|&(u, p)| (u, p / 1.1)).collect();
-        assert_eq!(Paired::of(&same).verdict, "no measurable cost");
-    }
-
-    #[test]
-    fn rounds_are_parsed_or_refused() -> Result<()> {
-        assert_eq!(
-            parse_rounds("10 11 12\n12 13 14\n", 3)?,
-            [[10.0, 11.0, 12.0], [12.0, 13.0, 14.0]]
-        );
-        assert_eq!(parse_rounds("10 11\n", 2)?, [[10.0, 11.0]]);
-        assert!(parse_rounds("10 11\n", 3).is_err());
-        assert!(parse_rounds("0 5 6\n", 3).is_err());
-        assert!(parse_rounds("5 x 6\n", 3).is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn callgrind_totals_are_read() -> Result<()> {
-        let text = "events: Ir\nfl=x\n1 2\ntotals: 123456\n";
-        assert_eq!(callgrind_total(text)?, 123456);
-        assert_eq!(callgrind_total("events: Ir\nsummary: 99\n")?, 99);
-        Ok(())
-    }
 }

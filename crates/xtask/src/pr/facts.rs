@@ -9,18 +9,9 @@ use super::notes;
 use crate::bench_report;
 use crate::project::{self, Layout};
 
-/// `cargo repro --format json`'s table: each case, before and after the patches.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RealModel {
-    /// The model file and the package it comes from.
-    pub model: String,
-    /// `model` when computed by the model now, `fixture` when read from the committed logits.
-    pub logits: String,
-    pub prompt: String,
-    pub seed: u64,
-    /// The case, the published crate's outcome, the patched crate's outcome.
-    pub rows: Vec<[String; 3]>,
-}
+/// `cargo repro --format json`'s table: each case on the published crate, the patched one and
+/// every point.
+pub use shared::repro::Table as RealModel;
 
 /// What `pr` computed for the markers of the notes; `None` where it could not.
 #[derive(Clone, Debug, Default)]
@@ -28,7 +19,7 @@ pub struct Facts {
     pub call_sites: Option<Vec<CallSite>>,
     pub real_model: Option<RealModel>,
     /// `target/bench-report.json`, written by `cargo xtask bench-report`.
-    pub bench: Option<serde_json::Value>,
+    pub bench: Option<bench_report::data::Report>,
 }
 
 /// What the notes' markers stand for, computed only where a note asks for it.
@@ -43,9 +34,7 @@ pub fn compute(
         real_model: wants(notes::Marker::RealModel)
             .then(|| real_model(layout))
             .flatten(),
-        bench: std::fs::read_to_string(bench_report::data_path(layout))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok()),
+        bench: bench(layout),
     }
 }
 
@@ -79,30 +68,22 @@ fn real_model(layout: &Layout) -> Option<RealModel> {
 }
 
 pub fn parse_real_model(json: &str) -> Result<RealModel> {
-    let value: serde_json::Value = serde_json::from_str(json).context("not JSON")?;
-    let text = |v: &serde_json::Value, key: &str| -> Result<String> {
-        v[key]
-            .as_str()
-            .map(str::to_string)
-            .with_context(|| format!("no string `{key}`"))
-    };
-    let rows = value["rows"]
-        .as_array()
-        .context("no `rows`")?
-        .iter()
-        .map(|row| {
-            Ok([
-                text(row, "case")?,
-                text(row, "upstream")?,
-                text(row, "patched")?,
-            ])
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(RealModel {
-        model: text(&value, "model")?,
-        logits: text(&value, "logits")?,
-        prompt: text(&value, "prompt")?,
-        seed: value["seed"].as_u64().context("no number `seed`")?,
-        rows,
-    })
+    serde_json::from_str(json).context("not the JSON of `cargo repro --format json`")
+}
+
+/// `target/bench-report.json`, or `None` (with the reason on stderr) if it is missing or not the
+/// report's.
+fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
+    let path = bench_report::data_path(layout);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(report) => Some(report),
+        Err(err) => {
+            eprintln!(
+                "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
+                path.display()
+            );
+            None
+        }
+    }
 }

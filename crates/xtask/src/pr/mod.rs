@@ -185,7 +185,7 @@ impl Series {
             .map(|p| notes::load(&layout.patches(), p))
             .collect::<Result<Vec<_>>>()?;
         let branches = branch_names(&options.prefix, &patches)?;
-        let builds_on = stack::builds_on(&layout.patches())?;
+        let builds_on = crate::branches::builds_on(&layout.patches())?;
         Ok(Series {
             patches,
             notes,

@@ -10,6 +10,8 @@ use super::notes::{Marker, Notes, Part};
 use super::overlap::Overlaps;
 use super::stack::{Parent, Stack};
 use super::verify::{self, Check};
+use crate::bench_report::data::Report;
+use crate::bench_report::{self, render::point};
 use crate::git::short;
 use crate::pin::Pin;
 
@@ -34,7 +36,13 @@ pub fn body(
     };
     let mut out = String::new();
     for part in &notes.preamble {
-        out += &part_text(part, facts, pins, entry.number());
+        out += &part_text(
+            part,
+            facts,
+            pins,
+            &point_before(stack, index),
+            entry.number(),
+        );
         out += "\n\n";
     }
     out += &format!("## Summary\n\n{summary}\n\n");
@@ -42,7 +50,13 @@ pub fn body(
         out += &format!("## Fix\n\n{fix}\n\n");
     }
     for part in &notes.sections {
-        out += &part_text(part, facts, pins, entry.number());
+        out += &part_text(
+            part,
+            facts,
+            pins,
+            &point_before(stack, index),
+            entry.number(),
+        );
         out += "\n\n";
     }
     out += "## Test plan\n\n";
@@ -70,7 +84,13 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     for part in &notes.test_plan {
-        out += &part_text(part, facts, pins, entry.number());
+        out += &part_text(
+            part,
+            facts,
+            pins,
+            &point_before(stack, index),
+            entry.number(),
+        );
         out += "\n\n";
     }
     let ancestors = stack.ancestors(index);
@@ -95,102 +115,66 @@ pub fn body(
     out.trim_end().to_string() + "\n"
 }
 
-/// The benchmark evidence in the body of patch `number`: for a fix, what the fixes of the stack
-/// cost together against the published crate; for a speed patch, what it gains over the fixes,
-/// per call and per token of the decode loop.
-fn bench(data: &serde_json::Value, number: &str) -> String {
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
-    let first_speed = text(&data["first_speed_patch"]);
-    let speed = number >= first_speed.as_str();
-    let patches: Vec<String> = data["patches"]
-        .as_array()
-        .map(|a| a.iter().map(text).collect())
-        .unwrap_or_default();
-    let fixes: Vec<&String> = patches.iter().filter(|p| **p < first_speed).collect();
-    let time = |v: &serde_json::Value| {
-        v.as_f64()
-            .map_or(String::new(), crate::bench_report::show_time)
+/// The point that the branch of entry `index` builds on: the published crates, or the branch of
+/// the patch it names.
+fn point_before(stack: &Stack, index: usize) -> String {
+    match stack.entries[index].parent {
+        Parent::Base => shared::PUBLISHED_POINT.to_string(),
+        Parent::Entry(parent) => stack.entries[parent].number().to_string(),
+    }
+}
+
+/// The benchmark evidence in the body of patch `number`: its own step, this branch against the
+/// one it builds on, per call, and per token of the decode loop where it makes a comparison
+/// faster per call.
+fn bench(report: &Report, number: &str, before: &str) -> String {
+    let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
+        return format!(
+            "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
+             bench-report`.)"
+        );
     };
-    let ratio = |p: &serde_json::Value| {
-        format!(
-            "{:.3} ({:.3} to {:.3}) | {}",
-            p["ratio"].as_f64().unwrap_or(f64::NAN),
-            p["low"].as_f64().unwrap_or(f64::NAN),
-            p["high"].as_f64().unwrap_or(f64::NAN),
-            text(&p["verdict"])
-        )
-    };
-    let mut out = match speed {
-        false => format!(
-            "What the fixes of this stack ({} to {}) cost together, against the published crate: ",
-            fixes.first().map_or("", |s| s.as_str()),
-            fixes.last().map_or("", |s| s.as_str())
-        ),
-        true => "What this change gains over the fixes of this stack: ".to_string(),
-    };
-    out += &format!(
-        "one `sample` call on {}'s {} real logits, seed {}, temperature {} (`temperature_0`: \
-         `ArgMax` before, `TopK {{ k: 40, temperature: 0.0 }}` after). Times and ratio are the \
-         medians over paired rounds that time both sides back to back, the ratio with its 95% \
-         bootstrap interval, and \"no measurable cost\" means that interval contains \
-         1.0 or lies within ±1%. {}, {}.\n\n| variant | before | after | after / before | verdict |\n|---|---:|---:|---|---|\n",
-        text(&data["model"]),
-        data["vocab"],
-        data["seed"],
-        data["temperature"],
-        text(&data["machine"]),
-        text(&data["date"])
-    );
-    let empty = Vec::new();
-    for row in data["rows"].as_array().unwrap_or(&empty) {
-        let (before, after, paired) = match speed {
-            false => (&row["upstream_ns"], &row["fixes_ns"], &row["fixes"]),
-            true => (&row["fixes_ns"], &row["patched_ns"], &row["speed"]),
-        };
-        if paired.is_null() {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "| `{}` | {} | {} | {} |",
-            text(&row["comparison"]),
-            time(before),
-            time(after),
-            ratio(paired)
+    if step.before != before {
+        return format!(
+            "(The benchmark report measured {number} against {}, but it builds on {} now: run \
+             `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)",
+            point(&step.before),
+            point(before)
         );
     }
-    if speed {
-        for row in data["decode"].as_array().unwrap_or(&empty) {
-            if row["speed_sampler"]["high"]
-                .as_f64()
-                .is_none_or(|high| high >= 0.99)
-            {
-                continue;
-            }
-            let ms = |i: usize| row["ms_per_token"][i].as_f64().unwrap_or(f64::NAN);
-            let share = |i: usize| row["sampler_share"][i].as_f64().unwrap_or(f64::NAN) * 100.0;
-            let _ = write!(
-                out,
-                "\nIn a decode loop, {} generating {} tokens after \"What is Rust?\" on the CPU with \
-                 `{}`: {:.2} ms per token before, {:.2} after ({} per token); the sampler's share \
-                 of a token's time falls from {:.1}% to {:.1}%: counting the sampler's time \
-                 alone, the same tokens take {} of their time before.\n",
-                text(&data["model"]),
-                data["decode_tokens"],
-                text(&row["comparison"]),
-                ms(1),
-                ms(2),
-                ratio(&row["speed"]).replace(" | ", ": "),
-                share(1),
-                share(2),
-                ratio(&row["speed_sampler"]).replace(" | ", ": ")
-            );
-        }
+    let mut out = format!(
+        "This branch against {}: {}. Measured on {} on {}.\n\n",
+        point(before),
+        bench_report::render::setting(report),
+        report.machine,
+        report.date
+    );
+    out += &bench_report::render::patch_table(step);
+    for decode in &step.decode {
+        let _ = write!(
+            out,
+            "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
+             {:.2} ms per token before, {:.2} after, {} per token ({}); the sampler's share of a \
+             token's time goes from {:.1}% to {:.1}%. Counting the sampler's time alone, a token \
+             takes {} of its time before ({}).\n",
+            report.model,
+            report.decode_tokens,
+            decode.comparison,
+            report.decode_rounds,
+            decode.before_ms,
+            decode.after_ms,
+            decode.per_token.interval(),
+            decode.per_token.verdict_text(),
+            decode.before_share * 100.0,
+            decode.after_share * 100.0,
+            decode.sampler_only.interval(),
+            decode.sampler_only.verdict_text(),
+        );
     }
     out.trim_end().to_string()
 }
 
-fn part_text(part: &Part, facts: &Facts, pins: &[Pin], number: &str) -> String {
+fn part_text(part: &Part, facts: &Facts, pins: &[Pin], before: &str, number: &str) -> String {
     match part {
         Part::Text(text) => text.clone(),
         Part::Marker(Marker::CallSites) => match &facts.call_sites {
@@ -199,11 +183,11 @@ fn part_text(part: &Part, facts: &Facts, pins: &[Pin], number: &str) -> String {
                 .into(),
         },
         Part::Marker(Marker::RealModel) => match &facts.real_model {
-            Some(table) => real_model(table, pins),
+            Some(table) => real_model(table, pins, before, number),
             None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
         },
         Part::Marker(Marker::Bench) => match &facts.bench {
-            Some(data) => bench(data, number),
+            Some(report) => bench(report, number, before),
             None => "(The benchmark table is missing: no benchmark report was found.)".into(),
         },
     }
@@ -268,28 +252,64 @@ fn call_sites(sites: &[CallSite]) -> String {
     out.trim_end().to_string()
 }
 
-fn real_model(table: &RealModel, pins: &[Pin]) -> String {
+/// The cases whose outcome this branch changes, against the branch it builds on.
+fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> String {
     let computed = match table.logits.as_str() {
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
     };
-    let changed: Vec<&[String; 3]> = table.rows.iter().filter(|[_, a, b]| a != b).collect();
+    let outcomes: Option<Vec<(&str, &String, &String)>> = table
+        .rows
+        .iter()
+        .map(|row| {
+            Some((
+                row.case.as_str(),
+                row.points.get(before)?,
+                row.points.get(number)?,
+            ))
+        })
+        .collect();
+    let Some(outcomes) = outcomes else {
+        return format!(
+            "(The real-model table has no column for {number} or {before}: run `cargo xtask \
+             vendor`, then this command again.)"
+        );
+    };
+    let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
+    if changed.is_empty() {
+        return format!(
+            "On a real model, {}, none of the {} cases of the bug report changes from {} to this \
+             branch (seed {}, the last-position logits after {:?}, {computed}).",
+            table.model,
+            outcomes.len(),
+            point_of(before, pins),
+            table.seed,
+            table.prompt
+        );
+    }
     let mut out = format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {} as published, after is the same crate with the patches of this stack, \
-         which change these rows through this pull request alone. The {} rows that do not \
-         change are left out.\n\n| call | before | after |\n|---|---|---|\n",
+         before is {}, after is this branch. The {} rows that do not change are left out.\n\n\
+         | call | before | after |\n|---|---|---|\n",
         table.model,
         table.prompt,
         table.seed,
-        crate::pin::label(pins),
-        table.rows.len() - changed.len()
+        point_of(before, pins),
+        outcomes.len() - changed.len()
     );
-    for [case, before, after] in changed {
+    for (case, before, after) in changed {
         let _ = writeln!(out, "| `{case}` | {before} | {after} |");
     }
     out.trim_end().to_string()
+}
+
+/// A point in a body's words: the published crates by their pin.
+fn point_of(name: &str, pins: &[Pin]) -> String {
+    match name {
+        shared::PUBLISHED_POINT => format!("{} as published", crate::pin::label(pins)),
+        number => format!("the branch of {number}"),
+    }
 }
 
 /// The tests a patch adds, per file: `#[test]` functions on added lines.

@@ -2,9 +2,8 @@
 //! `patches/stack.toml` says it builds on.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use git2::{Oid, Repository};
 
 use crate::git::short;
@@ -32,7 +31,7 @@ pub struct Entry {
 impl Entry {
     /// The patch's number, as in `0001`.
     pub fn number(&self) -> &str {
-        &self.patch.file_name[..4]
+        self.patch.number()
     }
 }
 
@@ -95,31 +94,6 @@ pub fn without_area(subject: &str) -> &str {
     }
 }
 
-/// What each patch's branch builds on, by patch number, from `patches/stack.toml`: a line
-/// `"0005" = "0002"` says that the pull request of 0005 needs the one of 0002 merged first. Every
-/// other patch branches from the base. The file is optional.
-pub fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
-    let path = patches_dir.join("stack.toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
-    };
-    let document: toml_edit::DocumentMut = text
-        .parse()
-        .with_context(|| format!("{} is not TOML", path.display()))?;
-    document
-        .iter()
-        .map(|(patch, parent)| match parent.as_str() {
-            Some(parent) if parent < patch => Ok((patch.to_string(), parent.to_string())),
-            _ => bail!(
-                "{}: `{patch}` must name an earlier patch's number, as in \"0001\"",
-                path.display()
-            ),
-        })
-        .collect()
-}
-
 /// Commits each patch onto its parent in `repo`'s object database, nothing written to any
 /// reference. The patch files form one linear series; each patch's change, from the tree before
 /// it in the series to the tree after, is merged onto its parent as `git cherry-pick` would:
@@ -132,39 +106,22 @@ pub fn build(
     builds_on: &BTreeMap<String, String>,
     contributor: &git2::Signature<'_>,
 ) -> Result<Stack> {
-    let mut linear = repo.find_commit(base)?.tree_id();
+    let base_tree = repo.find_commit(base)?.tree_id();
+    let trees = crate::branches::branches(
+        repo,
+        base_tree,
+        &short(&base.to_string()),
+        patches,
+        builds_on,
+    )?;
     let mut entries: Vec<Entry> = Vec::new();
-    for (patch, branch) in patches.iter().zip(branches) {
+    for ((patch, branch), tree) in patches.iter().zip(branches).zip(trees) {
         let message = patch.message()?;
-        let after = series::apply(repo, linear, patch)?;
-        let number = &patch.file_name[..4];
-        let (parent, onto) = match builds_on.get(number) {
+        let (parent, onto) = match tree.parent {
             None => (Parent::Base, base),
-            Some(wanted) => {
-                let index = entries
-                    .iter()
-                    .position(|e| e.number() == wanted)
-                    .with_context(|| {
-                        format!(
-                            "{} builds on {wanted} (patches/stack.toml), which is not in the stack",
-                            patch.file_name
-                        )
-                    })?;
-                (Parent::Entry(index), entries[index].commit)
-            }
+            Some(index) => (Parent::Entry(index), entries[index].commit),
         };
         let parent_commit = repo.find_commit(onto)?;
-        let tree = merge(repo, linear, parent_commit.tree_id(), after)?.with_context(|| {
-            let on = match parent {
-                Parent::Base => format!("the base ({})", short(&base.to_string())),
-                Parent::Entry(index) => format!("the branch of {}", entries[index].patch.file_name),
-            };
-            format!(
-                "{} does not merge onto {on} without a conflict: name the patch it builds on in \
-                 patches/stack.toml",
-                patch.file_name
-            )
-        })?;
         // The contributor's identity, at the time the patch records.
         let written = message.signature()?.when();
         let author = git2::Signature::new(
@@ -177,7 +134,7 @@ pub fn build(
             &author,
             contributor,
             &message.text(),
-            &repo.find_tree(tree)?,
+            &repo.find_tree(tree.tree)?,
             &[&parent_commit],
         )?;
         entries.push(Entry {
@@ -187,22 +144,11 @@ pub fn build(
             parent,
             commit,
         });
-        linear = after;
     }
     if entries.is_empty() {
         bail!("no patch to make a branch of");
     }
     Ok(Stack { base, entries })
-}
-
-/// The change from `before` to `after` merged onto `onto`, or `None` on a conflict.
-fn merge(repo: &Repository, before: Oid, onto: Oid, after: Oid) -> Result<Option<Oid>> {
-    let [before, onto, after] = [before, onto, after].map(|id| repo.find_tree(id));
-    let mut index = repo.merge_trees(&before?, &onto?, &after?, None)?;
-    if index.has_conflicts() {
-        return Ok(None);
-    }
-    Ok(Some(index.write_tree_to(repo)?))
 }
 
 /// Applies `patches` one after another onto `base`, one commit each, as `git am` would: for

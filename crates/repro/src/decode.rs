@@ -4,9 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::model::Model;
 use anyhow::Result;
 use candle::Device;
-use repro::model::Model;
 use testbed::sampler::Processor;
 
 /// How many tokens each generation decodes.
@@ -36,7 +36,7 @@ impl DecodeLoop {
             return Ok(None);
         };
         let model = Model::load(&path, &Device::Cpu)?;
-        let text = repro::chat::render(&model.vocab.chat_template, testbed::fixture::PROMPT)?;
+        let text = crate::chat::render(&model.vocab.chat_template, testbed::fixture::PROMPT)?;
         let prompt = model.encode(&text)?;
         Ok(Some(DecodeLoop { model, prompt }))
     }

@@ -6,11 +6,6 @@
 use candle::{DType, Error, Result, Tensor};
 use rand::{distr::Distribution, SeedableRng};
 
-/// How [`LogitsProcessor`] picks the next token.
-///
-/// A `k` of 0 turns top-k off in `TopK` and `TopKThenTopP`, as a `k` of at least the vocabulary
-/// size does. A `p` that is 0 or below, or 1 or above, once converted to `f32`, turns top-p off in
-/// `TopP` and `TopKThenTopP`.
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,
@@ -18,7 +13,7 @@ pub enum Sampling {
     TopK { k: usize, temperature: f64 },
     TopP { p: f64, temperature: f64 },
     TopKThenTopP { k: usize, p: f64, temperature: f64 },
-    // On the CPU the Gumbel noise comes from the rng, elsewhere from the device's generator.
+    // Note that the rng is not used for the Gumbel-Softmax sampling.
     GumbelSoftmax { temperature: f64 },
 }
 
@@ -53,59 +48,6 @@ impl Sampling {
             _ => self,
         }
     }
-}
-
-/// Why no token can be sampled from `logits`, divided by `temperature` if there is one: NaN or
-/// `+inf` logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
-/// NaN or `+inf`.
-fn logits_problem(logits: &Tensor, temperature: Option<f64>) -> Result<Option<String>> {
-    let logits = logits.to_vec1::<f32>()?;
-    let len = logits.len();
-    let nan = logits.iter().filter(|v| v.is_nan()).count();
-    let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
-    if nan > 0 || inf > 0 {
-        return Ok(Some(format!(
-            "logits contain {nan} NaN and {inf} +inf values out of {len}"
-        )));
-    }
-    if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
-        return Ok(Some(format!(
-            "all {len} logits are -inf: every token is masked"
-        )));
-    }
-    // `logits / temperature` multiplies by `1 / temperature` in f32.
-    let scale = temperature.map_or(1.0, |t| (1.0 / t) as f32);
-    let scaled = logits.iter().map(|v| v * scale);
-    let not_finite = scaled.filter(|v| v.is_nan() || *v == f32::INFINITY).count();
-    if not_finite > 0 {
-        return Ok(Some(format!(
-            "logits divided by the temperature {:e} hold {not_finite} NaN or +inf values out \
-             of {len}",
-            temperature.unwrap_or(1.0)
-        )));
-    }
-    Ok(None)
-}
-
-/// Fails, saying why, unless a token can be drawn from `prs`, the probabilities of
-/// `logits / temperature` after the closure of `sample_f`: rand's `WeightedIndex` refuses NaN,
-/// negative and all-zero weights, and panics when they sum to infinity.
-fn check_probabilities(logits: &Tensor, temperature: f64, prs: &[f32]) -> Result<()> {
-    let nan = prs.iter().filter(|p| p.is_nan()).count();
-    let negative = prs.iter().filter(|p| **p < 0.0).count();
-    // In index order, as `WeightedIndex` sums them.
-    let sum: f32 = prs.iter().sum();
-    if nan == 0 && negative == 0 && sum.is_finite() && sum > 0.0 {
-        return Ok(());
-    }
-    if let Some(problem) = logits_problem(logits, Some(temperature))? {
-        candle::bail!("{problem}")
-    }
-    candle::bail!(
-        "cannot sample from the probabilities after the closure of `sample_f`: {nan} NaN and \
-         {negative} negative values out of {}, summing to {sum}",
-        prs.len()
-    )
 }
 
 pub struct LogitsProcessor {
@@ -143,10 +85,6 @@ impl LogitsProcessor {
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
-        // At a temperature of 0 or below `gumbel_softmax` takes the argmax.
-        if logits.device().is_cpu() && temperature > 0.0 {
-            return gumbel_argmax(&logits.to_vec1()?, temperature, &mut self.rng);
-        }
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
         sampled.to_scalar::<u32>()
     }
@@ -179,9 +117,9 @@ impl LogitsProcessor {
         self.sample_multinomial(prs)
     }
 
-    // top-k sampling samples from the k tokens with the largest probabilities; k = 0 keeps all.
+    // top-k sampling samples from the k tokens with the largest probabilities.
     fn sample_topk(&mut self, prs: &mut Vec<f32>, top_k: usize) -> Result<u32> {
-        if top_k == 0 || top_k >= prs.len() {
+        if top_k >= prs.len() {
             self.sample_multinomial(prs)
         } else {
             let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
@@ -196,8 +134,8 @@ impl LogitsProcessor {
     // top-k sampling samples from the k tokens with the largest probabilities.
     // then top-p sampling.
     fn sample_topk_topp(&mut self, prs: &mut Vec<f32>, top_k: usize, top_p: f32) -> Result<u32> {
-        if top_k == 0 || top_k >= prs.len() {
-            self.sample_topp_or_all(prs, top_p)
+        if top_k >= prs.len() {
+            self.sample_topp(prs, top_p)
         } else {
             let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
             let (indices, _, _) =
@@ -213,44 +151,17 @@ impl LogitsProcessor {
         }
     }
 
-    fn sample_topp_or_all(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
-        if top_p <= 0.0 || top_p >= 1.0 {
-            // simply sample from the predicted probability distribution
-            self.sample_multinomial(prs)
-        } else {
-            // top-p (nucleus) sampling, clamping the least likely tokens to zero
-            self.sample_topp(prs, top_p)
-        }
-    }
-
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
         self.sample_f(logits, |_| {})
     }
 
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
-        match logits.dims() {
-            [0] => candle::bail!("logits are empty: there is no token to sample"),
-            [_] => {}
-            dims => candle::bail!("logits must be one value per token (1-D), got shape {dims:?}"),
-        }
         let logits = logits.to_dtype(DType::F32)?;
         let prs = |temperature: f64| -> Result<Vec<f32>> {
             let logits = (&logits / temperature)?;
             let prs = candle_nn::ops::softmax_last_dim(&logits)?;
             let mut prs = prs.to_vec1()?;
             f(&mut prs);
-            Ok(prs)
-        };
-        // Softmax gives numbers in [0, 1], some positive, which sample fine: the full check runs
-        // only when the probabilities are not such, from NaN logits or from `f`.
-        let prs = |temperature: f64| -> Result<Vec<f32>> {
-            let prs = prs(temperature)?;
-            let (in_range, positive) = prs.iter().fold((true, false), |(in_range, positive), p| {
-                (in_range & (*p >= 0.0) & (*p <= 1.0), positive | (*p > 0.0))
-            });
-            if !(in_range && positive) {
-                check_probabilities(&logits, temperature, &prs)?;
-            }
             Ok(prs)
         };
 
@@ -263,20 +174,7 @@ impl LogitsProcessor {
             }
         }
         let next_token = match &self.sampling {
-            Sampling::ArgMax => {
-                let token = self.sample_argmax(logits.clone())?;
-                // On the CPU, argmax answers token 0 when the first logit is NaN or every logit
-                // is -inf. Elsewhere, checking would read the device back a second time per token.
-                if token == 0 && logits.device().is_cpu() {
-                    let first = logits.get(0)?.to_scalar::<f32>()?;
-                    if first.is_nan() || first == f32::NEG_INFINITY {
-                        if let Some(problem) = logits_problem(&logits, None)? {
-                            candle::bail!("{problem}")
-                        }
-                    }
-                }
-                token
-            }
+            Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {
                 self.sample_gumbel_softmax(&logits, *temperature)?
             }
@@ -286,7 +184,13 @@ impl LogitsProcessor {
             }
             Sampling::TopP { p, temperature } => {
                 let mut prs = prs(*temperature)?;
-                self.sample_topp_or_all(&mut prs, *p as f32)?
+                if *p <= 0.0 || *p >= 1.0 {
+                    // simply sample from the predicted probability distribution
+                    self.sample_multinomial(&prs)?
+                } else {
+                    // top-p (nucleus) sampling, clamping the least likely tokens to zero
+                    self.sample_topp(&mut prs, *p as f32)?
+                }
             }
             Sampling::TopK { k, temperature } => {
                 let mut prs = prs(*temperature)?;
@@ -298,41 +202,5 @@ impl LogitsProcessor {
             }
         };
         Ok(next_token)
-    }
-}
-
-/// The token with the largest `logit / temperature - ln(-ln(u))`, with one `u` per logit drawn
-/// from `rng` in (0, 1): a draw from `softmax(logits / temperature)`. The Gumbel noise
-/// `-ln(-ln(u))` is below 17 for every `u` that `Open01` draws in f32, so its logarithms are only
-/// computed for the logits that can still win.
-fn gumbel_argmax(logits: &[f32], temperature: f64, rng: &mut rand::rngs::StdRng) -> Result<u32> {
-    const MAX_NOISE: f32 = 17.0;
-    let mut best: Option<(usize, f32)> = None;
-    for (token, &logit) in logits.iter().enumerate() {
-        let u: f32 = rand::distr::Open01.sample(rng);
-        // In f64, since the temperature may be too small for f32.
-        let scaled = (f64::from(logit) / temperature) as f32;
-        if best.is_some_and(|(_, largest)| scaled + MAX_NOISE <= largest) {
-            continue;
-        }
-        let key = scaled - (-u.ln()).ln();
-        if key.is_nan() {
-            candle::bail!("logit {token} is NaN: no token can be sampled")
-        }
-        if best.is_none_or(|(_, largest)| key > largest) {
-            best = Some((token, key));
-        }
-    }
-    match best {
-        Some((token, key)) if key.is_finite() => Ok(token as u32),
-        Some((token, key)) if key > 0.0 => candle::bail!(
-            "logit {token} is {}, which divided by the temperature {temperature:e} is +inf: no \
-             token can be sampled",
-            logits[token]
-        ),
-        _ => candle::bail!(
-            "all {} logits are -inf: every token is masked",
-            logits.len()
-        ),
     }
 }

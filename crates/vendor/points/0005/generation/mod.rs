@@ -1,0 +1,284 @@
+//! Logit Processing and Sampling
+//!
+//! Functionality for modeling sampling strategies and logits processing in text generation
+//! with support for temperature-based sampling, top-k filtering, nucleus sampling (top-p),
+//! and combinations thereof.
+use candle::{DType, Error, Result, Tensor};
+use rand::{distr::Distribution, SeedableRng};
+
+#[derive(Clone, PartialEq, Debug)]
+pub enum Sampling {
+    ArgMax,
+    All { temperature: f64 },
+    TopK { k: usize, temperature: f64 },
+    TopP { p: f64, temperature: f64 },
+    TopKThenTopP { k: usize, p: f64, temperature: f64 },
+    // Note that the rng is not used for the Gumbel-Softmax sampling.
+    GumbelSoftmax { temperature: f64 },
+}
+
+/// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
+/// `LogitsProcessor::from_sampling` alike. Dividing the logits by zero gives NaN probabilities,
+/// dividing them by a negative favours the least likely tokens, and `1 / temperature` overflows
+/// f32 below about 3e-39.
+const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
+
+/// Whether `temperature` means greedy decoding. `NaN` does not.
+fn is_greedy(temperature: f64) -> bool {
+    temperature < MIN_SAMPLING_TEMPERATURE
+}
+
+impl Sampling {
+    /// The temperature of every variant that has one.
+    fn temperature(&self) -> Option<f64> {
+        match self {
+            Self::ArgMax => None,
+            Self::All { temperature }
+            | Self::TopK { temperature, .. }
+            | Self::TopP { temperature, .. }
+            | Self::TopKThenTopP { temperature, .. }
+            | Self::GumbelSoftmax { temperature } => Some(*temperature),
+        }
+    }
+
+    /// `ArgMax` when the temperature means greedy decoding, `self` otherwise.
+    fn or_argmax(self) -> Self {
+        match self.temperature() {
+            Some(temperature) if is_greedy(temperature) => Self::ArgMax,
+            _ => self,
+        }
+    }
+}
+
+/// Why no token can be sampled from `logits`, divided by `temperature` if there is one: NaN or
+/// `+inf` logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
+/// NaN or `+inf`.
+fn logits_problem(logits: &Tensor, temperature: Option<f64>) -> Result<Option<String>> {
+    let logits = logits.to_vec1::<f32>()?;
+    let len = logits.len();
+    let nan = logits.iter().filter(|v| v.is_nan()).count();
+    let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
+    if nan > 0 || inf > 0 {
+        return Ok(Some(format!(
+            "logits contain {nan} NaN and {inf} +inf values out of {len}"
+        )));
+    }
+    if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
+        return Ok(Some(format!(
+            "all {len} logits are -inf: every token is masked"
+        )));
+    }
+    // `logits / temperature` multiplies by `1 / temperature` in f32.
+    let scale = temperature.map_or(1.0, |t| (1.0 / t) as f32);
+    let scaled = logits.iter().map(|v| v * scale);
+    let not_finite = scaled.filter(|v| v.is_nan() || *v == f32::INFINITY).count();
+    if not_finite > 0 {
+        return Ok(Some(format!(
+            "logits divided by the temperature {:e} hold {not_finite} NaN or +inf values out \
+             of {len}",
+            temperature.unwrap_or(1.0)
+        )));
+    }
+    Ok(None)
+}
+
+/// Fails, saying why, unless a token can be drawn from `prs`, the probabilities of
+/// `logits / temperature` after the closure of `sample_f`: rand's `WeightedIndex` refuses NaN,
+/// negative and all-zero weights, and panics when they sum to infinity.
+fn check_probabilities(logits: &Tensor, temperature: f64, prs: &[f32]) -> Result<()> {
+    let nan = prs.iter().filter(|p| p.is_nan()).count();
+    let negative = prs.iter().filter(|p| **p < 0.0).count();
+    // In index order, as `WeightedIndex` sums them.
+    let sum: f32 = prs.iter().sum();
+    if nan == 0 && negative == 0 && sum.is_finite() && sum > 0.0 {
+        return Ok(());
+    }
+    if let Some(problem) = logits_problem(logits, Some(temperature))? {
+        candle::bail!("{problem}")
+    }
+    candle::bail!(
+        "cannot sample from the probabilities after the closure of `sample_f`: {nan} NaN and \
+         {negative} negative values out of {}, summing to {sum}",
+        prs.len()
+    )
+}
+
+pub struct LogitsProcessor {
+    rng: rand::rngs::StdRng,
+    sampling: Sampling,
+}
+
+impl LogitsProcessor {
+    /// A processor that picks tokens as `sampling` says, seeded with `seed`. A temperature below
+    /// `1e-7`, zero and negative ones included, makes it greedy: it picks the token that
+    /// `Sampling::ArgMax` picks, as `LogitsProcessor::new` does.
+    pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
+        let rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let sampling = sampling.or_argmax();
+        Self { rng, sampling }
+    }
+
+    pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
+        // `manual_filter` suggests `.filter(|&v| v >= 1e-7)`, but `f64` is only `PartialOrd`:
+        // that drops `NaN` where the comparison below keeps it. Left as-is on purpose.
+        #[allow(clippy::manual_filter)]
+        let temperature = temperature.and_then(|v| if is_greedy(v) { None } else { Some(v) });
+        let sampling = match temperature {
+            None => Sampling::ArgMax,
+            Some(temperature) => match top_p {
+                None => Sampling::All { temperature },
+                Some(p) => Sampling::TopP { p, temperature },
+            },
+        };
+        Self::from_sampling(seed, sampling)
+    }
+
+    fn sample_argmax(&mut self, logits: Tensor) -> Result<u32> {
+        logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()
+    }
+
+    fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
+        let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
+        sampled.to_scalar::<u32>()
+    }
+
+    fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
+        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
+        let next_token = distr.sample(&mut self.rng) as u32;
+        Ok(next_token)
+    }
+
+    /// top-p sampling (or "nucleus sampling") samples from the smallest set of tokens that exceed
+    /// probability top_p. This way we never sample tokens that have very low probabilities and are
+    /// less likely to go "off the rails".
+    fn sample_topp(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
+        let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
+
+        // Sort by descending probability.
+        argsort_indices.sort_by(|&i, &j| prs[j].total_cmp(&prs[i]));
+
+        // Clamp smaller probabilities to zero.
+        let mut cumsum = 0.;
+        for index in &argsort_indices {
+            if cumsum >= top_p {
+                prs[*index] = 0.0;
+            } else {
+                cumsum += prs[*index];
+            }
+        }
+        // Sample with clamped probabilities.
+        self.sample_multinomial(prs)
+    }
+
+    // top-k sampling samples from the k tokens with the largest probabilities.
+    fn sample_topk(&mut self, prs: &mut Vec<f32>, top_k: usize) -> Result<u32> {
+        if top_k >= prs.len() {
+            self.sample_multinomial(prs)
+        } else {
+            let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
+            let (indices, _, _) =
+                argsort_indices.select_nth_unstable_by(top_k, |&i, &j| prs[j].total_cmp(&prs[i]));
+            let prs = indices.iter().map(|&i| prs[i]).collect::<Vec<_>>();
+            let index = self.sample_multinomial(&prs)?;
+            Ok(indices[index as usize] as u32)
+        }
+    }
+
+    // top-k sampling samples from the k tokens with the largest probabilities.
+    // then top-p sampling.
+    fn sample_topk_topp(&mut self, prs: &mut Vec<f32>, top_k: usize, top_p: f32) -> Result<u32> {
+        if top_k >= prs.len() {
+            self.sample_topp(prs, top_p)
+        } else {
+            let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
+            let (indices, _, _) =
+                argsort_indices.select_nth_unstable_by(top_k, |&i, &j| prs[j].total_cmp(&prs[i]));
+            let mut prs = indices.iter().map(|&i| prs[i]).collect::<Vec<_>>();
+            let sum_p = prs.iter().sum::<f32>();
+            let index = if top_p <= 0.0 || top_p >= sum_p {
+                self.sample_multinomial(&prs)?
+            } else {
+                self.sample_topp(&mut prs, top_p)?
+            };
+            Ok(indices[index as usize] as u32)
+        }
+    }
+
+    pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
+        self.sample_f(logits, |_| {})
+    }
+
+    pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
+        let logits = logits.to_dtype(DType::F32)?;
+        let prs = |temperature: f64| -> Result<Vec<f32>> {
+            let logits = (&logits / temperature)?;
+            let prs = candle_nn::ops::softmax_last_dim(&logits)?;
+            let mut prs = prs.to_vec1()?;
+            f(&mut prs);
+            Ok(prs)
+        };
+        // Softmax gives numbers in [0, 1], some positive, which sample fine: the full check runs
+        // only when the probabilities are not such, from NaN logits or from `f`.
+        let prs = |temperature: f64| -> Result<Vec<f32>> {
+            let prs = prs(temperature)?;
+            let (in_range, positive) = prs.iter().fold((true, false), |(in_range, positive), p| {
+                (in_range & (*p >= 0.0) & (*p <= 1.0), positive | (*p > 0.0))
+            });
+            if !(in_range && positive) {
+                check_probabilities(&logits, temperature, &prs)?;
+            }
+            Ok(prs)
+        };
+
+        if let Some(temperature) = self.sampling.temperature().filter(|t| t.is_nan()) {
+            candle::bail!("temperature must be a number, got {temperature}")
+        }
+        if let Sampling::TopP { p, .. } | Sampling::TopKThenTopP { p, .. } = self.sampling {
+            if p.is_nan() {
+                candle::bail!("top-p must be a number, got {p}")
+            }
+        }
+        let next_token = match &self.sampling {
+            Sampling::ArgMax => {
+                let token = self.sample_argmax(logits.clone())?;
+                // On the CPU, argmax answers token 0 when the first logit is NaN or every logit
+                // is -inf. Elsewhere, checking would read the device back a second time per token.
+                if token == 0 && logits.device().is_cpu() {
+                    let first = logits.get(0)?.to_scalar::<f32>()?;
+                    if first.is_nan() || first == f32::NEG_INFINITY {
+                        if let Some(problem) = logits_problem(&logits, None)? {
+                            candle::bail!("{problem}")
+                        }
+                    }
+                }
+                token
+            }
+            Sampling::GumbelSoftmax { temperature } => {
+                self.sample_gumbel_softmax(&logits, *temperature)?
+            }
+            Sampling::All { temperature } => {
+                let prs = prs(*temperature)?;
+                self.sample_multinomial(&prs)?
+            }
+            Sampling::TopP { p, temperature } => {
+                let mut prs = prs(*temperature)?;
+                if *p <= 0.0 || *p >= 1.0 {
+                    // simply sample from the predicted probability distribution
+                    self.sample_multinomial(&prs)?
+                } else {
+                    // top-p (nucleus) sampling, clamping the least likely tokens to zero
+                    self.sample_topp(&mut prs, *p as f32)?
+                }
+            }
+            Sampling::TopK { k, temperature } => {
+                let mut prs = prs(*temperature)?;
+                self.sample_topk(&mut prs, *k)?
+            }
+            Sampling::TopKThenTopP { k, p, temperature } => {
+                let mut prs = prs(*temperature)?;
+                self.sample_topk_topp(&mut prs, *k, *p as f32)?
+            }
+        };
+        Ok(next_token)
+    }
+}

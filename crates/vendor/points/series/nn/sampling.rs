@@ -1,0 +1,27 @@
+use candle::{Result, Tensor};
+
+/// Sample according to the Gumbel-Softmax distribution.
+pub fn gumbel_softmax<D: candle::shape::Dim>(
+    logits: &Tensor,
+    temperature: f64,
+    dim: D,
+) -> Result<Tensor> {
+    if temperature <= 0.0 {
+        logits.argmax(dim)
+    } else {
+        // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
+        let logits = logits.to_dtype(candle::DType::F32)?;
+        // `u` from the open interval (0, 1) at f32 resolution, so that the noise -ln(-ln(u))
+        // is finite and cut off only where its tails hold about 6e-8 of its mass: the CPU draws
+        // from [lo, up), CUDA from (lo, up] and Metal from [lo, up], all within (0, 1).
+        let (lo, up) = (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
+        let minus_g = logits.rand_like(lo, up)?.log()?.neg()?.log()?;
+        if temperature == 1.0 {
+            let sampled = (logits - minus_g)?.argmax(dim)?;
+            Ok(sampled)
+        } else {
+            let sampled = (logits + minus_g * (-temperature))?.argmax(dim)?;
+            Ok(sampled)
+        }
+    }
+}

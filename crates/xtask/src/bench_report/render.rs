@@ -1,0 +1,286 @@
+//! The report as Markdown: the whole series against the published crates, one table per patch,
+//! the decode loop, and upstream's cost profile. Every table is made from one list of columns.
+
+use super::data::{Decode, PatchStep, Report};
+use super::stats::{Paired, CONFIDENCE};
+use super::Row;
+
+/// A table: a header and an alignment per column, then the rows' cells.
+struct Table {
+    columns: Vec<(&'static str, &'static str)>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(columns: &[(&'static str, &'static str)]) -> Table {
+        Table {
+            columns: columns.to_vec(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        self.rows.push(cells);
+    }
+
+    fn render(&self) -> String {
+        let line = |cells: Vec<&str>| format!("| {} |\n", cells.join(" | "));
+        let mut out = line(self.columns.iter().map(|(name, _)| *name).collect());
+        out += &format!(
+            "|{}|\n",
+            self.columns
+                .iter()
+                .map(|(_, align)| *align)
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for row in &self.rows {
+            out += &line(row.iter().map(String::as_str).collect());
+        }
+        out
+    }
+}
+
+pub fn show_time(ns: f64) -> String {
+    match ns {
+        ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
+        ns if ns >= 1e3 => format!("{:.1} µs", ns / 1e3),
+        ns => format!("{ns:.0} ns"),
+    }
+}
+
+/// The whole report.
+pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
+    let mut out = "## Sampling cost\n\n".to_string();
+    out += &format!(
+        "{}; workspace commit {}; {}. Machine: {}.\n\n",
+        report.crate_label, report.commit, report.date, report.machine
+    );
+    out += &whole_series(rows, report);
+    out += "\n### Patch by patch\n\n";
+    out += &format!(
+        "Each patch's branch against the branch it builds on, or against the published crates: \
+         {}. The time of one call is the median over the paired rounds.\n",
+        setting(report)
+    );
+    for step in &report.patches {
+        out += &format!(
+            "\n#### {} {}\n\n{} against {}.\n\n",
+            step.patch,
+            step.subject,
+            point(&step.patch),
+            point(&step.before)
+        );
+        out += &patch_table(step);
+    }
+    out += &decode_section(report);
+    if !profile.is_empty() {
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
+        out += "What each step of a `sample` call costs alone: the floor for the next \
+                performance work.\n\n";
+        let mut table = Table::new(&[("step", "---"), ("median", "---:")]);
+        for (step, ns) in profile {
+            table.push(vec![step.clone(), show_time(*ns)]);
+        }
+        out += &table.render();
+    }
+    out
+}
+
+/// What a point is, in words.
+pub fn point(name: &str) -> String {
+    match name {
+        shared::PUBLISHED_POINT => "the published crates".to_string(),
+        shared::SERIES_POINT => "the whole series".to_string(),
+        number => format!("the branch of {number}"),
+    }
+}
+
+/// How one `sample` call was measured and how to read a ratio.
+pub fn setting(report: &Report) -> String {
+    format!(
+        "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} \
+         (`temperature_0`: `ArgMax` on the published crates, `TopK {{ k: 40, temperature: 0.0 \
+         }}` on every branch); ratios are after over before, the median over {} paired rounds \
+         that time the sides back to back, with its {}% bootstrap interval; \"no measurable \
+         cost\" means that interval contains 1.0 or lies within ±1%",
+        report.model,
+        report.vocab,
+        report.seed,
+        report.temperature,
+        report.rounds,
+        CONFIDENCE * 100.0
+    )
+}
+
+/// The table of one patch: what a pull request's body shows, and the instruction ratio where
+/// callgrind counted.
+pub fn patch_table(step: &PatchStep) -> String {
+    let counted = step.rows.iter().any(|r| r.instructions.is_some());
+    let mut columns = vec![
+        ("variant", "---"),
+        ("before", "---:"),
+        ("after", "---:"),
+        ("after / before", "---"),
+    ];
+    if counted {
+        columns.push(("instructions", "---:"));
+    }
+    columns.push(("verdict", "---"));
+    let mut table = Table::new(&columns);
+    for row in &step.rows {
+        let mut cells = vec![
+            format!("`{}`", row.comparison),
+            show_time(row.before_ns),
+            show_time(row.after_ns),
+            row.paired.interval(),
+        ];
+        if counted {
+            cells.push(row.instructions.map_or("-".into(), |r| format!("{r:.4}")));
+        }
+        cells.push(row.paired.verdict_text());
+        table.push(cells);
+    }
+    table.render()
+}
+
+/// The table of the whole series against the published crates, at every vocabulary.
+fn whole_series(rows: &[Row], report: &Report) -> String {
+    let mut out = "### The whole series\n\n".to_string();
+    out += &devices_line(rows);
+    out += &format!(
+        "The published crates against all {} patches: {}, and on vocabularies drawn from those \
+         logits. published, series, floor: criterion's medians of one call; floor: what any \
+         implementation that returns the same tokens must compute, written plainly on logits \
+         already on the host (for `gumbel_softmax`, whose stream is new, one generator draw per \
+         logit and one pass). Instructions: series over published instructions per call under \
+         callgrind, which machine noise does not move (one thread); \"same instructions\": the \
+         two sides execute the same work (within 0.1%), so a time difference there comes from \
+         where the code lands in memory.\n\n",
+        report.patches.len(),
+        setting(report)
+    );
+    let mut table = Table::new(&[
+        ("comparison", "---"),
+        ("vocab", "---:"),
+        ("device", "---"),
+        ("published", "---:"),
+        ("series", "---:"),
+        ("floor", "---:"),
+        ("series / published", "---"),
+        ("verdict", "---"),
+        ("instructions", "---:"),
+        ("series / floor", "---:"),
+    ]);
+    for row in rows {
+        let (ratio, verdict) = match &row.paired {
+            Some(p) => (p.interval(), p.verdict_text()),
+            None => Default::default(),
+        };
+        table.push(vec![
+            row.comparison.clone(),
+            row.vocab.clone(),
+            row.device.clone(),
+            show_time(row.published_ns),
+            show_time(row.series_ns),
+            row.floor_ns.map_or(String::new(), show_time),
+            ratio,
+            verdict,
+            row.instructions
+                .map_or(String::new(), |r| format!("{r:.4}")),
+            row.floor_ns.map_or(String::new(), |floor| {
+                format!("{:.1}", row.series_ns / floor)
+            }),
+        ]);
+    }
+    out + &table.render()
+}
+
+/// "In a generation loop": the decode loop, the whole series and then each patch that makes a
+/// comparison faster per call.
+fn decode_section(report: &Report) -> String {
+    let mut out = "\n### In a generation loop\n\n".to_string();
+    let Some(whole) = &report.decode else {
+        return out + "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
+    };
+    out += &format!(
+        "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
+         `sample` from the model's logits; the prefill is not timed. Medians over {} paired \
+         rounds, each generating once per side, rotating which goes first; ratios per token with \
+         their 95% bootstrap interval, and the verdict by the same rule. Each token costs its \
+         side one forward pass at the same position, so \"sampler's time only\" compares a \
+         token's time before with that time less what the sampler saves, which leaves the \
+         forward pass's noise out. A cell reads: ms per token (tokens per second), the \
+         sampler's share of a token.\n\n",
+        report.model, report.decode_tokens, report.decode_rounds
+    );
+    out += "The published crates against the whole series:\n\n";
+    out += &decode_table(whole);
+    for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
+        out += &format!(
+            "\n#### {} {}\n\n{} against {}, for what it makes faster per call.\n\n",
+            step.patch,
+            step.subject,
+            point(&step.patch),
+            point(&step.before)
+        );
+        out += &decode_table(&step.decode);
+    }
+    out
+}
+
+/// One decode table: a row per comparison.
+pub fn decode_table(decodes: &[Decode]) -> String {
+    let mut table = Table::new(&[
+        ("variant", "---"),
+        ("before", "---"),
+        ("after", "---"),
+        ("after / before per token", "---"),
+        ("verdict", "---"),
+        ("sampler's time only", "---"),
+        ("verdict", "---"),
+    ]);
+    let side = |ms: f64, share: f64| format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0);
+    let ratio = |p: &Paired| (p.interval(), p.verdict_text());
+    for d in decodes {
+        let (per_token, per_token_verdict) = ratio(&d.per_token);
+        let (sampler, sampler_verdict) = ratio(&d.sampler_only);
+        table.push(vec![
+            format!("`{}`", d.comparison),
+            side(d.before_ms, d.before_share),
+            side(d.after_ms, d.after_share),
+            per_token,
+            per_token_verdict,
+            sampler,
+            sampler_verdict,
+        ]);
+    }
+    table.render()
+}
+
+/// candle's devices, as the benches prefix their groups, and what measures one.
+const DEVICES: [(&str, &str); 3] = [
+    ("cpu", "`cargo bench`"),
+    (
+        "cuda",
+        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
+    ),
+    ("metal", "`cargo bench --features metal` on a Mac"),
+];
+
+/// Which devices the rows measured and which were not run, so that a table without a device's
+/// rows never reads as complete.
+pub fn devices_line(rows: &[Row]) -> String {
+    let parts: Vec<String> = DEVICES
+        .iter()
+        .map(|(device, how)| {
+            if rows.iter().any(|row| row.device == *device) {
+                format!("{device} measured")
+            } else {
+                format!("**{device} not run** ({how})")
+            }
+        })
+        .collect();
+    format!("Devices: {}.\n\n", parts.join("; "))
+}

@@ -1,0 +1,259 @@
+//! The statistics of the report: medians, paired ratios with bootstrap intervals, and the
+//! verdict rule.
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    } else {
+        sorted[middle]
+    }
+}
+
+/// SplitMix64: a seeded generator, so that a report's intervals can be reproduced.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) % n as u64) as usize
+    }
+}
+
+/// Bootstrap resamples of the rounds, and the interval they give.
+const RESAMPLES: usize = 2000;
+pub const CONFIDENCE: f64 = 0.95;
+
+/// What a ratio's interval says of the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The interval contains 1.0 or lies within ±1%.
+    NoMeasurableCost,
+    Slower,
+    Faster,
+}
+
+impl Verdict {
+    pub fn of(low: f64, high: f64) -> Verdict {
+        if (low <= 1.0 && 1.0 <= high) || (low >= 0.99 && high <= 1.01) {
+            Verdict::NoMeasurableCost
+        } else if low > 1.0 {
+            Verdict::Slower
+        } else {
+            Verdict::Faster
+        }
+    }
+}
+
+/// What instruction counts say of the work where the time alone would mislead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    /// The two sides execute the same instructions, within `SAME_INSTRUCTIONS`.
+    SameInstructions,
+    /// The slower side executes fewer instructions.
+    FewerInstructions,
+}
+
+/// Instruction ratios within this of 1.0 count as the same work: callgrind's counts move by a
+/// few hundredths of a percent between runs.
+pub const SAME_INSTRUCTIONS: f64 = 0.001;
+
+/// The ratio of one comparison from paired rounds: after over before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    pub rounds: usize,
+    /// The median of the rounds' ratios.
+    pub ratio: f64,
+    /// Its 95% percentile-bootstrap interval over rounds.
+    pub low: f64,
+    pub high: f64,
+    pub verdict: Verdict,
+    /// Set where callgrind counted the instructions and they tell the time apart from the work.
+    pub work: Option<Work>,
+}
+
+impl Paired {
+    /// From rounds of (before, after) times.
+    pub fn of(rounds: &[(f64, f64)]) -> Paired {
+        let ratios: Vec<f64> = rounds
+            .iter()
+            .map(|(before, after)| after / before)
+            .collect();
+        let mut rng = SplitMix(0x5eed);
+        let mut medians: Vec<f64> = (0..RESAMPLES)
+            .map(|_| {
+                let drawn: Vec<f64> = (0..ratios.len())
+                    .map(|_| ratios[rng.below(ratios.len())])
+                    .collect();
+                median(&drawn)
+            })
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        // The percentile interval: the resamples cut off on each side.
+        let tail = ((1.0 - CONFIDENCE) / 2.0 * RESAMPLES as f64).round() as usize;
+        let (low, high) = (medians[tail], medians[RESAMPLES - 1 - tail]);
+        Paired {
+            rounds: rounds.len(),
+            ratio: median(&ratios),
+            low,
+            high,
+            verdict: Verdict::of(low, high),
+            work: None,
+        }
+    }
+
+    /// Sets `work` from the instruction ratio (after over before), where it says the time is
+    /// not work: the same instructions but a measurable difference, or fewer but slower.
+    pub fn weigh(&mut self, instructions: Option<f64>) {
+        self.work = match instructions {
+            Some(r)
+                if (r - 1.0).abs() <= SAME_INSTRUCTIONS
+                    && self.verdict != Verdict::NoMeasurableCost =>
+            {
+                Some(Work::SameInstructions)
+            }
+            Some(r) if r < 1.0 && self.verdict == Verdict::Slower => Some(Work::FewerInstructions),
+            _ => None,
+        };
+    }
+
+    /// "1.010 (0.997 to 1.023)".
+    pub fn interval(&self) -> String {
+        format!("{:.3} ({:.3} to {:.3})", self.ratio, self.low, self.high)
+    }
+
+    /// "no measurable cost", "slower by 3.0%", "same instructions; slower by 1.2% in time".
+    pub fn verdict_text(&self) -> String {
+        let time = match self.verdict {
+            Verdict::NoMeasurableCost => "no measurable cost".to_string(),
+            Verdict::Slower => format!("slower by {:.1}%", (self.ratio - 1.0) * 100.0),
+            Verdict::Faster => format!("faster by {:.1}%", (1.0 - self.ratio) * 100.0),
+        };
+        match self.work {
+            None => time,
+            Some(Work::SameInstructions) => format!("same instructions; {time} in time"),
+            Some(Work::FewerInstructions) => format!("fewer instructions; {time} in time"),
+        }
+    }
+}
+
+/// `bench-driver pair` and `decode` output: one line per round, `sides` numbers each.
+pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let numbers: Option<Vec<f64>> = line
+                .split_whitespace()
+                .map(|n| n.parse().ok().filter(|n: &f64| *n > 0.0))
+                .collect();
+            match numbers {
+                Some(numbers) if numbers.len() == sides => Ok(numbers),
+                _ => bail!("`{line}` is not {sides} times in nanoseconds"),
+            }
+        })
+        .collect()
+}
+
+/// The instruction total in a callgrind output file.
+pub fn callgrind_total(text: &str) -> Result<u64> {
+    use anyhow::Context;
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix("totals:")
+                .or_else(|| line.strip_prefix("summary:"))
+        })
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .context("no totals in the callgrind output")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(ratio: f64, low: f64, high: f64) -> String {
+        let mut paired = Paired::of(&[(1.0, 1.0)]);
+        (paired.ratio, paired.low, paired.high) = (ratio, low, high);
+        paired.verdict = Verdict::of(low, high);
+        paired.verdict_text()
+    }
+
+    #[test]
+    fn verdicts_follow_the_rule() {
+        assert_eq!(text(1.004, 0.998, 1.012), "no measurable cost");
+        assert_eq!(text(1.004, 1.001, 1.008), "no measurable cost");
+        assert_eq!(text(1.03, 1.02, 1.04), "slower by 3.0%");
+        assert_eq!(text(1.012, 1.005, 1.02), "slower by 1.2%");
+        assert_eq!(text(0.9, 0.85, 0.95), "faster by 10.0%");
+    }
+
+    #[test]
+    fn instructions_weigh_the_verdict() {
+        let mut slower = Paired::of(&[(100.0, 103.0), (100.0, 103.5), (100.0, 102.5)]);
+        assert_eq!(slower.verdict, Verdict::Slower);
+        slower.weigh(Some(1.0004));
+        assert_eq!(
+            slower.verdict_text(),
+            "same instructions; slower by 3.0% in time"
+        );
+        slower.weigh(Some(0.5));
+        assert_eq!(
+            slower.verdict_text(),
+            "fewer instructions; slower by 3.0% in time"
+        );
+        slower.weigh(Some(1.2));
+        assert_eq!(slower.verdict_text(), "slower by 3.0%");
+        let mut same = Paired::of(&[(100.0, 100.0), (100.0, 100.5), (100.0, 99.5)]);
+        same.weigh(Some(1.0));
+        assert_eq!(same.verdict_text(), "no measurable cost");
+    }
+
+    #[test]
+    fn paired_rounds_cancel_drift() {
+        // The machine slows down threefold over the run; within each round `after` is 10% slower.
+        let rounds: Vec<(f64, f64)> = (0..201)
+            .map(|i| {
+                let drift = 1.0 + 2.0 * i as f64 / 200.0;
+                let jitter = 1.0 + ((i * 37) % 11) as f64 / 1000.0;
+                (100.0 * drift, 110.0 * drift * jitter)
+            })
+            .collect();
+        let paired = Paired::of(&rounds);
+        assert!((paired.ratio - 1.105).abs() < 0.01, "{}", paired.ratio);
+        assert!(paired.low <= paired.ratio && paired.ratio <= paired.high);
+        assert!(paired.high - paired.low < 0.02, "{paired:?}");
+        assert_eq!(paired.verdict, Verdict::Slower);
+        let same: Vec<(f64, f64)> = rounds.iter().map(|&(u, p)| (u, p / 1.1)).collect();
+        assert_eq!(Paired::of(&same).verdict, Verdict::NoMeasurableCost);
+    }
+
+    #[test]
+    fn rounds_are_parsed_or_refused() -> Result<()> {
+        assert_eq!(
+            parse_rounds("10 11 12\n12 13 14\n", 3)?,
+            [[10.0, 11.0, 12.0], [12.0, 13.0, 14.0]]
+        );
+        assert_eq!(parse_rounds("10 11\n", 2)?, [[10.0, 11.0]]);
+        assert!(parse_rounds("10 11\n", 3).is_err());
+        assert!(parse_rounds("0 5 6\n", 3).is_err());
+        assert!(parse_rounds("5 x 6\n", 3).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn callgrind_totals_are_read() -> Result<()> {
+        let text = "events: Ir\nfl=x\n1 2\ntotals: 123456\n";
+        assert_eq!(callgrind_total(text)?, 123456);
+        assert_eq!(callgrind_total("events: Ir\nsummary: 99\n")?, 99);
+        Ok(())
+    }
+}

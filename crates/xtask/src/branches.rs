@@ -1,0 +1,103 @@
+//! What each patch's branch holds: `patches/stack.toml` names the patch a pull request builds
+//! on, and each branch's tree is its parent's with the patch's change merged in, as
+//! `git cherry-pick` would. `pr` commits these trees; `vendor` writes the benches' points from
+//! them, so that a pull request's evidence measures the very tree it proposes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+
+use crate::series::{self, Patch};
+
+/// What each patch's branch builds on, by patch number, from `patches/stack.toml`: a line
+/// `"0005" = "0002"` says that the pull request of 0005 needs the one of 0002 merged first. Every
+/// other patch branches from the base. The file is optional.
+pub fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
+    let path = patches_dir.join("stack.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let document: toml_edit::DocumentMut = text
+        .parse()
+        .with_context(|| format!("{} is not TOML", path.display()))?;
+    document
+        .iter()
+        .map(|(patch, parent)| match parent.as_str() {
+            Some(parent) if parent < patch => Ok((patch.to_string(), parent.to_string())),
+            _ => bail!(
+                "{}: `{patch}` must name an earlier patch's number, as in \"0001\"",
+                path.display()
+            ),
+        })
+        .collect()
+}
+
+/// One patch's branch: where it starts and the tree it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// The index of the patch whose branch this one starts from; `None` for the base.
+    pub parent: Option<usize>,
+    pub tree: Oid,
+}
+
+/// Each patch's branch, in series order, over the tree `base` (`base_name` says what it is, for
+/// errors). The patch files form one linear series; each patch's change, from the tree before
+/// it in the series to the tree after, is merged onto the branch of the patch that `builds_on`
+/// names, else onto the base.
+pub fn branches(
+    repo: &Repository,
+    base: Oid,
+    base_name: &str,
+    patches: &[Patch],
+    builds_on: &BTreeMap<String, String>,
+) -> Result<Vec<Branch>> {
+    let mut linear = base;
+    let mut branches: Vec<Branch> = Vec::new();
+    for patch in patches {
+        let after = series::apply(repo, linear, patch)?;
+        let parent = match builds_on.get(patch.number()) {
+            None => None,
+            Some(wanted) => Some(
+                patches[..branches.len()]
+                    .iter()
+                    .position(|p| p.number() == wanted)
+                    .with_context(|| {
+                        format!(
+                            "{} builds on {wanted} (patches/stack.toml), which is not in the \
+                             series before it",
+                            patch.file_name
+                        )
+                    })?,
+            ),
+        };
+        let onto = parent.map_or(base, |index| branches[index].tree);
+        let tree = merge(repo, linear, onto, after)?.with_context(|| {
+            let on = match parent {
+                None => format!("the base ({base_name})"),
+                Some(index) => format!("the branch of {}", patches[index].file_name),
+            };
+            format!(
+                "{} does not merge onto {on} without a conflict: name the patch it builds on in \
+                 patches/stack.toml",
+                patch.file_name
+            )
+        })?;
+        branches.push(Branch { parent, tree });
+        linear = after;
+    }
+    Ok(branches)
+}
+
+/// The change from `before` to `after` merged onto `onto`, or `None` on a conflict.
+fn merge(repo: &Repository, before: Oid, onto: Oid, after: Oid) -> Result<Option<Oid>> {
+    let [before, onto, after] = [before, onto, after].map(|id| repo.find_tree(id));
+    let mut index = repo.merge_trees(&before?, &onto?, &after?, None)?;
+    if index.has_conflicts() {
+        return Ok(None);
+    }
+    Ok(Some(index.write_tree_to(repo)?))
+}
