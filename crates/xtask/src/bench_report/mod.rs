@@ -131,12 +131,13 @@ pub fn patches(layout: &Layout) -> Result<Vec<Patch>> {
 pub type PointRounds = BTreeMap<String, Vec<f64>>;
 
 /// `bench-driver pair`'s output on `points`, `calls` calls a side and round, as each point's time
-/// of one call per round.
+/// of one call per round; a point that `bench-driver` left out is not there.
 pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRounds> {
     let rounds = parse_rounds(output, points.len())?;
     Ok(points
         .iter()
         .enumerate()
+        .filter(|(i, _)| rounds.iter().all(|r| !r[*i].is_nan()))
         .map(|(i, point)| {
             let times = rounds.iter().map(|r| r[i] / calls as f64).collect();
             (point.clone(), times)
@@ -154,15 +155,17 @@ pub fn steps(
     patches
         .iter()
         .map(|patch| {
+            // A comparison that one of the two points cannot run is left out of the step.
             let rows = rounds
                 .iter()
-                .map(|(comparison, points)| {
-                    let side = |name: &str| {
-                        points
-                            .get(name)
-                            .with_context(|| format!("{comparison}: no rounds of the point {name}"))
-                    };
-                    let (before, after) = (side(&patch.before)?, side(&patch.number)?);
+                .filter_map(|(comparison, points)| {
+                    Some((
+                        comparison,
+                        points.get(&patch.before)?,
+                        points.get(&patch.number)?,
+                    ))
+                })
+                .map(|(comparison, before, after)| {
                     let pairs: Vec<(f64, f64)> =
                         before.iter().copied().zip(after.iter().copied()).collect();
                     let count = |name: &str| counts.get(&(comparison.clone(), name.to_string()));
@@ -309,7 +312,7 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
     }
     let mut counts = BTreeMap::new();
     if callgrind {
-        counts = count_instructions(layout, &driver, &all, &rows, &real_vocab)?;
+        counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
         for row in rows.iter_mut() {
             let count = |point: &str| {
                 counts
@@ -450,10 +453,15 @@ fn measure_pairs(
     args.extend(points.iter().cloned());
     let output = driver_rounds(layout, driver, &args)?;
     let by_point = per_call(points, &output, calls)?;
-    let pairs: Vec<(f64, f64)> = by_point[PUBLISHED_POINT]
+    let side = |name: &str| {
+        by_point
+            .get(name)
+            .with_context(|| format!("{}: the point {name} could not run", row.comparison))
+    };
+    let pairs: Vec<(f64, f64)> = side(PUBLISHED_POINT)?
         .iter()
         .copied()
-        .zip(by_point[SERIES_POINT].iter().copied())
+        .zip(side(SERIES_POINT)?.iter().copied())
         .collect();
     let paired = Paired::of(&pairs);
     eprintln!(
@@ -491,34 +499,30 @@ fn measure_decode(
     parse_rounds(&output, 2 * points.len())
 }
 
-/// Instructions per call of each of `points` for each CPU comparison at the real vocabulary:
-/// each point's loop runs under callgrind once per count of `COUNTED_CALLS`, so that the setup
-/// cancels out.
+/// Instructions per call of each point that was timed for each CPU comparison at the real
+/// vocabulary (`timed`): each point's loop runs under callgrind once per count of
+/// `COUNTED_CALLS`, so that the setup cancels out.
 fn count_instructions(
     layout: &Layout,
     driver: &Path,
-    points: &[String],
-    rows: &[Row],
+    timed: &BTreeMap<String, PointRounds>,
     vocab: &str,
 ) -> Result<BTreeMap<(String, String), f64>> {
     let out = layout.target().join("callgrind");
     std::fs::create_dir_all(&out)?;
     let mut counts = BTreeMap::new();
-    for row in rows
-        .iter()
-        .filter(|r| r.device == "cpu" && r.vocab == vocab)
-    {
-        for point in points {
+    for (comparison, points) in timed {
+        for point in points.keys() {
             let mut totals = Vec::new();
             for calls in COUNTED_CALLS {
-                let file = out.join(format!("{}-{point}-{calls}.out", row.comparison));
+                let file = out.join(format!("{comparison}-{point}-{calls}.out"));
                 stdout_of(
                     "valgrind --tool=callgrind",
                     std::process::Command::new("valgrind")
                         .arg("--tool=callgrind")
                         .arg(format!("--callgrind-out-file={}", file.display()))
                         .arg(driver)
-                        .args(["count", point, &row.comparison, vocab, &calls.to_string()])
+                        .args(["count", point, comparison, vocab, &calls.to_string()])
                         .env("RAYON_NUM_THREADS", "1"),
                 )?;
                 totals.push(stats::callgrind_total(&std::fs::read_to_string(&file)?)?);
@@ -527,9 +531,9 @@ fn count_instructions(
             let per_call = (totals[1] as f64 - totals[0] as f64) / extra_calls as f64;
             eprintln!(
                 "callgrind {} {point}: {per_call:.0} instructions per call",
-                row.comparison
+                comparison
             );
-            counts.insert((row.comparison.clone(), point.clone()), per_call);
+            counts.insert((comparison.clone(), point.clone()), per_call);
         }
     }
     Ok(counts)

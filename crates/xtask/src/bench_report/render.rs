@@ -66,7 +66,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     );
     for step in &report.patches {
         out += &format!(
-            "\n#### {} {}\n\n{} against {}.\n\n",
+            "\n#### {} {}\n\nThis is {} against {}.\n\n",
             step.patch,
             step.subject,
             point(&step.patch),
@@ -219,7 +219,7 @@ fn decode_section(report: &Report) -> String {
     out += &decode_table(whole);
     for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
         out += &format!(
-            "\n#### {} {}\n\n{} against {}, for what it makes faster per call.\n\n",
+            "\n#### {} {}\n\nThis is {} against {}, for what it makes faster per call.\n\n",
             step.patch,
             step.subject,
             point(&step.patch),

@@ -147,14 +147,18 @@ impl Paired {
     }
 }
 
-/// `bench-driver pair` and `decode` output: one line per round, `sides` numbers each.
+/// `bench-driver pair` and `decode` output: one line per round, `sides` numbers each; a side
+/// that `bench-driver` left out reads `-`, NaN here.
 pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
             let numbers: Option<Vec<f64>> = line
                 .split_whitespace()
-                .map(|n| n.parse().ok().filter(|n: &f64| *n > 0.0))
+                .map(|n| match n {
+                    "-" => Some(f64::NAN),
+                    n => n.parse().ok().filter(|n: &f64| *n > 0.0),
+                })
                 .collect();
             match numbers {
                 Some(numbers) if numbers.len() == sides => Ok(numbers),
@@ -246,6 +250,7 @@ mod tests {
         assert!(parse_rounds("10 11\n", 3).is_err());
         assert!(parse_rounds("0 5 6\n", 3).is_err());
         assert!(parse_rounds("5 x 6\n", 3).is_err());
+        assert!(parse_rounds("5 - 6\n", 3)?[0][1].is_nan());
         Ok(())
     }
 
