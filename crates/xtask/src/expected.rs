@@ -80,7 +80,7 @@ pub fn expected_trees(
                     Applied::All => trees[patches.len()],
                 };
                 part(scratch, published, root, krate, crate_dir, only)
-                    .with_context(|| format!("{}", g.dir))
+                    .with_context(|| g.dir.clone())
             }
             Source::Points => points(scratch, published, &trees, patches, builds_on),
         })

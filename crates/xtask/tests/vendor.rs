@@ -232,7 +232,7 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
          deleted Cargo.toml\n    \
          modified src/lib.rs\n    \
          added src/new.rs\n\
-         crates/upstream/src/generation differs from candle-transformers 0.11.1:\n    \
+         crates/upstream/src/generation differs from candle-transformers 0.11.1 as published:\n    \
          modified mod.rs\n\
          run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
          patch (README: \"After review comments\")"

@@ -110,7 +110,7 @@ pub fn build(
     let trees = crate::branches::branches(
         repo,
         base_tree,
-        &short(&base.to_string()),
+        short(&base.to_string()),
         patches,
         builds_on,
     )?;
