@@ -155,7 +155,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         };
         whole.push(between("published", "series")?);
         for step in steps.iter_mut() {
-            if points.contains(&step.patch) {
+            if bench_report::faster(step, comparison) {
                 step.decode.push(between(&step.before, &step.patch)?);
             }
         }

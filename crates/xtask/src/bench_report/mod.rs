@@ -195,6 +195,13 @@ pub fn steps(
         .collect()
 }
 
+/// Whether `step` makes `comparison` faster per call.
+pub fn faster(step: &PatchStep, comparison: &str) -> bool {
+    step.rows
+        .iter()
+        .any(|r| r.comparison == comparison && r.paired.verdict == Verdict::Faster)
+}
+
 /// The points to run the decode loop on for `comparison`: the published point and the whole
 /// series, and both sides of every patch whose step makes it faster per call.
 pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
@@ -346,7 +353,7 @@ pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
                 };
                 whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
                 for step in steps.iter_mut() {
-                    if points.contains(&step.patch) {
+                    if faster(step, comparison) {
                         step.decode.push(between(&step.before, &step.patch)?);
                     }
                 }
