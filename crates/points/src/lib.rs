@@ -12,10 +12,13 @@ pub trait Sample {
     fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32>;
 }
 
-/// `sampling` as the `Sampling` of the `generation` module `$module`.
+/// `sampling` (candle-transformers' `Sampling`) as the `Sampling` of the `generation` module at
+/// `$module`, a module with the same variants: a point's, or crates/upstream's.
+#[macro_export]
 macro_rules! sampling_of {
-    ($module:ident, $sampling:expr) => {{
-        use $module::generation::Sampling as S;
+    ($($module:ident)::+, $sampling:expr) => {{
+        use $($module)::+::Sampling as S;
+        use ::candle_transformers::generation::Sampling;
         match *$sampling {
             Sampling::ArgMax => S::ArgMax,
             Sampling::All { temperature } => S::All { temperature },
@@ -40,7 +43,7 @@ macro_rules! points {
             match name {
                 $($name => Some(Box::new($module::generation::LogitsProcessor::from_sampling(
                     seed,
-                    sampling_of!($module, sampling),
+                    sampling_of!($module::generation, sampling),
                 ))),)*
                 _ => None,
             }

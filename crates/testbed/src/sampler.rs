@@ -32,7 +32,7 @@ pub use Implementation::{Patched, Point, Upstream};
 
 /// Every `Sampling`, `ArgMax` first, with the parameters given: the one list that the fuzzer,
 /// the property tests and the bug report's cases take their variants from. A new variant goes
-/// here, in `temperature` and in `sampling_of!`; the compiler points at the last two.
+/// here, in `temperature` and in `points::sampling_of!`; the compiler points at the last two.
 pub fn all_samplings(temperature: f64, k: usize, p: f64) -> [Sampling; 6] {
     [
         Sampling::ArgMax,
@@ -54,21 +54,6 @@ pub fn temperature(sampling: &Sampling) -> Option<f64> {
         | Sampling::TopKThenTopP { temperature, .. }
         | Sampling::GumbelSoftmax { temperature } => Some(temperature),
     }
-}
-
-/// `sampling` as the `Sampling` of the `generation` module `$module`.
-macro_rules! sampling_of {
-    ($($module:ident)::+, $sampling:expr) => {{
-        use $($module)::+::Sampling as S;
-        match *$sampling {
-            Sampling::ArgMax => S::ArgMax,
-            Sampling::All { temperature } => S::All { temperature },
-            Sampling::TopK { k, temperature } => S::TopK { k, temperature },
-            Sampling::TopP { p, temperature } => S::TopP { p, temperature },
-            Sampling::TopKThenTopP { k, p, temperature } => S::TopKThenTopP { k, p, temperature },
-            Sampling::GumbelSoftmax { temperature } => S::GumbelSoftmax { temperature },
-        }
-    }};
 }
 
 impl Implementation {
@@ -97,7 +82,7 @@ impl Implementation {
         match self {
             Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::from_sampling(
                 seed,
-                sampling_of!(upstream::generation, sampling),
+                points::sampling_of!(upstream::generation, sampling),
             )),
             Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
             Point(name) => Processor::Point(match points::from_sampling(name.0, seed, sampling) {

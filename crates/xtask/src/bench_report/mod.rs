@@ -206,16 +206,10 @@ pub fn faster(step: &PatchStep, comparison: &str) -> bool {
 /// series, and both sides of every patch whose step makes it faster per call.
 pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
     let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
-    for step in steps {
-        let faster = step
-            .rows
-            .iter()
-            .any(|r| r.comparison == comparison && r.paired.verdict == Verdict::Faster);
-        if faster {
-            for point in [&step.before, &step.patch] {
-                if !points.contains(point) {
-                    points.push(point.clone());
-                }
+    for step in steps.iter().filter(|step| faster(step, comparison)) {
+        for point in [&step.before, &step.patch] {
+            if !points.contains(point) {
+                points.push(point.clone());
             }
         }
     }

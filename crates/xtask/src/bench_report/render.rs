@@ -65,13 +65,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         setting(report)
     );
     for step in &report.patches {
-        out += &format!(
-            "\n#### {} {}\n\nThis is {} against {}.\n\n",
-            step.patch,
-            step.subject,
-            point(&step.patch),
-            point(&step.before)
-        );
+        out += &step_heading(step, "");
         out += &patch_table(step);
     }
     out += &decode_section(report);
@@ -86,6 +80,17 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         out += &table.render();
     }
     out
+}
+
+/// A patch's heading and what its table sets against what, `what` added to that sentence.
+fn step_heading(step: &PatchStep, what: &str) -> String {
+    format!(
+        "\n#### {} {}\n\nThis is {} against {}{what}.\n\n",
+        step.patch,
+        step.subject,
+        point(&step.patch),
+        point(&step.before)
+    )
 }
 
 /// What a point is, in words.
@@ -218,13 +223,7 @@ fn decode_section(report: &Report) -> String {
     out += "The published crates against the whole series:\n\n";
     out += &decode_table(whole);
     for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
-        out += &format!(
-            "\n#### {} {}\n\nThis is {} against {}, for what it makes faster per call.\n\n",
-            step.patch,
-            step.subject,
-            point(&step.patch),
-            point(&step.before)
-        );
+        out += &step_heading(step, ", for what it makes faster per call");
         out += &decode_table(&step.decode);
     }
     out

@@ -1,7 +1,7 @@
 //! The statistics of the report: medians, paired ratios with bootstrap intervals, and the
 //! verdict rule.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub fn median(values: &[f64]) -> f64 {
@@ -170,7 +170,6 @@ pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
 
 /// The instruction total in a callgrind output file.
 pub fn callgrind_total(text: &str) -> Result<u64> {
-    use anyhow::Context;
     text.lines()
         .find_map(|line| {
             line.strip_prefix("totals:")

@@ -34,15 +34,11 @@ pub fn body(
         Some((summary, fix)) => (summary, fix),
         None => (entry.message.body.as_str(), ""),
     };
+    let before = point_before(stack, index);
+    let text = |part: &Part| part_text(part, facts, pins, &before, entry.number());
     let mut out = String::new();
     for part in &notes.preamble {
-        out += &part_text(
-            part,
-            facts,
-            pins,
-            &point_before(stack, index),
-            entry.number(),
-        );
+        out += &text(part);
         out += "\n\n";
     }
     out += &format!("## Summary\n\n{summary}\n\n");
@@ -50,13 +46,7 @@ pub fn body(
         out += &format!("## Fix\n\n{fix}\n\n");
     }
     for part in &notes.sections {
-        out += &part_text(
-            part,
-            facts,
-            pins,
-            &point_before(stack, index),
-            entry.number(),
-        );
+        out += &text(part);
         out += "\n\n";
     }
     out += "## Test plan\n\n";
@@ -84,13 +74,7 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     for part in &notes.test_plan {
-        out += &part_text(
-            part,
-            facts,
-            pins,
-            &point_before(stack, index),
-            entry.number(),
-        );
+        out += &text(part);
         out += "\n\n";
     }
     let ancestors = stack.ancestors(index);
