@@ -30,8 +30,38 @@ pub fn run(layout: &Layout) -> Result<()> {
             layout.show(&vendored)
         );
     }
+    check_fuzz_lock(layout)
+}
+
+/// The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
+/// `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
+fn check_fuzz_lock(layout: &Layout) -> Result<()> {
+    let manifest = layout.root.join(FUZZ_MANIFEST);
+    if !manifest.is_file() {
+        return Ok(());
+    }
+    let output = project::cargo()
+        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .context("cannot run `cargo metadata`")?;
+    if !output.status.success() {
+        bail!(
+            "{FUZZ_MANIFEST}'s lock file is not up to date: {}\nrun `cargo update --workspace \
+             --offline --manifest-path {FUZZ_MANIFEST}` to update it",
+            // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
+            String::from_utf8_lossy(&output.stderr)
+                .lines()
+                .next()
+                .unwrap_or_default()
+        );
+    }
+    eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
     Ok(())
 }
+
+const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
 /// `layout` holds the tree that `published` and the patches give.
