@@ -16,13 +16,51 @@
 
 use std::process::ExitCode;
 
+use clap::Parser;
+
 use benches::{comparison, logits, tensor, time_calls};
 use candle::Device;
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
 
+/// The loops `cargo xtask bench-report` runs on the points of crates/vendor/points.
+#[derive(Debug, Parser)]
+#[command(name = "bench-driver")]
+enum Driver {
+    /// Sample CALLS times, for callgrind to count instructions.
+    Count {
+        point: String,
+        group: String,
+        vocab: usize,
+        calls: u64,
+    },
+    /// Time CALLS calls of each point back to back, ROUNDS times, rotating which goes first;
+    /// print one line per round, each point's nanoseconds in the order given.
+    Pair {
+        group: String,
+        vocab: usize,
+        rounds: usize,
+        calls: u64,
+        /// cpu, cuda or metal.
+        device: String,
+        #[arg(required = true)]
+        points: Vec<String>,
+    },
+    /// Generate TOKENS tokens with SmolLM2 once per point and round; print one line per round,
+    /// each point's decode time and the part of it in `sample`, in nanoseconds.
+    Decode {
+        group: String,
+        rounds: usize,
+        tokens: usize,
+        #[arg(required = true)]
+        points: Vec<String>,
+    },
+    /// Print what the benches run with, as JSON, for the report.
+    Settings,
+}
+
 fn main() -> ExitCode {
-    match run() {
+    match run(Driver::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -31,48 +69,51 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: bench-driver count <point> <group> <vocab> <calls>
-       bench-driver pair <group> <vocab> <rounds> <calls> <cpu|cuda|metal> <point>...
-       bench-driver decode <group> <rounds> <tokens> <point>...
-       bench-driver settings";
-
-fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, String> {
-    shared::number(name, value).map_err(|e| e.to_string())
-}
-
-fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+fn run(driver: Driver) -> Result<(), String> {
     let fixture = Fixture::load().map_err(|e| e.to_string())?;
-    match &args[..] {
-        [mode, point, group, vocab, calls] if mode == "count" => {
-            let vocab = number("vocab", vocab)?;
+    match driver {
+        Driver::Count {
+            point,
+            group,
+            vocab,
+            calls,
+        } => {
             let logits =
                 tensor(&logits(&fixture, vocab), &Device::Cpu).map_err(|e| e.to_string())?;
-            let mut processor = processor(point, group)?;
-            for _ in 0..number::<u64>("calls", calls)? {
+            let mut processor = processor(&point, &group)?;
+            for _ in 0..calls {
                 std::hint::black_box(processor.sample(&logits).map_err(|e| e.to_string())?);
             }
             Ok(())
         }
-        [mode, group, vocab, rounds, calls, device, points @ ..] if mode == "pair" => {
-            let device = testbed::device::by_name(device).map_err(|e| e.to_string())?;
-            let vocab = number("vocab", vocab)?;
+        Driver::Pair {
+            group,
+            vocab,
+            rounds,
+            calls,
+            device,
+            points,
+        } => {
+            let device = testbed::device::by_name(&device).map_err(|e| e.to_string())?;
             let logits = tensor(&logits(&fixture, vocab), &device).map_err(|e| e.to_string())?;
-            let calls: u64 = number("calls", calls)?;
-            let mut sides = processors(points, group)?;
-            paired_rounds(number("rounds", rounds)?, sides.len(), |side| {
+            let mut sides = processors(&points, &group)?;
+            paired_rounds(rounds, sides.len(), |side| {
                 let elapsed = time_calls(&mut sides[side], &logits, &device, calls);
                 Ok(elapsed.map_err(|e| e.to_string())?.as_nanos().to_string())
             })
         }
-        [mode, group, rounds, tokens, points @ ..] if mode == "decode" => {
+        Driver::Decode {
+            group,
+            rounds,
+            tokens,
+            points,
+        } => {
             let Some(mut decode) = repro::decode::DecodeLoop::load().map_err(|e| e.to_string())?
             else {
                 return Err(repro::decode::NEEDS_THE_MODEL.to_string());
             };
-            let tokens: usize = number("tokens", tokens)?;
-            let mut sides = processors(points, group)?;
-            paired_rounds(number("rounds", rounds)?, sides.len(), |side| {
+            let mut sides = processors(&points, &group)?;
+            paired_rounds(rounds, sides.len(), |side| {
                 let generation = decode
                     .generate(&mut sides[side], tokens)
                     .map_err(|e| format!("{e:#}"))?;
@@ -80,7 +121,7 @@ fn run() -> Result<(), String> {
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
             })
         }
-        [mode] if mode == "settings" => {
+        Driver::Settings => {
             let settings = shared::bench::Settings {
                 model: testbed::model::FILE_NAME.to_string(),
                 vocab: fixture.logits.len() as u64,
@@ -94,7 +135,6 @@ fn run() -> Result<(), String> {
             println!("{settings}");
             Ok(())
         }
-        _ => Err(USAGE.to_string()),
     }
 }
 
@@ -109,11 +149,8 @@ fn processor(name: &str, group: &str) -> Result<Processor, String> {
     })
 }
 
-/// The processors of `names` in comparison `group`: at least one.
+/// The processors of `names` in comparison `group`.
 fn processors(names: &[String], group: &str) -> Result<Vec<Processor>, String> {
-    if names.is_empty() {
-        return Err(format!("name the points to time\n{USAGE}"));
-    }
     names.iter().map(|name| processor(name, group)).collect()
 }
 

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use candle::Device;
+use clap::{Parser, ValueEnum};
 use repro::model::Model;
 use repro::vocab::{self, Vocab};
 use repro::{chat, table};
-use shared::flags::Flags;
 use testbed::cases;
 use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
@@ -25,70 +25,44 @@ macro_rules! say {
     };
 }
 
-const HELP: &str = "\
-cargo repro [options]
-
-Runs the bug report's cases on SmolLM2-135M-Instruct's logits for a prompt, each with the published
-sampler and the patched one. Without a model it runs on the committed fixture.
-
-  --model PATH     the GGUF to run (default: target/model/, filled by `bash ci/fetch-model.sh`)
-  --prompt TEXT    the user turn (default: \"What is Rust?\"); needs the model
-  --seed N         the seed of every LogitsProcessor (default: 42)
-  --generate N     also generate N tokens greedily, through from_sampling at temperature 0
-  --device NAME    cpu, cuda or metal (default: cpu)
-  --save-fixture   write the committed fixture (logits, vocabulary, provenance) from the model
-  --format FORMAT  text (default) or json: the cases' table as data on stdout, the rest on
-                   stderr (what `cargo xtask pr` reads)
-";
-
+/// Runs the bug report's cases on SmolLM2-135M-Instruct's logits for a prompt, each with the
+/// published sampler and the patched one. Without a model it runs on the committed fixture.
+#[derive(Debug, Parser)]
+#[command(name = "cargo repro")]
 struct Options {
+    /// The GGUF to run (default: target/model/, filled by `bash ci/fetch-model.sh`).
+    #[arg(long, value_name = "PATH")]
     model: Option<PathBuf>,
+    /// The user turn (default: "What is Rust?"); needs the model.
+    #[arg(long, value_name = "TEXT")]
     prompt: Option<String>,
+    /// The seed of every LogitsProcessor.
+    #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Also generate N tokens greedily, through from_sampling at temperature 0.
+    #[arg(long, value_name = "N")]
     generate: Option<usize>,
+    /// cpu, cuda or metal.
+    #[arg(long, value_name = "NAME", default_value = "cpu")]
     device: String,
+    /// Write the committed fixture (logits, vocabulary, provenance) from the model.
+    #[arg(long)]
     save_fixture: bool,
-    json: bool,
+    /// json writes the cases' table as data on stdout and the rest on stderr (what `cargo
+    /// xtask pr` reads).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
 }
 
-impl Options {
-    fn parse(args: Vec<String>) -> Result<Options> {
-        let mut flags = Flags::new(args);
-        let json = match flags.value("--format")?.as_deref() {
-            None | Some("text") => false,
-            Some("json") => true,
-            Some(other) => bail!("--format must be text or json, got `{other}`"),
-        };
-        let options = Options {
-            model: flags.value("--model")?.map(PathBuf::from),
-            prompt: flags.value("--prompt")?,
-            seed: match flags.value("--seed")? {
-                Some(seed) => shared::number("--seed", &seed)?,
-                None => 42,
-            },
-            generate: match flags.value("--generate")? {
-                Some(count) => Some(shared::number("--generate", &count)?),
-                None => None,
-            },
-            device: flags
-                .value("--device")?
-                .unwrap_or_else(|| "cpu".to_string()),
-            save_fixture: flags.switch("--save-fixture"),
-            json,
-        };
-        flags.finish()?;
-        Ok(options)
-    }
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
-        print!("{HELP}");
-        return ExitCode::SUCCESS;
-    }
-    let result = Options::parse(args).and_then(|options| run(&options));
-    match result {
+    let options = Options::parse();
+    match run(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -109,7 +83,7 @@ struct Scenario {
 }
 
 fn run(options: &Options) -> Result<()> {
-    let json = options.json;
+    let json = options.format == Format::Json;
     let device = testbed::device::by_name(&options.device)?;
     let model_path = options.model.clone().or_else(model_file::find);
     let Some(path) = model_path else {

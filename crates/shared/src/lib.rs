@@ -1,9 +1,8 @@
 //! What the workspace's tool (`xtask`), its test support (`testbed`) and its binaries (`cargo
 //! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
-//! are, the upstream pin, sha256, and command-line flags.
+//! are, the upstream pin and sha256.
 
 pub mod bench;
-pub mod flags;
 pub mod pin;
 pub mod repro;
 
@@ -45,11 +44,4 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-/// `value` as a number, or an error that names the flag or argument `name`.
-pub fn number<T: std::str::FromStr>(name: &str, value: &str) -> anyhow::Result<T> {
-    value
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{name} must be a number, got `{value}`"))
 }

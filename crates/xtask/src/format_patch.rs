@@ -2,7 +2,7 @@
 //! commits back into `patches/`, one `git format-patch` file each, after review comments were
 //! addressed in the clone. `cargo xtask vendor` then regenerates the vendored crate.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
@@ -11,7 +11,22 @@ use crate::git;
 use crate::project::Layout;
 use crate::series;
 
-pub fn run(layout: &Layout, candle: &Path, branch: &str, base: &str) -> Result<()> {
+/// The flags of `cargo xtask format-patch`.
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// The clone of candle that holds the branch.
+    #[arg(long, value_name = "CLONE")]
+    pub candle: PathBuf,
+    /// The branch whose commits become patches/.
+    #[arg(long, value_name = "NAME")]
+    pub branch: String,
+    /// Where the branch starts.
+    #[arg(long, default_value = "main")]
+    pub base: String,
+}
+
+pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
     refuse_uncommitted_patches(layout)?;
     let repo = git::open(candle)?;
     let tip = git::resolve(&repo, branch)?;

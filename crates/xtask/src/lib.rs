@@ -6,6 +6,7 @@ pub mod branches;
 pub mod check;
 pub mod date;
 pub mod expected;
+pub mod flags;
 pub mod format_patch;
 pub mod fsutil;
 pub mod git;

@@ -96,6 +96,19 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
     Ok(published)
 }
 
+/// `cargo xtask fetch`: every pinned crate into cargo's cache, its sha256 checked.
+pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
+    for pin in pins {
+        load_or_fetch(layout, pin)?;
+        eprintln!(
+            "ok: {} is in cargo's cache, sha256 {}",
+            pin.label(),
+            pin.sha256
+        );
+    }
+    Ok(())
+}
+
 /// The pinned crate: from cargo's cache, or downloaded by cargo.
 pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
     if find_cached(&pin.name, &pin.version).is_none() {

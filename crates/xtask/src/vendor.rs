@@ -12,7 +12,16 @@ use crate::published;
 use crate::series;
 use crate::trees::Scratch;
 
-pub fn run(layout: &Layout, version: Option<&str>) -> Result<()> {
+/// The flags of `cargo xtask vendor`.
+#[derive(Debug, Default, clap::Args)]
+pub struct Options {
+    /// Move every pinned crate to this published version.
+    #[arg(long, value_name = "X")]
+    pub version: Option<String>,
+}
+
+pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    let version = options.version.as_deref();
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {

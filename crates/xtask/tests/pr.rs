@@ -448,7 +448,14 @@ fn format_patch_of_a_branch_gives_back_its_patches() -> Result<()> {
     let ws_repo = Repository::init(&ws.layout.root)?;
     commit_all(&ws_repo, "pin")?;
     let second = &prepared.stack.entries[1].branch;
-    xtask::format_patch::run(&ws.layout, repo.path().parent().unwrap(), second, "main")?;
+    xtask::format_patch::run(
+        &ws.layout,
+        &xtask::format_patch::Options {
+            candle: repo.path().parent().unwrap().to_path_buf(),
+            branch: second.to_string(),
+            base: "main".to_string(),
+        },
+    )?;
     let written = series::load(&ws.layout.patches())?;
     let original = stack_patches()?;
     assert_eq!(written.len(), 2);

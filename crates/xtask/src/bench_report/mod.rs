@@ -262,7 +262,16 @@ pub fn decode_between(
     })
 }
 
-pub fn run(layout: &Layout, callgrind: bool) -> Result<()> {
+/// The flags of `cargo xtask bench-report`.
+#[derive(Debug, Default, clap::Args)]
+pub struct Options {
+    /// Count instructions per call with valgrind's callgrind too.
+    #[arg(long)]
+    pub callgrind: bool,
+}
+
+pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    let callgrind = options.callgrind;
     let dir = layout.target().join("criterion");
     if !dir.is_dir() {
         bail!(

@@ -33,18 +33,28 @@ use facts::Facts;
 use stack::Stack;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct Options {
+    /// The clone of candle to make one branch per patch in; without it, only target/pr/.
+    #[arg(long, value_name = "CLONE")]
     pub candle: Option<PathBuf>,
+    /// The branch of the clone that the stack starts from.
+    #[arg(long, default_value = "main")]
     pub base: String,
     /// Put before every branch name, as in `sampler/`.
+    #[arg(long, default_value = "")]
     pub prefix: String,
+    /// Move branches that already exist, instead of refusing to.
+    #[arg(long)]
     pub force_branch: bool,
-    /// The commits' author and committer, as `Name <email>`; the clone's git identity when
-    /// `None`.
+    /// The commits' author and committer; the clone's git identity without it.
+    #[arg(long, value_name = "NAME <EMAIL>")]
     pub author: Option<String>,
+    /// Run candle's CI commands on every branch (needs --candle).
+    #[arg(long)]
     pub verify: bool,
-    /// Patch numbers ("0001"); all when empty.
+    /// Only these patches, by number; all without it.
+    #[arg(long, value_name = "0001,...", value_delimiter = ',')]
     pub patches: Vec<String>,
 }
 
