@@ -61,8 +61,8 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     out += "\n### Patch by patch\n\n";
     out += &format!(
         "Each patch's branch against the branch it builds on, or against the published crates: \
-         {}. The time of one call is the median over the paired rounds.\n",
-        setting(report)
+         {}. {COLUMNS}. {INSTRUCTIONS}.\n",
+        setting(report, Some("every branch that has 0001"))
     );
     for step in &report.patches {
         out += &step_heading(step, "");
@@ -102,14 +102,21 @@ pub fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio.
-pub fn setting(report: &Report) -> String {
+/// How one `sample` call was measured and how to read a ratio; `after` names the side that
+/// `temperature_0` runs greedy sampling on, when the rows have it.
+pub fn setting(report: &Report, temperature_0: Option<&str>) -> String {
+    let greedy = temperature_0.map_or(String::new(), |after| {
+        format!(
+            "; `temperature_0`: `ArgMax` on the published crates, `TopK {{ k: 40, temperature: \
+             0.0 }}` on {after}"
+        )
+    });
     format!(
-        "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} \
-         (`temperature_0`: `ArgMax` on the published crates, `TopK {{ k: 40, temperature: 0.0 \
-         }}` on every branch); ratios are after over before, the median over {} paired rounds \
-         that time the sides back to back, with its {}% bootstrap interval; \"no measurable \
-         cost\" means that interval contains 1.0 or lies within ±1%",
+        "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} (`top_k`: k \
+         40; `top_p`: p 0.9; `top_k_then_top_p`: both{greedy}), both sides linking the same \
+         candle-core; ratios are after over before, the median of the ratios of {} paired \
+         rounds that time the sides back to back, with its {}% bootstrap interval; \"no \
+         measurable cost\" means that interval contains 1.0 or lies within ±1%",
         report.model,
         report.vocab,
         report.seed,
@@ -118,6 +125,16 @@ pub fn setting(report: &Report) -> String {
         CONFIDENCE * 100.0
     )
 }
+
+/// What a patch table's time columns are.
+pub const COLUMNS: &str = "before, after: each side's median time over the same rounds, so their \
+    quotient is not quite the median of the rounds' ratios";
+
+/// What the instruction column and "same instructions" mean.
+pub const INSTRUCTIONS: &str = "instructions: after over before, instructions per call counted \
+    by valgrind's callgrind on one thread, which machine noise does not move; \"same \
+    instructions\" (within 0.1%): both sides execute the same work, so a time difference there \
+    comes from where the code lands in memory, not from the change";
 
 /// The table of one patch: what a pull request's body shows, and the instruction ratio where
 /// callgrind counted.
@@ -159,12 +176,9 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
          logits. published, series, floor: criterion's medians of one call; floor: what any \
          implementation that returns the same tokens must compute, written plainly on logits \
          already on the host (for `gumbel_softmax`, whose stream is new, one generator draw per \
-         logit and one pass). Instructions: series over published instructions per call under \
-         callgrind, which machine noise does not move (one thread); \"same instructions\": the \
-         two sides execute the same work (within 0.1%), so a time difference there comes from \
-         where the code lands in memory.\n\n",
+         logit and one pass). {INSTRUCTIONS}.\n\n",
         report.patches.len(),
-        setting(report)
+        setting(report, Some("the series"))
     );
     let mut table = Table::new(&[
         ("comparison", "---"),

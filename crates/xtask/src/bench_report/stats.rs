@@ -54,6 +54,10 @@ impl Verdict {
     }
 }
 
+/// An interval that holds 1.0 but is wider than this reads "not resolved", not "no measurable
+/// cost": a whole token's time in the decode loop swings by far more than a sampler's share.
+pub const UNRESOLVED_WIDTH: f64 = 0.10;
+
 /// What instruction counts say of the work where the time alone would mislead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,6 +139,11 @@ impl Paired {
     /// "no measurable cost", "slower by 3.0%", "same instructions; slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
         let time = match self.verdict {
+            // An interval this wide holds 1.0 because the rounds cannot tell, not because the
+            // sides are alike.
+            Verdict::NoMeasurableCost if self.high - self.low > UNRESOLVED_WIDTH => {
+                "not resolved by these rounds".to_string()
+            }
             Verdict::NoMeasurableCost => "no measurable cost".to_string(),
             Verdict::Slower => format!("slower by {:.1}%", (self.ratio - 1.0) * 100.0),
             Verdict::Faster => format!("faster by {:.1}%", (1.0 - self.ratio) * 100.0),

@@ -126,10 +126,21 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
             point(before)
         );
     }
+    let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
+    let same = step
+        .rows
+        .iter()
+        .any(|r| r.paired.work == Some(bench_report::stats::Work::SameInstructions));
     let mut out = format!(
-        "This branch against {}: {}. Measured on {} on {}.\n\n",
+        "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n",
         point(before),
-        bench_report::render::setting(report),
+        bench_report::render::setting(report, greedy.then_some("this branch")),
+        bench_report::render::COLUMNS,
+        if same {
+            format!(" {}.", bench_report::render::INSTRUCTIONS)
+        } else {
+            String::new()
+        },
         report.machine,
         report.date
     );
@@ -138,9 +149,10 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         let _ = write!(
             out,
             "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
-             {:.2} ms per token before, {:.2} after, {} per token ({}); the sampler's share of a \
-             token's time goes from {:.1}% to {:.1}%. Counting the sampler's time alone, a token \
-             takes {} of its time before ({}).\n",
+             {:.2} ms per token before, {:.2} after (medians), {} per token ({}); the time in \
+             `sample`, measured in the loop, goes from {:.1}% of a token's time to {:.1}%. \
+             Counting the sampler's time alone (a token's time before, less what the sampler \
+             saves), the ratio per token is {} ({}).\n",
             report.model,
             report.decode_tokens,
             decode.comparison,
