@@ -308,7 +308,8 @@ fn point_of(name: &str, pins: &[Pin]) -> String {
     }
 }
 
-/// The tests a patch adds, per file: `#[test]` functions on added lines.
+/// The tests a patch adds, per file: functions on added lines after a `#[test]`, which git's diff
+/// often leaves as a context line when a test is added after another.
 pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     let text = String::from_utf8_lossy(patch);
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
@@ -320,7 +321,7 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
             continue;
         }
         let Some(added) = line.strip_prefix('+') else {
-            after_test_attribute = false;
+            after_test_attribute = line.strip_prefix(' ').map(str::trim) == Some("#[test]");
             continue;
         };
         let added = added.trim();
@@ -487,6 +488,18 @@ mod tests {
             line: 7,
             guard,
         }
+    }
+
+    #[test]
+    fn a_test_after_a_context_attribute_counts() {
+        let patch = b"+++ b/tests/t.rs\n@@ -1,3 +1,6 @@\n }\n \n #[test]\n+fn added() {}\n+\n+#[test]\n+fn also_added() {}\n #[test]\n fn old() {}\n";
+        assert_eq!(
+            added_tests(patch),
+            [(
+                "tests/t.rs".to_string(),
+                vec!["added".to_string(), "also_added".to_string()]
+            )]
+        );
     }
 
     #[test]
