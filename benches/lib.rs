@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use candle::{Device, Result, Tensor};
 use rand::{Rng, SeedableRng};
+use shared::bench::{TOP_K, TOP_P};
 use testbed::fixture::Fixture;
 use testbed::sampler::{Implementation, Processor, Sampling};
 
@@ -40,7 +41,7 @@ impl Comparison {
 }
 
 /// A group per variant at `TEMPERATURE`, each side the same; then temperature 0, where
-/// upstream fails, so patched `TopK { k: 40, temperature: 0.0 }` is set against what it must
+/// upstream fails, so patched `TopK { k: TOP_K, temperature: 0.0 }` is set against what it must
 /// cost: upstream's `ArgMax`.
 pub fn comparisons() -> Vec<Comparison> {
     let temperature = TEMPERATURE;
@@ -52,19 +53,25 @@ pub fn comparisons() -> Vec<Comparison> {
     vec![
         same("argmax", Sampling::ArgMax),
         same("all", Sampling::All { temperature }),
-        same("top_k", Sampling::TopK { k: 40, temperature }),
+        same(
+            "top_k",
+            Sampling::TopK {
+                k: TOP_K,
+                temperature,
+            },
+        ),
         same(
             "top_p",
             Sampling::TopP {
-                p: 0.9,
+                p: TOP_P,
                 temperature,
             },
         ),
         same(
             "top_k_then_top_p",
             Sampling::TopKThenTopP {
-                k: 40,
-                p: 0.9,
+                k: TOP_K,
+                p: TOP_P,
                 temperature,
             },
         ),
@@ -73,7 +80,7 @@ pub fn comparisons() -> Vec<Comparison> {
             group: "temperature_0",
             upstream: Sampling::ArgMax,
             patched: Sampling::TopK {
-                k: 40,
+                k: TOP_K,
                 temperature: 0.0,
             },
         },

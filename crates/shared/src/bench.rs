@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The k of the benches' `TopK` and `TopKThenTopP` (the greedy `temperature_0` comparison
+/// included), and the p of their `TopP` and `TopKThenTopP`: the report names them.
+pub const TOP_K: usize = 40;
+pub const TOP_P: f64 = 0.9;
+
 /// What the benches run with; the benches decide it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {

@@ -242,7 +242,7 @@ fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
             .cloned()
     };
     let faster = |n: &str| {
-        top_p(n).is_some_and(|r| r.paired.verdict == bench_report::stats::Verdict::Faster)
+        top_p(n).is_some_and(|r| r.paired.verdict() == bench_report::stats::Verdict::Faster)
     };
     assert!(faster("0008"));
     assert!(!faster("0001"));

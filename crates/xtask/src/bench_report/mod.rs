@@ -199,7 +199,7 @@ pub fn steps(
 pub fn faster(step: &PatchStep, comparison: &str) -> bool {
     step.rows
         .iter()
-        .any(|r| r.comparison == comparison && r.paired.verdict == Verdict::Faster)
+        .any(|r| r.comparison == comparison && r.paired.verdict() == Verdict::Faster)
 }
 
 /// The points to run the decode loop on for `comparison`: the published point and the whole

@@ -1,6 +1,8 @@
 //! The report as Markdown: the whole series against the published crates, one table per patch,
 //! the decode loop, and upstream's cost profile. Every table is made from one list of columns.
 
+use shared::bench::{TOP_K, TOP_P};
+
 use super::data::{Decode, PatchStep, Report};
 use super::stats::{Paired, CONFIDENCE};
 use super::Row;
@@ -102,19 +104,19 @@ pub fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio; `after` names the side that
-/// `temperature_0` runs greedy sampling on, when the rows have it.
+/// How one `sample` call was measured and how to read a ratio; `temperature_0` names the side
+/// that runs greedy sampling through `TopK`, when the rows have that comparison.
 pub fn setting(report: &Report, temperature_0: Option<&str>) -> String {
     let greedy = temperature_0.map_or(String::new(), |after| {
         format!(
-            "; `temperature_0`: `ArgMax` on the published crates, `TopK {{ k: 40, temperature: \
-             0.0 }}` on {after}"
+            "; `temperature_0`: `ArgMax` on the published crates, `TopK {{ k: {TOP_K}, \
+             temperature: 0.0 }}` on {after}"
         )
     });
     format!(
         "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} (`top_k`: k \
-         40; `top_p`: p 0.9; `top_k_then_top_p`: both{greedy}), both sides linking the same \
-         candle-core; ratios are after over before, the median of the ratios of {} paired \
+         {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
+         same candle-core; ratios are after over before, the median of the ratios of {} paired \
          rounds that time the sides back to back, with its {}% bootstrap interval; \"no \
          measurable cost\" means that interval contains 1.0 or lies within ±1%",
         report.model,

@@ -38,13 +38,20 @@ pub const CONFIDENCE: f64 = 0.95;
 pub enum Verdict {
     /// The interval contains 1.0 or lies within ±1%.
     NoMeasurableCost,
+    /// The interval contains 1.0 but is wider than `UNRESOLVED_WIDTH`: the rounds cannot tell,
+    /// which is not the same as the sides being alike.
+    NotResolved,
     Slower,
     Faster,
 }
 
 impl Verdict {
     pub fn of(low: f64, high: f64) -> Verdict {
-        if (low <= 1.0 && 1.0 <= high) || (low >= 0.99 && high <= 1.01) {
+        if low >= 0.99 && high <= 1.01 {
+            Verdict::NoMeasurableCost
+        } else if low <= 1.0 && 1.0 <= high && high - low > UNRESOLVED_WIDTH {
+            Verdict::NotResolved
+        } else if low <= 1.0 && 1.0 <= high {
             Verdict::NoMeasurableCost
         } else if low > 1.0 {
             Verdict::Slower
@@ -54,8 +61,8 @@ impl Verdict {
     }
 }
 
-/// An interval that holds 1.0 but is wider than this reads "not resolved", not "no measurable
-/// cost": a whole token's time in the decode loop swings by far more than a sampler's share.
+/// Wider than this, an interval that holds 1.0 is `NotResolved`: a whole token's time in the
+/// decode loop swings by far more than a sampler's share.
 pub const UNRESOLVED_WIDTH: f64 = 0.10;
 
 /// What instruction counts say of the work where the time alone would mislead.
@@ -81,7 +88,6 @@ pub struct Paired {
     /// Its 95% percentile-bootstrap interval over rounds.
     pub low: f64,
     pub high: f64,
-    pub verdict: Verdict,
     /// Set where callgrind counted the instructions and they tell the time apart from the work.
     pub work: Option<Work>,
 }
@@ -111,7 +117,6 @@ impl Paired {
             ratio: median(&ratios),
             low,
             high,
-            verdict: Verdict::of(low, high),
             work: None,
         }
     }
@@ -122,11 +127,13 @@ impl Paired {
         self.work = match instructions {
             Some(r)
                 if (r - 1.0).abs() <= SAME_INSTRUCTIONS
-                    && self.verdict != Verdict::NoMeasurableCost =>
+                    && matches!(self.verdict(), Verdict::Slower | Verdict::Faster) =>
             {
                 Some(Work::SameInstructions)
             }
-            Some(r) if r < 1.0 && self.verdict == Verdict::Slower => Some(Work::FewerInstructions),
+            Some(r) if r < 1.0 && self.verdict() == Verdict::Slower => {
+                Some(Work::FewerInstructions)
+            }
             _ => None,
         };
     }
@@ -136,14 +143,16 @@ impl Paired {
         format!("{:.3} ({:.3} to {:.3})", self.ratio, self.low, self.high)
     }
 
+    /// What the interval says; derived, so that a report written before a rule changed reads
+    /// by the rule of today.
+    pub fn verdict(&self) -> Verdict {
+        Verdict::of(self.low, self.high)
+    }
+
     /// "no measurable cost", "slower by 3.0%", "same instructions; slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
-        let time = match self.verdict {
-            // An interval this wide holds 1.0 because the rounds cannot tell, not because the
-            // sides are alike.
-            Verdict::NoMeasurableCost if self.high - self.low > UNRESOLVED_WIDTH => {
-                "not resolved by these rounds".to_string()
-            }
+        let time = match self.verdict() {
+            Verdict::NotResolved => "not resolved by these rounds".to_string(),
             Verdict::NoMeasurableCost => "no measurable cost".to_string(),
             Verdict::Slower => format!("slower by {:.1}%", (self.ratio - 1.0) * 100.0),
             Verdict::Faster => format!("faster by {:.1}%", (1.0 - self.ratio) * 100.0),
@@ -195,7 +204,6 @@ mod tests {
     fn text(ratio: f64, low: f64, high: f64) -> String {
         let mut paired = Paired::of(&[(1.0, 1.0)]);
         (paired.ratio, paired.low, paired.high) = (ratio, low, high);
-        paired.verdict = Verdict::of(low, high);
         paired.verdict_text()
     }
 
@@ -211,7 +219,7 @@ mod tests {
     #[test]
     fn instructions_weigh_the_verdict() {
         let mut slower = Paired::of(&[(100.0, 103.0), (100.0, 103.5), (100.0, 102.5)]);
-        assert_eq!(slower.verdict, Verdict::Slower);
+        assert_eq!(slower.verdict(), Verdict::Slower);
         slower.weigh(Some(1.0004));
         assert_eq!(
             slower.verdict_text(),
@@ -243,9 +251,9 @@ mod tests {
         assert!((paired.ratio - 1.105).abs() < 0.01, "{}", paired.ratio);
         assert!(paired.low <= paired.ratio && paired.ratio <= paired.high);
         assert!(paired.high - paired.low < 0.02, "{paired:?}");
-        assert_eq!(paired.verdict, Verdict::Slower);
+        assert_eq!(paired.verdict(), Verdict::Slower);
         let same: Vec<(f64, f64)> = rounds.iter().map(|&(u, p)| (u, p / 1.1)).collect();
-        assert_eq!(Paired::of(&same).verdict, Verdict::NoMeasurableCost);
+        assert_eq!(Paired::of(&same).verdict(), Verdict::NoMeasurableCost);
     }
 
     #[test]
