@@ -47,21 +47,26 @@ fn check_fuzz_lock(layout: &Layout) -> Result<()> {
         .output()
         .context("cannot run `cargo metadata`")?;
     if !output.status.success() {
+        // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let first = stderr.lines().next().unwrap_or_default();
+        if first.contains("no matching package") {
+            bail!(
+                "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
+                 xtask fetch` once while online (it fetches the fuzzer's dependencies --locked, \
+                 and says so if the lock file is stale)"
+            );
+        }
         bail!(
-            "{FUZZ_MANIFEST}'s lock file is not up to date: {}\nrun `cargo update --workspace \
-             --offline --manifest-path {FUZZ_MANIFEST}` to update it",
-            // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
-            String::from_utf8_lossy(&output.stderr)
-                .lines()
-                .next()
-                .unwrap_or_default()
+            "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update \
+             --workspace --offline --manifest-path {FUZZ_MANIFEST}` to update it"
         );
     }
     eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
     Ok(())
 }
 
-const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
+pub const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
 /// `layout` holds the tree that `published` and the patches give.

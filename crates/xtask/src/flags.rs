@@ -16,7 +16,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Download the pinned crates into cargo's cache and check their sha256.
+    /// Download the pinned crates into cargo's cache and check their sha256, and fetch the
+    /// fuzzer's dependencies (which `check` reads offline).
     Fetch,
     /// Regenerate the generated folders (one per pinned crate, the upstream module, the
     /// published tests, the benches' points) from the published crates and patches/, pinning

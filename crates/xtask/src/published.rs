@@ -106,6 +106,27 @@ pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
             pin.sha256
         );
     }
+    // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
+    let fuzz = layout.root.join(crate::check::FUZZ_MANIFEST);
+    if fuzz.is_file() {
+        let status = project::cargo()
+            .args(["fetch", "--locked", "--manifest-path"])
+            .arg(&fuzz)
+            .status()
+            .context("cannot run `cargo fetch`")?;
+        if !status.success() {
+            bail!(
+                "`cargo fetch --locked` failed for {}: if it says the lock file needs updating, \
+                 run `cargo update --workspace --manifest-path {}`",
+                crate::check::FUZZ_MANIFEST,
+                crate::check::FUZZ_MANIFEST
+            );
+        }
+        eprintln!(
+            "ok: the dependencies of {} are in cargo's cache",
+            crate::check::FUZZ_MANIFEST
+        );
+    }
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 use shared::bench::{TOP_K, TOP_P};
 
 use super::data::{Decode, PatchStep, Report};
-use super::stats::{Paired, CONFIDENCE};
+use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
 use super::Row;
 
 /// A table: a header and an alignment per column, then the rows' cells.
@@ -118,7 +118,8 @@ pub fn setting(report: &Report, temperature_0: Option<&str>) -> String {
          {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
          same candle-core; ratios are after over before, the median of the ratios of {} paired \
          rounds that time the sides back to back, with its {}% bootstrap interval; \"no \
-         measurable cost\" means that interval contains 1.0 or lies within ±1%",
+         measurable cost\" means that interval contains 1.0 or lies within ±1%, \"not \
+         resolved\" that it contains 1.0 but is wider than {UNRESOLVED_WIDTH:.2}",
         report.model,
         report.vocab,
         report.seed,

@@ -127,16 +127,13 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         );
     }
     let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
-    let same = step
-        .rows
-        .iter()
-        .any(|r| r.paired.work == Some(bench_report::stats::Work::SameInstructions));
+    let counted = step.rows.iter().any(|r| r.instructions.is_some());
     let mut out = format!(
         "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n",
         point(before),
         bench_report::render::setting(report, greedy.then_some("this branch")),
         bench_report::render::COLUMNS,
-        if same {
+        if counted {
             format!(" {}.", bench_report::render::INSTRUCTIONS)
         } else {
             String::new()
