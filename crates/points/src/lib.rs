@@ -13,7 +13,7 @@ pub trait Sample {
 }
 
 /// `sampling` (candle-transformers' `Sampling`) as the `Sampling` of the `generation` module at
-/// `$module`, a module with the same variants: a point's, or crates/upstream's.
+/// `$module`, a module with the same variants: a point's.
 #[macro_export]
 macro_rules! sampling_of {
     ($($module:ident)::+, $sampling:expr) => {{

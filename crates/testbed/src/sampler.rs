@@ -7,7 +7,7 @@ pub use candle_transformers::generation::Sampling;
 /// Which `generation` module samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Implementation {
-    /// The published crate's module, from `crates/upstream`.
+    /// The published crates' module: the `published` point of `crates/points`.
     Upstream,
     /// The module with `patches/` applied, in the candle-transformers that `[patch.crates-io]`
     /// builds: what the tests run.
@@ -80,10 +80,12 @@ impl Implementation {
     pub fn from_sampling(self, seed: u64, sampling: &Sampling) -> Processor {
         use candle_transformers::generation::LogitsProcessor;
         match self {
-            Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::from_sampling(
-                seed,
-                points::sampling_of!(upstream::generation, sampling),
-            )),
+            Upstream => Processor::Upstream(
+                points::published::generation::LogitsProcessor::from_sampling(
+                    seed,
+                    points::sampling_of!(points::published::generation, sampling),
+                ),
+            ),
             Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
             Point(name) => Processor::Point(match points::from_sampling(name.0, seed, sampling) {
                 Some(processor) => processor,
@@ -100,7 +102,7 @@ impl Implementation {
         top_p: Option<f64>,
     ) -> Processor {
         match self {
-            Upstream => Processor::Upstream(upstream::generation::LogitsProcessor::new(
+            Upstream => Processor::Upstream(points::published::generation::LogitsProcessor::new(
                 seed,
                 temperature,
                 top_p,
@@ -120,7 +122,7 @@ impl Implementation {
 
 /// A `LogitsProcessor` of any of the modules.
 pub enum Processor {
-    Upstream(upstream::generation::LogitsProcessor),
+    Upstream(points::published::generation::LogitsProcessor),
     Patched(candle_transformers::generation::LogitsProcessor),
     Point(Box<dyn points::Sample>),
 }

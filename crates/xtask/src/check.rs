@@ -7,7 +7,7 @@ use crate::branches;
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Applied, Layout, Source};
+use crate::project::{self, Generated, Layout};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -79,13 +79,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let scratch = Scratch::new()?;
     let generated = expected::generated_for(published);
     let expected = expected::expected_trees(&scratch, published, &patches, &builds_on, &generated)?;
-    let label = |name: &str| {
-        published
-            .iter()
-            .find(|p| p.pin.name == name)
-            .map_or(name.to_string(), |p| p.pin.label())
-    };
-    let mut problems = Vec::new();
+    let mut problems = root_problems(layout, &generated)?;
     for (generated, expected) in generated.iter().zip(expected) {
         let dir = layout.root.join(&generated.dir);
         if !dir.is_dir() {
@@ -93,26 +87,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             continue;
         }
         let actual = scratch.tree_of_dir(&dir)?;
-        let what = match &generated.source {
-            Source::Part {
-                krate,
-                applied: Applied::None,
-                ..
-            } => format!("{} as published", label(krate)),
-            Source::Part {
-                krate,
-                applied: Applied::All,
-                ..
-            } => format!("{} + patches/", label(krate)),
-            Source::Points => format!(
-                "the points of {} and patches/stack.toml",
-                published
-                    .iter()
-                    .map(|p| p.pin.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        };
+        let what = expected::describe(generated, published);
         if actual == expected {
             eprintln!("ok: {} is {what} (tree {actual})", generated.dir);
             continue;
@@ -137,4 +112,44 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What is wrong with the generated root as a whole: a folder in it that `vendor` does not
+/// write, a generated folder outside it, or `.gitattributes` not marking it (and only it)
+/// generated.
+fn root_problems(layout: &Layout, generated: &[Generated]) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let root = project::GENERATED_ROOT;
+    for g in generated {
+        if !g.dir.starts_with(&format!("{root}/")) {
+            problems.push(format!("{} is generated but not under {root}", g.dir));
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
+        for entry in entries {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            let path = format!("{root}/{name}");
+            if !generated.iter().any(|g| g.dir == path) {
+                problems.push(format!(
+                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
+                     move it out or delete it"
+                ));
+            }
+        }
+    }
+    let attributes =
+        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
+    let marked: Vec<&str> = attributes
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.contains("linguist-generated"))
+        .collect();
+    if marked != [project::GITATTRIBUTES_LINE] {
+        problems.push(format!(
+            ".gitattributes marks {:?} generated, not exactly `{}`",
+            marked,
+            project::GITATTRIBUTES_LINE
+        ));
+    }
+    Ok(problems)
 }

@@ -35,16 +35,27 @@ pub enum Applied {
     All,
 }
 
+/// The one folder that holds everything `cargo xtask vendor` writes. `.gitattributes` marks it
+/// generated (`GITATTRIBUTES_LINE`), and each folder in it carries a `MARKER` file.
+pub const GENERATED_ROOT: &str = "crates/vendor";
+
+/// The line of `.gitattributes` that marks `GENERATED_ROOT` generated, for GitHub's diffs.
+pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
+
+/// The file in each generated folder that says it is generated, by which command.
+pub const MARKER: &str = "GENERATED.md";
+
 /// Where a pinned crate is vendored, patched: what `[patch.crates-io]` points at.
 pub fn vendored_dir(name: &str) -> String {
-    format!("crates/{name}")
+    format!("{GENERATED_ROOT}/{name}")
 }
 
 /// The benches' points: one folder per version of the sampler that a bench measures, each the
 /// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them:
 /// `published`, then one per patch holding what that patch's branch holds (its own change on
 /// top of the branch it builds on, `patches/stack.toml`), then `series`, every patch applied.
-/// `crates/points` builds each as a module of its own.
+/// `crates/points` builds each as a module of its own; the `published` point is also what tests
+/// compare the patched crate with.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
 pub use shared::{PUBLISHED_POINT, SERIES_POINT};
@@ -65,33 +76,15 @@ struct Part {
     applied: Applied,
 }
 
-/// The unpatched `generation` module that tests compare the patched crate with, and the
-/// published candle-nn `sampling` module it calls (through crates/upstream-nn), so that a
-/// patch to candle-nn does not reach the upstream side; and the published tests, which the
-/// upstream crate runs on that module and the `pr` tests build a candle-like repository from.
-const PARTS: [Part; 3] = [
-    Part {
-        krate: "candle-transformers",
-        dir: "crates/upstream/src/generation",
-        crate_dir: "src/generation",
-        only: &[],
-        applied: Applied::None,
-    },
-    Part {
-        krate: "candle-nn",
-        dir: "crates/upstream-nn/src/published",
-        crate_dir: "src",
-        only: &["sampling.rs"],
-        applied: Applied::None,
-    },
-    Part {
-        krate: "candle-transformers",
-        dir: "crates/upstream/published-tests",
-        crate_dir: "tests",
-        only: &[],
-        applied: Applied::None,
-    },
-];
+/// candle-transformers' tests as published: crates/testbed runs them on the `published` point,
+/// and the `pr` tests build a candle-like repository from them.
+const PARTS: [Part; 1] = [Part {
+    krate: "candle-transformers",
+    dir: "crates/vendor/published-tests",
+    crate_dir: "tests",
+    only: &[],
+    applied: Applied::None,
+}];
 
 /// Every generated folder for the crates `pins` names: each crate whole and patched, then the
 /// parts taken from them, then the points when candle-transformers is pinned.

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use crate::expected;
 use crate::fsutil::{swap_in, TempDir};
 use crate::pin::{self, Line, Pin};
-use crate::project::Layout;
+use crate::project::{self, Layout};
 use crate::published;
 use crate::series;
 use crate::trees::Scratch;
@@ -71,10 +71,10 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
         );
     }
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
-    updated = patch_entries(&updated, &names, "crates/");
+    updated = patch_entries(&updated, &names, "crates/vendor/");
     let fuzz = layout.root.join("crates/fuzz/Cargo.toml");
     let fuzz_text = match std::fs::read_to_string(&fuzz) {
-        Ok(text) => Some(patch_entries(&text, &names, "../")),
+        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")),
         Err(_) => None,
     };
     std::fs::write(layout.pin(), pin::render(new))?;
@@ -86,8 +86,8 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
 }
 
 /// `manifest` with a `[patch.crates-io]` line `name = { path = "<prefix>name" }` for each of
-/// `names` it lacks, and, where it has an `exclude` list, `"crates/name"` in it: the vendored
-/// crates are dependencies, not members.
+/// `names` it lacks, and, where it has an `exclude` list, the generated root in it: the
+/// vendored crates are dependencies, not members.
 pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> String {
     let mut lines: Vec<String> = manifest.lines().map(str::to_string).collect();
     let section = lines.iter().position(|l| l.trim() == "[patch.crates-io]");
@@ -124,12 +124,10 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> String {
         .iter()
         .position(|l| l.trim_start().starts_with("exclude = ["))
     {
-        for name in names {
-            let entry = format!("\"crates/{name}\"");
-            if !lines[exclude].contains(&entry) {
-                lines[exclude] =
-                    lines[exclude].replacen("exclude = [", &format!("exclude = [{entry}, "), 1);
-            }
+        let entry = format!("\"{}\"", project::GENERATED_ROOT);
+        if !lines[exclude].contains(&entry) {
+            lines[exclude] =
+                lines[exclude].replacen("exclude = [", &format!("exclude = [{entry}, "), 1);
         }
     }
     lines.join("\n") + "\n"
@@ -186,10 +184,33 @@ pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()>
         temps.push(temp);
     }
     swap_in(&pairs)?;
+    mark_generated(layout)?;
     for (generated, tree) in generated.iter().zip(&trees) {
         eprintln!("wrote {} (tree {tree})", generated.dir);
     }
     Ok(())
+}
+
+/// Adds `project::GITATTRIBUTES_LINE` to `.gitattributes` if it lacks it.
+fn mark_generated(layout: &Layout) -> Result<()> {
+    let path = layout.root.join(".gitattributes");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text
+        .lines()
+        .any(|line| line.trim() == project::GITATTRIBUTES_LINE)
+    {
+        return Ok(());
+    }
+    let separator = if text.is_empty() || text.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    std::fs::write(
+        &path,
+        format!("{text}{separator}{}\n", project::GITATTRIBUTES_LINE),
+    )
+    .with_context(|| format!("cannot write {}", layout.show(&path)))
 }
 
 #[cfg(test)]
@@ -199,7 +220,7 @@ mod tests {
         let manifest = "[workspace]\nexclude = [\"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\n\n# Next.\n[profile.dev]\n";
         assert_eq!(
             super::patch_entries(manifest, &["a", "b"], "crates/"),
-            "[workspace]\nexclude = [\"crates/b\", \"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\nb = { path = \"crates/b\" }\n\n# Next.\n[profile.dev]\n"
+            "[workspace]\nexclude = [\"crates/vendor\", \"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\nb = { path = \"crates/b\" }\n\n# Next.\n[profile.dev]\n"
         );
         let (moved, count) = super::set_versions(
             "[workspace.dependencies]\ncandle-nn = \"0.11.1\"\nrand = \"0.11.1\"\n",

@@ -18,13 +18,14 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
 
     let root = &ws.layout.root;
-    let patched =
-        std::fs::read_to_string(root.join("crates/candle-transformers/src/generation/mod.rs"))?;
+    let patched = std::fs::read_to_string(
+        root.join("crates/vendor/candle-transformers/src/generation/mod.rs"),
+    )?;
     assert!(patched.contains(NEW_LINE) && !patched.contains(OLD_LINE));
-    let unpatched = std::fs::read(root.join("crates/upstream/src/generation/mod.rs"))?;
+    let unpatched = std::fs::read(root.join("crates/vendor/points/published/generation/mod.rs"))?;
     assert_eq!(unpatched, published_generation());
     assert_eq!(
-        std::fs::read(root.join("crates/candle-transformers/Cargo.toml"))?,
+        std::fs::read(root.join("crates/vendor/candle-transformers/Cargo.toml"))?,
         crate_files()[1].data
     );
     // Nothing else is left beside the generated folders.
@@ -32,14 +33,22 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     crates.sort();
-    assert_eq!(crates, ["candle-transformers", "upstream", "vendor"]);
+    assert_eq!(crates, ["vendor"]);
+    let mut generated: Vec<String> = std::fs::read_dir(root.join("crates/vendor"))?
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    generated.sort();
+    assert_eq!(
+        generated,
+        ["candle-transformers", "points", "published-tests"]
+    );
     // The benches' points: the published module, the patch's branch and the whole series.
     let points = root.join("crates/vendor/points");
     let mut names: Vec<String> = std::fs::read_dir(&points)?
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["0001", "README.md", "published", "series"]);
+    assert_eq!(names, ["0001", "GENERATED.md", "published", "series"]);
     let point = |name: &str| std::fs::read(points.join(name).join("generation/mod.rs"));
     assert_eq!(point("published")?, published_generation());
     assert_eq!(point("0001")?, patched.as_bytes());
@@ -125,7 +134,7 @@ fn vendor_replaces_what_was_there() -> Result<()> {
     let stray = ws
         .layout
         .root
-        .join("crates/candle-transformers/src/stray.rs");
+        .join("crates/vendor/candle-transformers/src/stray.rs");
     std::fs::write(&stray, "// left over\n")?;
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     assert!(!stray.exists());
@@ -213,14 +222,17 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
 fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()> {
     let ws = workspace()?;
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
-    let vendored = ws.layout.root.join("crates/candle-transformers");
+    let vendored = ws.layout.root.join("crates/vendor/candle-transformers");
     std::fs::write(
         vendored.join("src/lib.rs"),
         "pub mod generation;\n// hand edit\n",
     )?;
     std::fs::write(vendored.join("src/new.rs"), "")?;
     std::fs::remove_file(vendored.join("Cargo.toml"))?;
-    let upstream_copy = ws.layout.root.join("crates/upstream/src/generation/mod.rs");
+    let upstream_copy = ws
+        .layout
+        .root
+        .join("crates/vendor/points/published/generation/mod.rs");
     std::fs::write(&upstream_copy, "// not the published module\n")?;
 
     let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
@@ -228,12 +240,13 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
         .to_string();
     assert_eq!(
         err,
-        "crates/candle-transformers differs from candle-transformers 0.11.1 + patches/:\n    \
+        "crates/vendor/candle-transformers differs from candle-transformers 0.11.1 + patches/:\n    \
          deleted Cargo.toml\n    \
          modified src/lib.rs\n    \
          added src/new.rs\n\
-         crates/upstream/src/generation differs from candle-transformers 0.11.1 as published:\n    \
-         modified mod.rs\n\
+         crates/vendor/points differs from the points of candle-transformers 0.11.1 and \
+         patches/stack.toml:\n    \
+         modified published/generation/mod.rs\n\
          run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
          patch (README: \"After review comments\")"
     );
@@ -242,16 +255,59 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
 }
 
 #[test]
+fn check_holds_the_generated_root_to_what_vendor_writes_and_marks() -> Result<()> {
+    let ws = workspace()?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    let root = &ws.layout.root;
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gitattributes"))?,
+        "crates/vendor/** linguist-generated=true\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("crates/vendor/published-tests/GENERATED.md"))?,
+        "# Generated by `cargo xtask vendor`: never edit\n\ncrates/vendor/published-tests is \
+         candle-transformers 0.11.1 as published.\n\n`cargo xtask check` fails unless this \
+         folder is exactly that. To change it, change `patches/` and run `cargo xtask vendor`.\n"
+    );
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+
+    std::fs::create_dir(root.join("crates/vendor/notes"))?;
+    std::fs::write(
+        root.join(".gitattributes"),
+        "crates/vendor/** linguist-generated=true\ncrates/xtask/** linguist-generated\n",
+    )?;
+    std::fs::remove_file(root.join("crates/vendor/published-tests/GENERATED.md"))?;
+    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "crates/vendor/notes is under crates/vendor, which holds only what `cargo xtask vendor` \
+         writes: move it out or delete it\n\
+         .gitattributes marks [\"crates/vendor/** linguist-generated=true\", \"crates/xtask/** \
+         linguist-generated\"] generated, not exactly `crates/vendor/** linguist-generated=true`\n\
+         crates/vendor/published-tests differs from candle-transformers 0.11.1 as published:\n    \
+         deleted GENERATED.md\n\
+         run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
+         patch (README: \"After review comments\")"
+    );
+    Ok(())
+}
+
+#[test]
 fn check_fails_when_a_generated_folder_is_missing() -> Result<()> {
     let ws = workspace()?;
     let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
-    assert!(
-        err.starts_with(
-            "crates/candle-transformers is missing\ncrates/upstream/src/generation is missing\n"
-        ),
-        "{err}"
+    assert_eq!(
+        err,
+        ".gitattributes marks [] generated, not exactly `crates/vendor/** linguist-generated=true`\n\
+         crates/vendor/candle-transformers is missing\n\
+         crates/vendor/published-tests is missing\n\
+         crates/vendor/points is missing\n\
+         run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
+         patch (README: \"After review comments\")"
     );
     Ok(())
 }
@@ -379,10 +435,11 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
     ws.add_patch(PATCH_NAME, &patch)?;
     vendor::vendor(&ws.layout, &both)?;
     let root = &ws.layout.root;
-    let sampling = std::fs::read_to_string(root.join("crates/candle-nn/src/sampling.rs"))?;
+    let sampling = std::fs::read_to_string(root.join("crates/vendor/candle-nn/src/sampling.rs"))?;
     assert_eq!(sampling, "let u = rand(1e-7, 1.0);\n");
-    let module =
-        std::fs::read_to_string(root.join("crates/candle-transformers/src/generation/mod.rs"))?;
+    let module = std::fs::read_to_string(
+        root.join("crates/vendor/candle-transformers/src/generation/mod.rs"),
+    )?;
     assert!(module.contains(NEW_LINE));
     check::check_generated(&ws.layout, &both)?;
 

@@ -15,7 +15,7 @@ use xtask::published::{self, CrateFile, Published};
 pub fn published_generation() -> Vec<u8> {
     let path = Layout::workspace()
         .root
-        .join("crates/upstream/src/generation/mod.rs");
+        .join("crates/vendor/points/published/generation/mod.rs");
     std::fs::read(path).expect("the upstream copy of generation/mod.rs")
 }
 
@@ -31,7 +31,7 @@ pub fn file(path: &str, data: impl Into<Vec<u8>>) -> CrateFile {
 pub fn published_generation_tests() -> Vec<u8> {
     let path = Layout::workspace()
         .root
-        .join("crates/upstream/published-tests/generation_tests.rs");
+        .join("crates/vendor/published-tests/generation_tests.rs");
     std::fs::read(path).expect("the upstream copy of generation_tests.rs")
 }
 
