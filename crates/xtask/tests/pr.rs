@@ -618,60 +618,6 @@ fn a_notes_file_without_its_patch_is_refused() -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn open_pull_requests_on_the_same_files_are_found() -> Result<()> {
-    let (temp, repo) = candle()?;
-    let main = repo.head()?.peel_to_commit()?;
-    let pull = |number: u32, path: &str, from: &str, to: &str| -> Result<()> {
-        let mut index = repo.index()?;
-        std::fs::write(
-            temp.path().join(path),
-            std::fs::read_to_string(temp.path().join(path))?.replacen(from, to, 1),
-        )?;
-        index.add_path(Path::new(path))?;
-        let tree = repo.find_tree(index.write_tree()?)?;
-        let author = git2::Signature::now("Someone", "someone@example.com")?;
-        let commit = repo.commit(
-            None,
-            &author,
-            &author,
-            &format!("Pull request {number}"),
-            &tree,
-            &[&main],
-        )?;
-        repo.reference(&format!("refs/pull/{number}/head"), commit, false, "")?;
-        // Back to main's files, so that the work tree stays clean.
-        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
-        Ok(())
-    };
-    pull(
-        7,
-        MODULE,
-        "//! Logit Processing and Sampling",
-        "//! Logit processing and sampling",
-    )?;
-    pull(8, MODULE, OLD_LINE, NEW_LINE)?;
-    pull(
-        9,
-        "candle-transformers/src/lib.rs",
-        "pub mod generation;",
-        "pub mod generation; // x",
-    )?;
-    let found = prepare(&repo, "main", false)?.overlaps;
-    let numbers: Vec<u64> = found.current.iter().map(|o| o.number).collect();
-    assert_eq!(numbers, [7, 8]);
-    assert_eq!(found.current[0].summary, "Pull request 7");
-    assert_eq!(found.current[0].files, [MODULE]);
-    assert_eq!(found.current[0].conflict, None);
-    let conflict = found.current[1].conflict.as_deref().unwrap_or_default();
-    assert!(
-        conflict.starts_with("0001-generation-Raise-the-threshold.patch does not apply"),
-        "{conflict}"
-    );
-    assert!(found.older.is_empty());
-    Ok(())
-}
-
 /// The object ids stored loose in `repo`, and its pack files.
 fn stored(repo: &Repository) -> Result<(BTreeSet<String>, usize)> {
     let objects = repo.path().join("objects");
@@ -711,24 +657,9 @@ fn reachable(repo: &Repository, id: Oid, found: &mut BTreeSet<String>) -> Result
 #[test]
 fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
     let (temp, repo) = candle()?;
-    // A pull request the series applies on: trying it there must write nothing.
-    edit(
-        temp.path(),
-        MODULE,
-        "//! Logit Processing and Sampling",
-        "//! Logit processing and sampling",
-    )?;
-    let pull = commit_all(&repo, "A pull request")?;
-    repo.reference("refs/pull/7/head", pull, false, "")?;
-    repo.reset(
-        repo.find_commit(pull)?.parent(0)?.as_object(),
-        git2::ResetType::Hard,
-        None,
-    )?;
     let (before, packs_before) = stored(&repo)?;
 
     let prepared = prepare(&repo, "main", false)?;
-    assert_eq!(prepared.overlaps.current[0].conflict, None);
     let (after, packs_after) = stored(&repo)?;
     assert_eq!(packs_after, packs_before, "no pack of the whole tree");
     // Read back through a new handle, without the in-memory objects of the first.

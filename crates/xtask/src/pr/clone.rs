@@ -4,7 +4,7 @@
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, base, overlap, stack, touched_files, Prepared, Series};
+use super::{audit, base, stack, touched_files, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
@@ -54,7 +54,6 @@ pub fn prepare(
             short(&base.to_string())
         )
     })?;
-    let overlaps = overlap::find(repo, base, &touched, patches)?;
     let call_sites = audit::audit(repo, base)?;
     // Everything succeeded: write the branches' new objects, then the branches. Not the whole
     // mempack: its dump packs every tree and blob the commits reach, and it also holds what
@@ -72,7 +71,6 @@ pub fn prepare(
     Ok(Prepared {
         stack,
         base: base_report,
-        overlaps,
         call_sites,
     })
 }

@@ -9,7 +9,6 @@ pub mod base;
 pub mod clone;
 pub mod facts;
 pub mod notes;
-pub mod overlap;
 pub mod render;
 pub mod stack;
 pub mod verify;
@@ -125,7 +124,6 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
 pub struct Prepared {
     pub stack: Stack,
     pub base: base::BaseReport,
-    pub overlaps: overlap::Overlaps,
     pub call_sites: Vec<audit::CallSite>,
 }
 
@@ -160,7 +158,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     )?;
     eprint!(
         "{}",
-        render::console(&made.stack, made.base.as_ref(), &made.overlaps, &pins)
+        render::console(&made.stack, made.base.as_ref(), &pins)
     );
     eprint!(
         "{}",
@@ -211,7 +209,6 @@ pub struct Made {
     pub stack: Stack,
     pub call_sites: Option<Vec<audit::CallSite>>,
     pub base: Option<base::BaseReport>,
-    pub overlaps: overlap::Overlaps,
 }
 
 impl Made {
@@ -235,7 +232,6 @@ impl Made {
             stack: prepared.stack,
             call_sites: Some(prepared.call_sites),
             base: Some(prepared.base),
-            overlaps: prepared.overlaps,
         })
     }
 
@@ -264,7 +260,6 @@ impl Made {
             stack,
             call_sites: None,
             base: None,
-            overlaps: overlap::Overlaps::default(),
         })
     }
 }
@@ -418,7 +413,7 @@ fn write_out(
         let email = series::email(&made.repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let overview = render::console(&made.stack, None, &overlap::Overlaps::default(), pins);
+    let overview = render::console(&made.stack, None, pins);
     std::fs::write(new.join("stack.txt"), overview)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;

@@ -7,7 +7,6 @@ use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
 use super::facts::{Facts, RealModel};
 use super::notes::{Marker, Notes, Part};
-use super::overlap::Overlaps;
 use super::stack::{Parent, Stack};
 use super::verify::{self, Check};
 use crate::bench_report::data::Report;
@@ -337,13 +336,8 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
 }
 
 /// What the contributor reads: the order to open the pull requests in and what each depends
-/// on, how the base relates to the pin, and open pull requests on the same files.
-pub fn console(
-    stack: &Stack,
-    base: Option<&BaseReport>,
-    overlaps: &Overlaps,
-    pins: &[Pin],
-) -> String {
+/// on, and how the base relates to the pin.
+pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let pin = &pins[0];
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {
@@ -379,29 +373,6 @@ pub fn console(
             };
             let _ = writeln!(out, "  {path}: {state}");
         }
-    }
-    for overlap in &overlaps.current {
-        let verdict = match &overlap.conflict {
-            None => "the series applies on top of it".to_string(),
-            Some(conflict) => format!("the series conflicts with it ({conflict})"),
-        };
-        let _ = writeln!(
-            out,
-            "Pull request #{} (\"{}\") also changes {}; {verdict}.",
-            overlap.number,
-            overlap.summary,
-            overlap.files.join(", ")
-        );
-    }
-    if !overlaps.older.is_empty() {
-        let numbers: Vec<String> = overlaps.older.iter().map(|n| format!("#{n}")).collect();
-        let _ = writeln!(
-            out,
-            "{} older pull requests changed these files from an earlier version (closed, or due a \
-             rebase): {}.",
-            numbers.len(),
-            numbers.join(", ")
-        );
     }
     out
 }
