@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::fsutil::{swap_in, TempDir};
+use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::project::Layout;
 use crate::series;
@@ -38,7 +38,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 
     // The new folder: every patch, and whatever else `patches/` holds (the pin).
     let patches = layout.patches();
-    let temp = TempDir::in_dir(&layout.root, "format-patch")?;
+    let temp = temp_in(&layout.root, "format-patch")?;
     let new = temp.path().join("patches");
     std::fs::create_dir(&new)?;
     for entry in

@@ -4,44 +4,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// A folder removed when dropped.
-pub struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    /// A new folder in the system's temporary folder.
-    pub fn new(label: &str) -> Result<TempDir> {
-        TempDir::in_dir(&std::env::temp_dir(), label)
-    }
-
-    /// A new folder inside `parent`.
-    pub fn in_dir(parent: &Path, label: &str) -> Result<TempDir> {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let name = format!(
-            ".xtask-{label}-{}-{}-{nanos}",
-            std::process::id(),
-            COUNT.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = parent.join(name);
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        Ok(TempDir { path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// A new folder inside `parent`, removed when dropped: `.xtask-<label>-` and a random name, so
+/// that it sits on the target's file system and a rename can move it into place.
+pub fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!(".xtask-{label}-"))
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
 /// Replaces each `(new, target)`'s target folder with the folder `new`, which must be on the

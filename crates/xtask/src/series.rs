@@ -523,7 +523,7 @@ diff --git a/a.rs b/a.rs
 
     #[test]
     fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
-        let temp = crate::fsutil::TempDir::new("series")?;
+        let temp = tempfile::tempdir()?;
         std::fs::write(temp.path().join("upstream.toml"), "")?;
         std::fs::write(temp.path().join("0002-b.patch"), "")?;
         std::fs::write(temp.path().join("0001-a.patch"), "")?;

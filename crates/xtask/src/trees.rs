@@ -249,7 +249,6 @@ fn is_executable(_: &std::fs::Metadata) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsutil::TempDir;
 
     fn file(path: &str, data: &str) -> CrateFile {
         CrateFile {
@@ -268,7 +267,7 @@ mod tests {
             file("README.md", "x"),
         ];
         let tree = scratch.tree("", &files)?;
-        let temp = TempDir::new("trees")?;
+        let temp = tempfile::tempdir()?;
         let dir = temp.path().join("out");
         scratch.write_tree(tree, &dir)?;
         assert_eq!(scratch.tree_of_dir(&dir)?, tree);

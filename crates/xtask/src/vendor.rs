@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 
 use crate::expected;
-use crate::fsutil::{swap_in, TempDir};
+use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{self, Layout};
 use crate::published;
@@ -177,7 +177,7 @@ pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()>
             .parent()
             .context("a generated folder has no parent")?;
         std::fs::create_dir_all(parent)?;
-        let temp = TempDir::in_dir(parent, "vendor")?;
+        let temp = temp_in(parent, "vendor")?;
         let new = temp.path().join("tree");
         scratch.write_tree(*tree, &new)?;
         pairs.push((new, target));

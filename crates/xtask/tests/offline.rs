@@ -1,10 +1,10 @@
 //! `cargo xtask check` offline: the binary itself, with a cargo home that has no `.crate`.
 
-use xtask::fsutil::TempDir;
+mod kept;
 
 #[test]
 fn check_without_the_crate_says_what_to_run() -> anyhow::Result<()> {
-    let empty_home = TempDir::new("cargo-home")?;
+    let empty_home = kept::dir("cargo-home")?;
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
         .arg("check")
         .env("CARGO_HOME", empty_home.path())

@@ -1,10 +1,12 @@
 //! The unused-patch detection, on real cargo: a fixture workspace whose crates.io is a local
 //! directory source, so cargo resolves it offline.
 
+mod kept;
+
 use std::path::Path;
 
 use anyhow::Result;
-use xtask::fsutil::TempDir;
+use tempfile::TempDir;
 use xtask::patch_use::{check_cargo, check_lock};
 use xtask::project;
 
@@ -22,7 +24,7 @@ fn package(name: &str, version: &str) -> String {
 /// `app` asks crates.io for `demo = "0.2"`; crates.io (a directory source) has demo 0.2.0;
 /// `[patch.crates-io]` offers `patched/` at `patched_version`.
 fn fixture(patched_version: &str) -> Result<TempDir> {
-    let temp = TempDir::new("patch-use")?;
+    let temp = kept::dir("patch-use")?;
     let root = temp.path();
     write(
         root,
@@ -96,7 +98,7 @@ fn an_unused_patch_fails_both_checks() -> Result<()> {
 /// workspace excludes. Cargo finds it there by name, at the published version.
 #[test]
 fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> Result<()> {
-    let temp = TempDir::new("patch-by-git")?;
+    let temp = kept::dir("patch-by-git")?;
     let root = temp.path();
     // The repository: a workspace that excludes the vendored crate, as ours does.
     let repo_dir = root.join("repository");

@@ -3,6 +3,7 @@
 //! make themselves: a stack of three where the second needs the first and the third stands alone.
 
 mod common;
+mod kept;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -10,7 +11,7 @@ use std::path::Path;
 use anyhow::Result;
 use common::*;
 use git2::{Oid, Repository};
-use xtask::fsutil::TempDir;
+use tempfile::TempDir;
 use xtask::pr::facts::Facts;
 use xtask::pr::notes::{self, Notes};
 use xtask::pr::render;
@@ -58,7 +59,7 @@ fn stack_patches() -> Result<Vec<Patch>> {
 
 /// A clone-like repository: the published crate under `candle-transformers/` on `main`.
 fn candle() -> Result<(TempDir, Repository)> {
-    let temp = TempDir::new("candle")?;
+    let temp = kept::dir("candle")?;
     let repo = upstream_repo(temp.path(), &crate_files())?;
     Ok((temp, repo))
 }

@@ -1,6 +1,7 @@
 //! `cargo xtask vendor` and `check` on a fixture crate archive.
 
 mod common;
+mod kept;
 
 use anyhow::Result;
 use common::*;
@@ -404,7 +405,7 @@ fn patch_of_both(
     message: &str,
     change: impl FnOnce(&std::path::Path) -> Result<()>,
 ) -> Result<Vec<u8>> {
-    let temp = xtask::fsutil::TempDir::new("two-crates")?;
+    let temp = kept::dir("two-crates")?;
     let repo = git2::Repository::init(temp.path())?;
     for krate in crates {
         for f in &krate.files {

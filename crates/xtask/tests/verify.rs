@@ -2,11 +2,12 @@
 //! shaped like candle's: a library, an examples crate that uses the changed module, one that
 //! depends on the library without using it, and one that does not depend on it.
 
+mod kept;
+
 use std::path::Path;
 
 use anyhow::Result;
 use git2::{Oid, Repository};
-use xtask::fsutil::TempDir;
 use xtask::pr::verify::{self, Crates};
 
 fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
@@ -66,7 +67,7 @@ fn files(module: &'static str) -> Vec<(&'static str, &'static str)> {
 
 #[test]
 fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
-    let temp = TempDir::new("verify")?;
+    let temp = kept::dir("verify")?;
     let repo = Repository::init(temp.path())?;
     let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
     let after = tree_of(&repo, &files("pub struct Sampler;\npub fn greedy() {}\n"))?;
@@ -97,7 +98,7 @@ fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
 
 #[test]
 fn the_export_rewrites_only_what_changed() -> Result<()> {
-    let temp = TempDir::new("verify-export")?;
+    let temp = kept::dir("verify-export")?;
     let repo = Repository::init(temp.path().join("repo"))?;
     let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
     let mut changed = files("pub struct Sampler;\npub fn greedy() {}\n");

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::fsutil::{swap_in, TempDir};
+use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
 use crate::project::Layout;
@@ -400,7 +400,7 @@ fn write_out(
 ) -> Result<PathBuf> {
     let target = layout.target();
     std::fs::create_dir_all(&target)?;
-    let temp = TempDir::in_dir(&target, "pr")?;
+    let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
     for (index, entry) in made.stack.entries.iter().enumerate() {
         let dir = new.join(&entry.branch);

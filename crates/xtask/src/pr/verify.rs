@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
-use crate::fsutil::TempDir;
+use crate::fsutil::temp_in;
 use crate::{manifest, metal, trees};
 
 /// A cargo command of candle's CI.
@@ -227,7 +227,7 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
         }
         let parent = dir.parent().context("the export has no parent folder")?;
         std::fs::create_dir_all(parent)?;
-        let temp = TempDir::in_dir(parent, "export")?;
+        let temp = temp_in(parent, "export")?;
         let staged = temp.path().join("tree");
         trees::write_tree(repo, tree, &staged)?;
         std::fs::rename(&staged, dir)?;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use git2::{Oid, Repository, Signature};
-use xtask::fsutil::TempDir;
+use tempfile::TempDir;
 use xtask::project::Layout;
 use xtask::published::{self, CrateFile, Published};
 
@@ -71,7 +71,7 @@ impl Workspace {
 }
 
 pub fn workspace() -> Result<Workspace> {
-    let temp = TempDir::new("xtask-test")?;
+    let temp = crate::kept::dir("xtask-test")?;
     let layout = Layout::at(temp.path().to_path_buf());
     let published = published()?;
     std::fs::create_dir_all(layout.patches())?;
@@ -145,7 +145,7 @@ pub fn make_patch(
     message: &str,
     change: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<Vec<u8>> {
-    let temp = TempDir::new("patch-repo")?;
+    let temp = crate::kept::dir("patch-repo")?;
     let repo = upstream_repo(temp.path(), base)?;
     change(temp.path())?;
     let commit = repo.find_commit(commit_all(&repo, message)?)?;
@@ -162,7 +162,7 @@ pub fn make_series(
     base: &[CrateFile],
     changes: Vec<(&str, Change)>,
 ) -> Result<Vec<(String, Vec<u8>)>> {
-    let temp = TempDir::new("series-repo")?;
+    let temp = crate::kept::dir("series-repo")?;
     let repo = upstream_repo(temp.path(), base)?;
     let mut emails = Vec::new();
     for (message, change) in changes {
