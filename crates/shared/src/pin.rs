@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use serde::de::{Deserialize, IntoDeserializer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
@@ -49,7 +50,15 @@ impl Line {
     }
 }
 
-const KEYS: [&str; 4] = ["version", "sha256", "commit", "path_in_vcs"];
+/// A line as written: a crate just added has its version alone.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    version: String,
+    sha256: Option<String>,
+    commit: Option<String>,
+    path_in_vcs: Option<String>,
+}
 
 /// Every line of the pin file at `path`.
 pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
@@ -75,17 +84,15 @@ pub fn read(path: &Path) -> Result<Vec<Pin>> {
 
 /// Reads the lines that `render` writes; a line with only a version is a crate to pin.
 pub fn parse(text: &str) -> Result<Vec<Line>> {
+    let document: toml_edit::DocumentMut = text.parse()?;
     let mut lines = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let parsed = parse_line(line).with_context(|| format!("line {}", number + 1))?;
-        if lines.iter().any(|l: &Line| l.name() == parsed.name()) {
-            bail!("line {}: `{}` is pinned twice", number + 1, parsed.name());
-        }
-        lines.push(parsed);
+    for (name, item) in document.iter() {
+        let Ok(value) = item.clone().into_value() else {
+            bail!("`{name}` must be a table `{{ version = \"…\", … }}`");
+        };
+        let entry = Entry::deserialize(value.into_deserializer())
+            .map_err(|err| anyhow::anyhow!("`{name}`: {}", err.message()))?;
+        lines.push(line(name, entry)?);
     }
     if lines.is_empty() {
         bail!("no crate is pinned");
@@ -93,48 +100,19 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
     Ok(lines)
 }
 
-fn parse_line(line: &str) -> Result<Line> {
-    let Some((name, table)) = line.split_once('=') else {
-        bail!("expected `crate = {{ version = \"…\", … }}`, got `{line}`");
-    };
-    let name = name.trim().to_string();
-    let Some(table) = table
-        .trim()
-        .strip_prefix('{')
-        .and_then(|t| t.strip_suffix('}'))
-    else {
-        bail!("the value of `{name}` must be an inline table `{{ … }}`");
-    };
-    let mut values: [Option<String>; 4] = Default::default();
-    for field in table.split(',').map(str::trim).filter(|f| !f.is_empty()) {
-        let Some((key, value)) = field.split_once('=') else {
-            bail!("expected `key = \"value\"`, got `{field}`");
-        };
-        let key = key.trim();
-        let Some(index) = KEYS.iter().position(|k| *k == key) else {
-            bail!("unknown key `{key}`");
-        };
-        let Some(value) = value
-            .trim()
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-        else {
-            bail!("the value of `{key}` must be a quoted string");
-        };
-        if value.contains(['"', '\\']) {
-            bail!("the value of `{key}` has a quote or backslash");
-        }
-        if values[index].replace(value.to_string()).is_some() {
-            bail!("`{key}` given twice");
-        }
-    }
-    let [version, sha256, commit, path_in_vcs] = values;
-    let version = version.with_context(|| format!("`{name}` has no version"))?;
+fn line(name: &str, entry: Entry) -> Result<Line> {
+    let name = name.to_string();
+    let Entry {
+        version,
+        sha256,
+        commit,
+        path_in_vcs,
+    } = entry;
     let (Some(sha256), Some(commit), Some(path_in_vcs)) = (sha256, commit, path_in_vcs) else {
         return Ok(Line::New { name, version });
     };
     if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("`sha256` must be 64 hex digits, got `{sha256}`");
+        bail!("`{name}`: `sha256` must be 64 hex digits, got `{sha256}`");
     }
     Ok(Line::Pinned(Pin {
         name,
@@ -228,18 +206,25 @@ mod tests {
     #[test]
     fn parse_names_the_bad_line() {
         let text = render(&[pin("candle-transformers")]);
-        let err = format!(
-            "{:#}",
-            parse(&text.replace("version = ", "versoin = ")).unwrap_err()
+        let err = |text: &str| format!("{:#}", parse(text).unwrap_err());
+        assert_eq!(
+            err(&text.replace("version = ", "versoin = ")),
+            "`candle-transformers`: unknown field `versoin`, expected one of `version`, `sha256`, \
+             `commit`, `path_in_vcs`"
         );
-        assert_eq!(err, "line 5: unknown key `versoin`");
-        let err = format!(
-            "{:#}",
-            parse(&text.replace("sha256 = \"2b1e", "sha256 = \"zz1e")).unwrap_err()
+        assert_eq!(
+            err(&text.replace("sha256 = \"2b1e", "sha256 = \"zz1e")),
+            "`candle-transformers`: `sha256` must be 64 hex digits, got \
+             `zz1e1abeac23d7df4f94e8a3852b3dbb661d332e37c3bef479507bac867187b2`"
         );
-        assert!(err.contains("`sha256` must be 64 hex digits"), "{err}");
         let twice = text.clone() + text.lines().last().unwrap();
-        let err = format!("{:#}", parse(&twice).unwrap_err());
-        assert_eq!(err, "line 6: `candle-transformers` is pinned twice");
+        let line = text.lines().last().unwrap();
+        assert_eq!(
+            err(&twice),
+            format!(
+                "TOML parse error at line 6, column 1\n  |\n6 | {line}\n  | {}\nduplicate key\n",
+                "^".repeat("candle-transformers".len())
+            )
+        );
     }
 }

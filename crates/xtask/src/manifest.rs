@@ -1,60 +1,62 @@
 //! What the tools read from `Cargo.toml` files, in one place: a package's name, its features and
-//! dependencies, and a workspace's members. Line by line, for the manifests candle and this
-//! workspace write.
+//! dependencies, and a workspace's members. A manifest that is not TOML reads as empty.
 
-/// `name = "..."` of the `[package]` table.
-pub fn package_name(manifest: &str) -> Option<String> {
-    let mut in_package = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_package = line == "[package]";
-        } else if in_package {
-            if let Some(value) = line.strip_prefix("name").map(str::trim_start) {
-                if let Some(value) = value.strip_prefix('=') {
-                    return Some(value.trim().trim_matches('"').to_string());
-                }
-            }
-        }
-    }
-    None
+use toml_edit::{DocumentMut, Item};
+
+fn parse(manifest: &str) -> DocumentMut {
+    manifest.parse().unwrap_or_default()
 }
 
-/// Whether the manifest depends on `package`, by name or renamed.
+/// `name` of the `[package]` table.
+pub fn package_name(manifest: &str) -> Option<String> {
+    parse(manifest)
+        .get("package")?
+        .get("name")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// Whether the manifest depends on `package`, by name or renamed, in any dependency table
+/// (target-specific ones too).
 pub fn depends_on(manifest: &str, package: &str) -> bool {
-    manifest.lines().map(str::trim).any(|line| {
-        line.starts_with(&format!("{package} "))
-            || line.starts_with(&format!("{package}="))
-            || line.starts_with(&format!("{package}."))
-            || line.contains(&format!("package = \"{package}\""))
-    })
+    let document = parse(manifest);
+    let tables = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let names = |table: &Item| {
+        table.as_table_like().is_some_and(|deps| {
+            deps.iter().any(|(key, value)| {
+                key == package || value.get("package").and_then(Item::as_str) == Some(package)
+            })
+        })
+    };
+    let in_scope = |scope: &Item| tables.iter().any(|t| scope.get(t).is_some_and(names));
+    in_scope(document.as_item())
+        || document
+            .get("target")
+            .and_then(Item::as_table_like)
+            .is_some_and(|targets| targets.iter().any(|(_, target)| in_scope(target)))
 }
 
 /// Whether the manifest's `[features]` table has `feature`.
 pub fn has_feature(manifest: &str, feature: &str) -> bool {
-    let mut in_features = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_features = line == "[features]";
-        } else if in_features
-            && (line.starts_with(&format!("{feature} ="))
-                || line.starts_with(&format!("{feature}=")))
-        {
-            return true;
-        }
-    }
-    false
+    parse(manifest)
+        .get("features")
+        .and_then(|features| features.get(feature))
+        .is_some()
 }
 
-/// The folders of the root manifest's `members = [...]` list.
+/// The folders of the root manifest's `[workspace] members` list.
 pub fn members(manifest: &str) -> Vec<String> {
-    let Some(start) = manifest.find("members = [") else {
+    let document = parse(manifest);
+    let Some(members) = document
+        .get("workspace")
+        .and_then(|w| w.get("members"))
+        .and_then(Item::as_array)
+    else {
         return Vec::new();
     };
-    let list = &manifest[start + "members = [".len()..];
-    let list = &list[..list.find(']').unwrap_or(list.len())];
-    list.split(',')
-        .map(|item| item.trim().trim_matches('"').to_string())
-        .filter(|item| !item.is_empty() && !item.starts_with('#'))
+    members
+        .iter()
+        .filter_map(|m| m.as_str().map(str::to_string))
         .collect()
 }
 
@@ -68,6 +70,25 @@ mod tests {
     fn members_are_read_from_the_list_not_from_exclude() {
         let manifest = "[workspace]\nmembers = [\n    \"crates/a\",\n    \"benches\",\n]\nexclude = [\"crates/v\"]\n";
         assert_eq!(super::members(manifest), ["crates/a", "benches"]);
+    }
+
+    #[test]
+    fn dependencies_are_found_by_name_renamed_and_per_target() {
+        let depends = |manifest: &str| super::depends_on(manifest, "candle-nn");
+        assert!(depends("[dependencies]\ncandle-nn.workspace = true\n"));
+        assert!(depends(
+            "[dev-dependencies]\nnn = { package = \"candle-nn\", path = \"x\" }\n"
+        ));
+        assert!(depends(
+            "[target.'cfg(unix)'.dependencies]\ncandle-nn = \"1\"\n"
+        ));
+        assert!(!depends(
+            "[dependencies]\ncandle-nn-extra = \"1\"\n[features]\ncandle-nn = []\n"
+        ));
+        assert_eq!(
+            super::package_name("[package]\nname = \"candle-nn\"\n").as_deref(),
+            Some("candle-nn")
+        );
     }
 
     #[test]

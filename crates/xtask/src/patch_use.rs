@@ -7,62 +7,42 @@ use anyhow::{bail, Context, Result};
 
 use crate::project;
 
-/// A `[[package]]` or `[[patch.unused]]` entry of a lock file.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// What `check_lock` reads of a lock file.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Lock {
+    #[serde(default)]
+    package: Vec<LockEntry>,
+    #[serde(default)]
+    patch: LockPatch,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct LockPatch {
+    #[serde(default)]
+    unused: Vec<LockEntry>,
+}
+
+/// A `[[package]]` or `[[patch.unused]]` entry.
+#[derive(Debug, serde::Deserialize)]
 struct LockEntry {
-    section: String,
     name: String,
     version: String,
     source: Option<String>,
 }
 
-fn lock_entries(lock: &str) -> Vec<LockEntry> {
-    let mut entries: Vec<LockEntry> = Vec::new();
-    for line in lock.lines() {
-        let line = line.trim();
-        if let Some(section) = line.strip_prefix("[[").and_then(|l| l.strip_suffix("]]")) {
-            entries.push(LockEntry {
-                section: section.to_string(),
-                ..LockEntry::default()
-            });
-            continue;
-        }
-        if line.starts_with('[') {
-            entries.push(LockEntry::default());
-            continue;
-        }
-        let (Some(entry), Some((key, value))) = (entries.last_mut(), line.split_once(" = ")) else {
-            continue;
-        };
-        let value = value.trim_matches('"').to_string();
-        match key {
-            "name" => entry.name = value,
-            "version" => entry.version = value,
-            "source" => entry.source = Some(value),
-            _ => {}
-        }
-    }
-    entries
-}
-
 /// Fails unless `lock` resolves `name` once, to a path (the patch), at `version`, and does not
 /// list it under `[[patch.unused]]`.
 pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
-    let entries = lock_entries(lock);
-    if let Some(unused) = entries
-        .iter()
-        .find(|e| e.section == "patch.unused" && e.name == name)
-    {
+    let lock: Lock = toml_edit::de::from_str(lock).context("Cargo.lock is not a lock file")?;
+    if let Some(unused) = lock.patch.unused.iter().find(|e| e.name == name) {
         bail!(
             "Cargo.lock lists {name} {} under [[patch.unused]]: cargo builds the published crate \
-             instead of crates/{name}; make [workspace.dependencies] ask for {version}",
-            unused.version
+             instead of {}; make [workspace.dependencies] ask for {version}",
+            unused.version,
+            project::vendored_dir(name)
         );
     }
-    let packages: Vec<&LockEntry> = entries
-        .iter()
-        .filter(|e| e.section == "package" && e.name == name)
-        .collect();
+    let packages: Vec<&LockEntry> = lock.package.iter().filter(|e| e.name == name).collect();
     if let Some(registry) = packages.iter().find(|p| p.source.is_some()) {
         bail!(
             "Cargo.lock resolves {name} {} from {}: some dependency is not served by \

@@ -3,6 +3,7 @@
 //! `patches/upstream.toml` lists.
 
 use anyhow::{Context, Result};
+use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
 use crate::fsutil::{swap_in, temp_in};
@@ -63,7 +64,7 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let text = std::fs::read_to_string(&manifest)
         .with_context(|| format!("cannot read {}", layout.show(&manifest)))?;
     let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
-    let (mut updated, count) = set_versions(&text, old_version, new_version);
+    let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     if count == 0 && old_version != new_version {
         anyhow::bail!(
             "{} names no candle crate at version {old_version}: set the versions by hand",
@@ -71,10 +72,10 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
         );
     }
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
-    updated = patch_entries(&updated, &names, "crates/vendor/");
+    updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join("crates/fuzz/Cargo.toml");
     let fuzz_text = match std::fs::read_to_string(&fuzz) {
-        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")),
+        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
         Err(_) => None,
     };
     std::fs::write(layout.pin(), pin::render(new))?;
@@ -85,77 +86,78 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     Ok(())
 }
 
-/// `manifest` with a `[patch.crates-io]` line `name = { path = "<prefix>name" }` for each of
+/// `manifest` with a `[patch.crates-io]` entry `name = { path = "<prefix>name" }` for each of
 /// `names` it lacks, and, where it has an `exclude` list, the generated root in it: the
-/// vendored crates are dependencies, not members.
-pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> String {
-    let mut lines: Vec<String> = manifest.lines().map(str::to_string).collect();
-    let section = lines.iter().position(|l| l.trim() == "[patch.crates-io]");
-    let section = match section {
-        Some(at) => at,
-        None => {
-            lines.push(String::new());
-            lines.push("[patch.crates-io]".to_string());
-            lines.len() - 1
-        }
-    };
-    let end = lines[section + 1..]
-        .iter()
-        .position(|l| l.trim().starts_with('['))
-        .map_or(lines.len(), |at| section + 1 + at);
-    // After the section's last entry: a comment after it introduces what follows.
-    let mut insert_at = lines[section + 1..end]
-        .iter()
-        .rposition(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .map_or(section + 1, |at| section + 2 + at);
+/// vendored crates are dependencies, not members. Comments and order stay as they are.
+pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<String> {
+    let mut document: DocumentMut = manifest.parse()?;
+    let patch = document
+        .entry("patch")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.set_implicit(true);
+            Item::Table(table)
+        })
+        .as_table_mut()
+        .context("`patch` is not a table")?
+        .entry("crates-io")
+        .or_insert_with(toml_edit::table)
+        .as_table_like_mut()
+        .context("`patch.crates-io` is not a table")?;
     for name in names {
-        let present = lines[section + 1..end]
+        if !patch.contains_key(name) {
+            let mut path = toml_edit::InlineTable::new();
+            path.insert("path", format!("{prefix}{name}").into());
+            patch.insert(name, toml_edit::value(path));
+        }
+    }
+    let exclude = document
+        .get_mut("workspace")
+        .and_then(|w| w.get_mut("exclude"))
+        .and_then(Item::as_array_mut);
+    if let Some(exclude) = exclude {
+        if !exclude
             .iter()
-            .any(|l| l.trim_start().starts_with(&format!("{name} ")));
-        if !present {
-            lines.insert(
-                insert_at,
-                format!("{name} = {{ path = \"{prefix}{name}\" }}"),
-            );
-            insert_at += 1;
+            .any(|e| e.as_str() == Some(project::GENERATED_ROOT))
+        {
+            exclude.push(project::GENERATED_ROOT);
         }
     }
-    if let Some(exclude) = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("exclude = ["))
-    {
-        let entry = format!("\"{}\"", project::GENERATED_ROOT);
-        if !lines[exclude].contains(&entry) {
-            lines[exclude] =
-                lines[exclude].replacen("exclude = [", &format!("exclude = [{entry}, "), 1);
-        }
-    }
-    lines.join("\n") + "\n"
+    Ok(document.to_string())
 }
 
 /// `text` with the version of each candle crate in `[workspace.dependencies]` moved from `old`
-/// to `new`, and how many lines changed.
-pub fn set_versions(text: &str, old: &str, new: &str) -> (String, usize) {
-    let mut in_dependencies = false;
+/// to `new`, and how many entries changed.
+pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)> {
+    let mut document: DocumentMut = text.parse()?;
     let mut count = 0;
-    let mut out = String::new();
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            in_dependencies = trimmed == "[workspace.dependencies]";
+    let dependencies = document
+        .get_mut("workspace")
+        .and_then(|w| w.get_mut("dependencies"))
+        .and_then(Item::as_table_like_mut);
+    for (key, item) in dependencies.into_iter().flat_map(|d| d.iter_mut()) {
+        let package = item
+            .get("package")
+            .and_then(Item::as_str)
+            .unwrap_or(key.get())
+            .to_string();
+        if !CANDLE_CRATES.contains(&package.as_str()) {
+            continue;
         }
-        let names_candle = CANDLE_CRATES.iter().any(|name| {
-            trimmed.starts_with(&format!("{name} ")) || trimmed.contains(&format!("\"{name}\""))
-        });
-        let quoted = format!("\"{old}\"");
-        if in_dependencies && names_candle && line.contains(&quoted) {
-            out += &line.replace(&quoted, &format!("\"{new}\""));
-            count += 1;
-        } else {
-            out += line;
+        let version = match item.as_table_like_mut() {
+            Some(table) => table.get_mut("version"),
+            None => Some(item),
+        };
+        if let Some(Item::Value(value)) = version {
+            if value.as_str() == Some(old) {
+                let decor = value.decor().clone();
+                *value = new.into();
+                *value.decor_mut() = decor;
+                count += 1;
+            }
         }
     }
-    (out, count)
+    Ok((document.to_string(), count))
 }
 
 /// Writes every generated folder of the crates `published` holds, from them and the patches.
@@ -216,23 +218,28 @@ fn mark_generated(layout: &Layout) -> Result<()> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn patch_entries_go_after_the_last_entry_and_into_exclude() {
-        let manifest = "[workspace]\nexclude = [\"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\n\n# Next.\n[profile.dev]\n";
+    fn patch_entries_go_after_the_last_entry_and_into_exclude() -> anyhow::Result<()> {
+        let manifest = "[workspace]\nexclude = [\"crates/fuzz\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/vendor/a\" }\n\n# Next.\n[profile.dev]\n";
         assert_eq!(
-            super::patch_entries(manifest, &["a", "b"], "crates/"),
-            "[workspace]\nexclude = [\"crates/vendor\", \"crates/a\", \"target\"]\n\n[patch.crates-io]\na = { path = \"crates/a\" }\nb = { path = \"crates/b\" }\n\n# Next.\n[profile.dev]\n"
+            super::patch_entries(manifest, &["a", "b"], "crates/vendor/")?,
+            "[workspace]\nexclude = [\"crates/fuzz\", \"target\", \"crates/vendor\"]\n\n[patch.crates-io]\na = { path = \"crates/vendor/a\" }\nb = { path = \"crates/vendor/b\" }\n\n# Next.\n[profile.dev]\n"
+        );
+        assert_eq!(
+            super::patch_entries("[package]\nname = \"fuzz\"\n", &["a"], "../vendor/")?,
+            "[package]\nname = \"fuzz\"\n\n[patch.crates-io]\na = { path = \"../vendor/a\" }\n"
         );
         let (moved, count) = super::set_versions(
-            "[workspace.dependencies]\ncandle-nn = \"0.11.1\"\nrand = \"0.11.1\"\n",
+            "[workspace.dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.1\" }\ncandle-nn = \"0.11.1\" # pinned\nrand = \"0.11.1\"\n",
             "0.11.1",
             "0.11.2",
-        );
+        )?;
         assert_eq!(
             (moved.as_str(), count),
             (
-                "[workspace.dependencies]\ncandle-nn = \"0.11.2\"\nrand = \"0.11.1\"\n",
-                1
+                "[workspace.dependencies]\ncandle = { package = \"candle-core\", version = \"0.11.2\" }\ncandle-nn = \"0.11.2\" # pinned\nrand = \"0.11.1\"\n",
+                2
             )
         );
+        Ok(())
     }
 }
