@@ -181,9 +181,9 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         .iter()
         .find(|f| f.path == ".cargo_vcs_info.json")
         .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
-    let vcs_info = String::from_utf8_lossy(&vcs_info.data);
-    let commit = json_string(&vcs_info, "sha1").context("no `sha1` in .cargo_vcs_info.json")?;
-    let path_in_vcs = json_string(&vcs_info, "path_in_vcs").unwrap_or_default();
+    let VcsInfo { git, path_in_vcs } =
+        serde_json::from_slice(&vcs_info.data).context("in .cargo_vcs_info.json")?;
+    let commit = git.sha1;
     Ok(Published {
         pin: Pin {
             name: name.to_string(),
@@ -196,12 +196,18 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
     })
 }
 
-/// The string value of `"key": "..."` in the small JSON file cargo writes (no escapes in it).
-fn json_string(json: &str, key: &str) -> Option<String> {
-    let after_key = &json[json.find(&format!("\"{key}\""))? + key.len() + 2..];
-    let value = after_key.trim_start().strip_prefix(':')?.trim_start();
-    let value = value.strip_prefix('"')?;
-    Some(value[..value.find('"')?].to_string())
+/// What `cargo package` records in `.cargo_vcs_info.json`: the commit it packaged, and the
+/// crate's folder in the repository (absent for a crate at the root).
+#[derive(serde::Deserialize)]
+struct VcsInfo {
+    git: VcsGit,
+    #[serde(default)]
+    path_in_vcs: String,
+}
+
+#[derive(serde::Deserialize)]
+struct VcsGit {
+    sha1: String,
 }
 
 /// Has cargo download `name` `version` into its cache, through whatever registry and proxy
