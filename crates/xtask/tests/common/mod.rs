@@ -2,6 +2,8 @@
 //! the real published `generation/mod.rs`, and patches made by git2 from real commits.
 #![allow(dead_code)]
 
+pub mod stack;
+
 use std::path::Path;
 
 use anyhow::Result;

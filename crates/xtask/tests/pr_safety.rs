@@ -1,0 +1,206 @@
+//! `cargo xtask pr` never loses work: it refuses a dirty tree, an existing branch, a missing
+//! base and a conflict with the repository as it was, and writes only the branches' objects.
+
+mod common;
+mod kept;
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+use common::stack::*;
+use common::*;
+use git2::{Oid, Repository};
+use xtask::pr::notes;
+use xtask::pr::{self, Options};
+use xtask::series;
+
+/// Runs `pr` expecting a refusal that contains `expected`, and checks every file of the
+/// repository, `.git` included, is byte for byte as before.
+fn refused(repo: &Repository, base: &str, expected: &str) -> Result<()> {
+    let root = repo.path().parent().unwrap().to_path_buf();
+    let before = snapshot(&root);
+    let err = format!("{:#}", prepare(repo, base, false).unwrap_err());
+    assert!(err.contains(expected), "{err}");
+    assert!(snapshot(&root) == before, "the repository changed");
+    Ok(())
+}
+
+#[test]
+fn a_dirty_tree_is_refused() -> Result<()> {
+    let (temp, repo) = candle()?;
+    std::fs::write(temp.path().join("notes.txt"), "mine\n")?;
+    refused(
+        &repo,
+        "main",
+        "has changes that are not committed (notes.txt)",
+    )?;
+    std::fs::remove_file(temp.path().join("notes.txt"))?;
+    edit(
+        temp.path(),
+        "candle-transformers/src/lib.rs",
+        "pub mod",
+        "pub(crate) mod",
+    )?;
+    refused(&repo, "main", "(candle-transformers/src/lib.rs)")
+}
+
+#[test]
+fn an_existing_branch_is_refused_unless_forced() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let head = repo.head()?.peel_to_commit()?;
+    repo.branch("raise-it-again", &head, false)?;
+    refused(&repo, "main", "branch `raise-it-again` already exists")?;
+    let prepared = prepare(&repo, "main", true)?;
+    assert_eq!(
+        branch_tip(&repo, "raise-it-again")?,
+        prepared.stack.entries[1].commit
+    );
+    // The checked-out branch is never moved, even when forced.
+    repo.set_head("refs/heads/raise-the-threshold")?;
+    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+    let err = prepare(&repo, "main", true).unwrap_err().to_string();
+    assert!(
+        err.contains("branch `raise-the-threshold` is checked out"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_missing_or_detached_base_is_refused() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    refused(&repo, "develop", "has no branch `develop`")?;
+    let head = repo.head()?.target().unwrap().to_string();
+    refused(&repo, &head, "is not a branch")
+}
+
+#[test]
+fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
+    let (temp, repo) = candle()?;
+    // Upstream moved: the line the first patch changes is not there any more.
+    edit(
+        temp.path(),
+        MODULE,
+        "temperature.and_then(|v| if v < 1e-7 { None } else { Some(v) })",
+        "temperature.filter(|v| *v >= 1e-7)",
+    )?;
+    commit_all(&repo, "Simplify new")?;
+    refused(
+        &repo,
+        "main",
+        "0001-generation-Raise-the-threshold.patch does not apply: \
+         candle-transformers/src/generation/mod.rs: hunk",
+    )?;
+    let err = format!("{:#}", prepare(&repo, "main", false).unwrap_err());
+    assert!(err.contains("is as it was"), "{err}");
+    assert!(
+        err.contains("temperature.and_then(|v| if v < 1e-7"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn options_are_checked_before_any_work() -> Result<()> {
+    let ws = workspace()?;
+    let options = Options {
+        verify: true,
+        base: "main".into(),
+        ..Options::default()
+    };
+    let err = pr::run(&ws.layout, &options).unwrap_err().to_string();
+    assert!(err.starts_with("--verify needs --candle <clone>"), "{err}");
+    assert!(!ws.layout.target().exists(), "nothing is written");
+    let options = Options {
+        patches: vec!["1".into()],
+        base: "main".into(),
+        ..Options::default()
+    };
+    let err = pr::run(&ws.layout, &options).unwrap_err().to_string();
+    assert!(err.contains("four-digit numbers"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_notes_file_without_its_patch_is_refused() -> Result<()> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let patches = series::load(&ws.layout.patches())?;
+    std::fs::write(
+        ws.layout
+            .patches()
+            .join("0001-generation-Raise-the-threshold.md"),
+        "",
+    )?;
+    notes::check_paired(&ws.layout.patches(), &patches)?;
+    std::fs::write(ws.layout.patches().join("0009-gone.md"), "")?;
+    let err = notes::check_paired(&ws.layout.patches(), &patches)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("patches/0009-gone.md belongs to no patch"),
+        "{err}"
+    );
+    Ok(())
+}
+
+/// The object ids stored loose in `repo`, and its pack files.
+fn stored(repo: &Repository) -> Result<(BTreeSet<String>, usize)> {
+    let objects = repo.path().join("objects");
+    let mut loose = BTreeSet::new();
+    for dir in std::fs::read_dir(&objects)? {
+        let dir = dir?;
+        let name = dir.file_name().to_string_lossy().into_owned();
+        if name.len() == 2 {
+            for file in std::fs::read_dir(dir.path())? {
+                loose.insert(format!("{name}{}", file?.file_name().to_string_lossy()));
+            }
+        }
+    }
+    let packs = std::fs::read_dir(objects.join("pack")).map_or(0, |d| d.count());
+    Ok((loose, packs))
+}
+
+/// Every object `id` reaches, read through `repo`.
+fn reachable(repo: &Repository, id: Oid, found: &mut BTreeSet<String>) -> Result<()> {
+    if !found.insert(id.to_string()) {
+        return Ok(());
+    }
+    let object = repo.find_object(id, None)?;
+    if let Some(commit) = object.as_commit() {
+        reachable(repo, commit.tree_id(), found)?;
+        for parent in commit.parent_ids() {
+            reachable(repo, parent, found)?;
+        }
+    } else if let Some(tree) = object.as_tree() {
+        for entry in tree.iter() {
+            reachable(repo, entry.id(), found)?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
+    let (temp, repo) = candle()?;
+    let (before, packs_before) = stored(&repo)?;
+
+    let prepared = prepare(&repo, "main", false)?;
+    let (after, packs_after) = stored(&repo)?;
+    assert_eq!(packs_after, packs_before, "no pack of the whole tree");
+    // Read back through a new handle, without the in-memory objects of the first.
+    let fresh = Repository::open(temp.path())?;
+    let mut branches = BTreeSet::new();
+    for entry in &prepared.stack.entries {
+        reachable(&fresh, entry.commit, &mut branches)?;
+    }
+    let written: BTreeSet<String> = after.difference(&before).cloned().collect();
+    let new_in_branches: BTreeSet<String> = branches.difference(&before).cloned().collect();
+    assert_eq!(written, new_in_branches);
+    // Each commit, with its trees down to the file it changes (the root, candle-transformers/,
+    // src/ or tests/, and generation/ for the module) and that file: 6 + 6 + 5.
+    assert_eq!(written.len(), 17, "{written:?}");
+    Ok(())
+}
