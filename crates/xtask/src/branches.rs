@@ -14,7 +14,7 @@ use crate::series::{self, Patch};
 /// What each patch's branch builds on, by patch number, from `patches/stack.toml`: a line
 /// `"0005" = "0002"` says that the pull request of 0005 needs the one of 0002 merged first. Every
 /// other patch branches from the base. The file is optional.
-pub fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
+pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -38,7 +38,7 @@ pub fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
 
 /// One patch's branch: where it starts and the tree it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Branch {
+pub(crate) struct Branch {
     /// The index of the patch whose branch this one starts from; `None` for the base.
     pub parent: Option<usize>,
     pub tree: Oid,
@@ -48,7 +48,7 @@ pub struct Branch {
 /// errors). The patch files form one linear series; each patch's change, from the tree before
 /// it in the series to the tree after, is merged onto the branch of the patch that `builds_on`
 /// names, else onto the base.
-pub fn branches(
+pub(crate) fn branches(
     repo: &Repository,
     base: Oid,
     base_name: &str,

@@ -2,7 +2,7 @@
 //! algorithms): for patch mails' `Date:` headers and the bench report's date.
 
 /// Days since 1970-01-01 of `year-month-day`.
-pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
     let era = year.div_euclid(400);
     let year_of_era = year - era * 400;
@@ -12,7 +12,7 @@ pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// `(year, month, day)` of the day `days` after 1970-01-01.
-pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z - era * 146_097;
@@ -26,13 +26,13 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 /// `YYYY-MM-DD` of the day `days` after 1970-01-01.
-pub fn iso(days: i64) -> String {
+pub(crate) fn iso(days: i64) -> String {
     let (year, month, day) = civil_from_days(days);
     format!("{year:04}-{month:02}-{day:02}")
 }
 
 /// Today's date, in UTC.
-pub fn today() -> String {
+pub(crate) fn today() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

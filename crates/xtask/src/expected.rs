@@ -14,7 +14,7 @@ use crate::trees::Scratch;
 
 /// Every published crate where candle's repository holds it (its `path_in_vcs`), in one tree,
 /// so that one patch may change files of several crates.
-pub fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
+pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
     let crates: Vec<(&str, &[crate::published::CrateFile])> = published
         .iter()
         .map(|p| (p.pin.path_in_vcs.as_str(), p.files.as_slice()))
@@ -58,7 +58,7 @@ fn patched_trees(
 
 /// The tree each of `generated` must hold, in the same order. `builds_on` is
 /// `patches/stack.toml`, which decides what each point holds.
-pub fn expected_trees(
+pub(crate) fn expected_trees(
     scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
@@ -126,7 +126,7 @@ fn part(
 
 /// The names of the points, in the order the benches list them: the published crates, each
 /// patch's branch, the whole series.
-pub fn point_names(patches: &[Patch]) -> Vec<String> {
+pub(crate) fn point_names(patches: &[Patch]) -> Vec<String> {
     let mut names = vec![project::PUBLISHED_POINT.to_string()];
     names.extend(patches.iter().map(|p| p.number().to_string()));
     names.push(project::SERIES_POINT.to_string());
@@ -134,7 +134,7 @@ pub fn point_names(patches: &[Patch]) -> Vec<String> {
 }
 
 /// What `generated` is made from, in words: for messages and its marker.
-pub fn describe(generated: &Generated, published: &[Published]) -> String {
+pub(crate) fn describe(generated: &Generated, published: &[Published]) -> String {
     let label = |name: &str| {
         published
             .iter()
@@ -215,7 +215,7 @@ fn points(
 }
 
 /// The generated folders of the crates `published` holds.
-pub fn generated_for(published: &[Published]) -> Vec<Generated> {
+pub(crate) fn generated_for(published: &[Published]) -> Vec<Generated> {
     let names: Vec<&str> = published.iter().map(|p| p.pin.name.as_str()).collect();
     project::generated(&names)
 }

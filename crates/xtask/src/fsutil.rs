@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 /// A new folder inside `parent`, removed when dropped: `.xtask-<label>-` and a random name, so
 /// that it sits on the target's file system and a rename can move it into place.
-pub fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
+pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(&format!(".xtask-{label}-"))
         .tempdir_in(parent)
@@ -16,7 +16,7 @@ pub fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
 /// Replaces each `(new, target)`'s target folder with the folder `new`, which must be on the
 /// same file system. Every target is moved aside first; if a move fails, the ones already
 /// made are undone, so the targets end up all new or all as they were.
-pub fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
+pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
     let mut moved: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
     let result = (|| -> Result<()> {
         for (new, target) in pairs {

@@ -1,16 +1,18 @@
 //! The workspace's tool: `cargo xtask <command>`. `main.rs` only dispatches; each command is a
-//! module with a `run`.
+//! module with a `run`. What the tests reach is `pub`; the rest is `pub(crate)`, which the
+//! `unreachable_pub` lint keeps so.
+#![warn(unreachable_pub)]
 
 pub mod bench_report;
-pub mod branches;
+mod branches;
 pub mod check;
-pub mod date;
-pub mod expected;
+mod date;
+mod expected;
 pub mod flags;
 pub mod format_patch;
-pub mod fsutil;
+mod fsutil;
 pub mod git;
-pub mod manifest;
+mod manifest;
 pub mod metal;
 pub mod patch_use;
 pub mod pr;

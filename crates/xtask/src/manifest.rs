@@ -8,7 +8,7 @@ fn parse(manifest: &str) -> DocumentMut {
 }
 
 /// `name` of the `[package]` table.
-pub fn package_name(manifest: &str) -> Option<String> {
+pub(crate) fn package_name(manifest: &str) -> Option<String> {
     parse(manifest)
         .get("package")?
         .get("name")?
@@ -18,7 +18,7 @@ pub fn package_name(manifest: &str) -> Option<String> {
 
 /// Whether the manifest depends on `package`, by name or renamed, in any dependency table
 /// (target-specific ones too).
-pub fn depends_on(manifest: &str, package: &str) -> bool {
+pub(crate) fn depends_on(manifest: &str, package: &str) -> bool {
     let document = parse(manifest);
     let tables = ["dependencies", "dev-dependencies", "build-dependencies"];
     let names = |table: &Item| {
@@ -37,7 +37,7 @@ pub fn depends_on(manifest: &str, package: &str) -> bool {
 }
 
 /// Whether the manifest's `[features]` table has `feature`.
-pub fn has_feature(manifest: &str, feature: &str) -> bool {
+pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
     parse(manifest)
         .get("features")
         .and_then(|features| features.get(feature))
@@ -45,7 +45,7 @@ pub fn has_feature(manifest: &str, feature: &str) -> bool {
 }
 
 /// The folders of the root manifest's `[workspace] members` list.
-pub fn members(manifest: &str) -> Vec<String> {
+pub(crate) fn members(manifest: &str) -> Vec<String> {
     let document = parse(manifest);
     let Some(members) = document
         .get("workspace")

@@ -25,7 +25,7 @@ use shared::{PUBLISHED_POINT, SERIES_POINT};
 use crate::project::Layout;
 
 pub mod chart;
-pub mod criterion;
+mod criterion;
 pub mod data;
 mod measure;
 pub mod render;

@@ -96,7 +96,7 @@ fn step_heading(step: &PatchStep, what: &str) -> String {
 }
 
 /// What a point is, in words.
-pub fn point(name: &str) -> String {
+pub(crate) fn point(name: &str) -> String {
     match name {
         shared::PUBLISHED_POINT => "the published crates".to_string(),
         shared::SERIES_POINT => "the whole series".to_string(),
@@ -106,7 +106,7 @@ pub fn point(name: &str) -> String {
 
 /// How one `sample` call was measured and how to read a ratio; `temperature_0` names the side
 /// that runs greedy sampling through `TopK`, when the rows have that comparison.
-pub fn setting(report: &Report, temperature_0: Option<&str>) -> String {
+pub(crate) fn setting(report: &Report, temperature_0: Option<&str>) -> String {
     let greedy = temperature_0.map_or(String::new(), |after| {
         format!(
             "; `temperature_0`: `ArgMax` on the published crates, `TopK {{ k: {TOP_K}, \
@@ -130,18 +130,20 @@ pub fn setting(report: &Report, temperature_0: Option<&str>) -> String {
 }
 
 /// What a patch table's time columns are.
-pub const COLUMNS: &str = "before, after: each side's median time over the same rounds, so their \
+pub(crate) const COLUMNS: &str =
+    "before, after: each side's median time over the same rounds, so their \
     quotient is not quite the median of the rounds' ratios";
 
 /// What the instruction column and "same instructions" mean.
-pub const INSTRUCTIONS: &str = "instructions: after over before, instructions per call counted \
+pub(crate) const INSTRUCTIONS: &str =
+    "instructions: after over before, instructions per call counted \
     by valgrind's callgrind on one thread, which machine noise does not move; \"same \
     instructions\" (within 0.1%): both sides execute the same work, so a time difference there \
     comes from where the code lands in memory, not from the change";
 
 /// The table of one patch: what a pull request's body shows, and the instruction ratio where
 /// callgrind counted.
-pub fn patch_table(step: &PatchStep) -> String {
+pub(crate) fn patch_table(step: &PatchStep) -> String {
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
     let mut columns = vec![
         ("variant", "---"),
@@ -247,7 +249,7 @@ fn decode_section(report: &Report) -> String {
 }
 
 /// One decode table: a row per comparison.
-pub fn decode_table(decodes: &[Decode]) -> String {
+pub(crate) fn decode_table(decodes: &[Decode]) -> String {
     let mut table = Table::new(&[
         ("variant", "---"),
         ("before", "---"),
@@ -287,7 +289,7 @@ const DEVICES: [(&str, &str); 3] = [
 
 /// Which devices the rows measured and which were not run, so that a table without a device's
 /// rows never reads as complete.
-pub fn devices_line(rows: &[Row]) -> String {
+pub(crate) fn devices_line(rows: &[Row]) -> String {
     let parts: Vec<String> = DEVICES
         .iter()
         .map(|(device, how)| {

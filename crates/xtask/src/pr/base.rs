@@ -37,7 +37,7 @@ pub struct BaseReport {
 
 /// How `base` relates to the first pinned crate's commit, and each touched file against the
 /// published crate that holds it.
-pub fn relate(
+pub(super) fn relate(
     repo: &Repository,
     base: Oid,
     published: &[Published],

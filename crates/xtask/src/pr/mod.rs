@@ -6,7 +6,7 @@
 
 pub mod audit;
 pub mod base;
-pub mod clone;
+mod clone;
 pub mod facts;
 pub mod notes;
 pub mod render;
