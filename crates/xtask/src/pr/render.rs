@@ -282,13 +282,17 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     let mut out = format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {}, after is this branch. The {} rows that do not change are left out.\n\n\
+         before is {}, after is this branch.{}\n\n\
          | call | before | after |\n|---|---|---|\n",
         table.model,
         table.prompt,
         table.seed,
         point_of(before, pins),
-        outcomes.len() - changed.len()
+        match outcomes.len() - changed.len() {
+            0 => String::new(),
+            1 => " The one row that does not change is left out.".to_string(),
+            same => format!(" The {same} rows that do not change are left out."),
+        }
     );
     for (case, before, after) in changed {
         let _ = writeln!(out, "| `{case}` | {before} | {after} |");

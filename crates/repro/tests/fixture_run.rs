@@ -1,0 +1,17 @@
+//! `cargo repro` without the model, whole, from the binary: the bug report's cases on the
+//! committed fixture, each with the published sampler and the patched one (bless with
+//! `UPDATE_EXPECT=1`).
+
+use std::process::Command;
+
+#[test]
+fn without_the_model_it_runs_the_cases_on_the_fixture() {
+    // A target folder with no model in it: the binary falls back to the committed fixture.
+    let output = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .env("CARGO_TARGET_DIR", "/nonexistent/target")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    expect_test::expect_file!["snapshots/fixture-run.txt"]
+        .assert_eq(&String::from_utf8(output.stdout).unwrap());
+}
