@@ -12,10 +12,10 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
         // `u` from the open interval (0, 1) at f32 resolution, so that the noise -ln(-ln(u))
-        // is cut off only where its tails hold about 6e-8 of its mass: the CPU draws from
-        // [lo, up), CUDA from (lo, up] and Metal from [lo, up], all within (0, 1). -ln(u) is
-        // kept at 2^-24 or above, about its value at `up`, so that a `log` that rounds near 1
-        // (fast math) cannot make the noise infinite or NaN.
+        // is cut off only where its upper tail holds about 6e-8 of its mass (1.8e-7 on the
+        // CPU): the CPU draws from [lo, up), CUDA from (lo, up] and Metal from [lo, up]. -ln(u)
+        // is kept at 2^-24 or above, about its value at `up`, so that a `log` that rounds near
+        // 1 (fast math) cannot make the noise infinite or NaN.
         let (lo, up) = (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
         let minus_ln_u = logits.rand_like(lo, up)?.log()?.neg()?;
         let minus_g = minus_ln_u.maximum(f32::EPSILON as f64 / 2.0)?.log()?;
