@@ -295,3 +295,39 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
     assert_eq!(empty.matches("<circle").count(), 0);
     Ok(())
 }
+
+/// A step faster in time by the same instructions is code placement, not the patch's gain: no
+/// decode loop runs for it, and a body shows no decode line for it.
+#[test]
+fn same_instructions_are_not_a_gain_to_decode() {
+    use xtask::bench_report::data::{PatchStep, Step};
+    use xtask::bench_report::stats::{Paired, Work};
+    let rounds: Vec<(f64, f64)> = (0..21)
+        .map(|i| (100.0, 97.0 + (i % 3) as f64 * 0.1))
+        .collect();
+    let row = |comparison: &str, instructions: f64| {
+        let mut paired = Paired::of(&rounds);
+        paired.weigh(Some(instructions));
+        Step {
+            comparison: comparison.to_string(),
+            before_ns: 100.0,
+            after_ns: 97.0,
+            paired,
+            instructions: Some(instructions),
+        }
+    };
+    let step = PatchStep {
+        patch: "0001".to_string(),
+        subject: "generation: Sample greedily at temperature 0".to_string(),
+        before: "published".to_string(),
+        rows: vec![row("gumbel_softmax", 1.0), row("top_p", 0.13)],
+        decode: Vec::new(),
+    };
+    assert_eq!(step.rows[0].paired.work, Some(Work::SameInstructions));
+    assert!(!bench_report::faster(&step, "gumbel_softmax"));
+    assert!(bench_report::faster(&step, "top_p"));
+    assert_eq!(
+        bench_report::decode_points("gumbel_softmax", std::slice::from_ref(&step)),
+        ["published", "series"]
+    );
+}

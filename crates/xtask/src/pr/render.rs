@@ -141,7 +141,13 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         report.date
     );
     out += &bench_report::render::patch_table(step);
-    for decode in &step.decode {
+    // A decode line only for what the patch itself makes faster per call (the report of an
+    // older run may hold more).
+    for decode in step
+        .decode
+        .iter()
+        .filter(|d| bench_report::faster(step, &d.comparison))
+    {
         let _ = write!(
             out,
             "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
