@@ -7,7 +7,7 @@ use crate::branches;
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Generated, Layout};
+use crate::project::{self, Generated, Layout, FUZZ_MANIFEST};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -65,8 +65,6 @@ fn check_fuzz_lock(layout: &Layout) -> Result<()> {
     eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
     Ok(())
 }
-
-pub const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
 /// `layout` holds the tree that `published` and the patches give.

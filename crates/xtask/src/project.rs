@@ -42,6 +42,9 @@ pub const GENERATED_ROOT: &str = "crates/vendor";
 /// The line of `.gitattributes` that marks `GENERATED_ROOT` generated, for GitHub's diffs.
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
 
+/// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.
+pub const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
+
 /// The file in each generated folder that says it is generated, by which command.
 pub const MARKER: &str = "GENERATED.md";
 

@@ -107,7 +107,7 @@ pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
         );
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
-    let fuzz = layout.root.join(crate::check::FUZZ_MANIFEST);
+    let fuzz = layout.root.join(project::FUZZ_MANIFEST);
     if fuzz.is_file() {
         let status = project::cargo()
             .args(["fetch", "--locked", "--manifest-path"])
@@ -118,13 +118,13 @@ pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
             bail!(
                 "`cargo fetch --locked` failed for {}: if it says the lock file needs updating, \
                  run `cargo update --workspace --manifest-path {}`",
-                crate::check::FUZZ_MANIFEST,
-                crate::check::FUZZ_MANIFEST
+                project::FUZZ_MANIFEST,
+                project::FUZZ_MANIFEST
             );
         }
         eprintln!(
             "ok: the dependencies of {} are in cargo's cache",
-            crate::check::FUZZ_MANIFEST
+            project::FUZZ_MANIFEST
         );
     }
     Ok(())

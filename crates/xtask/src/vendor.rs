@@ -73,7 +73,7 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     }
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
-    let fuzz = layout.root.join("crates/fuzz/Cargo.toml");
+    let fuzz = layout.root.join(project::FUZZ_MANIFEST);
     let fuzz_text = match std::fs::read_to_string(&fuzz) {
         Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
         Err(_) => None,
