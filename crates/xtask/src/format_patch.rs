@@ -50,17 +50,13 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
     }
     let mut written = Vec::new();
-    for ((name, email), id) in series::emails(&repo, &commits)?.into_iter().zip(&commits) {
-        std::fs::write(new.join(&name), email)?;
-        let subject = repo
-            .find_commit(*id)?
-            .summary()?
-            .unwrap_or_default()
-            .to_string();
-        written.push(format!(
-            "{name} <- {} {subject}",
-            git::short(&id.to_string())
-        ));
+    for (index, id) in commits.iter().enumerate() {
+        let commit = repo.find_commit(*id)?;
+        let subject = commit.summary()?.unwrap_or_default();
+        let name = series::file_name(index + 1, subject);
+        std::fs::write(new.join(&name), series::email(&commit)?)?;
+        let id = id.to_string();
+        written.push(format!("{name} <- {} {subject}", git::short(&id)));
     }
     swap_in(&[(new, patches)])?;
     for line in written {

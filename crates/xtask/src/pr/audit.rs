@@ -42,10 +42,7 @@ pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
         }
         git2::TreeWalkResult::Ok
     })?;
-    match failure {
-        Some(err) => Err(err.into()),
-        None => Ok(sites),
-    }
+    failure.map_or(Ok(sites), |err| Err(err.into()))
 }
 
 /// The calls in one file. A guard is a comparison of a temperature with 0 (or `1e-7`) in the 40

@@ -43,8 +43,7 @@ pub(super) fn relate(
     published: &[Published],
     touched: &[String],
 ) -> Result<BaseReport> {
-    let pin = &published[0].pin;
-    let pinned = Oid::from_str(&pin.commit)
+    let pinned = Oid::from_str(&published[0].pin.commit)
         .ok()
         .filter(|id| repo.find_commit(*id).is_ok());
     let relation = match pinned {

@@ -1,5 +1,4 @@
-//! Making the stack's branches in a clone of candle: every check first, every patch applied
-//! in memory, and only then the branches' new objects and the branches themselves.
+//! Making the stack's branches in a clone of candle.
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
@@ -22,33 +21,23 @@ pub fn prepare(
     let clone = git::show(repo);
     let changed = git::uncommitted(repo, None)?;
     if !changed.is_empty() {
-        let shown: Vec<&str> = changed.iter().take(5).map(String::as_str).collect();
         bail!(
             "{clone} has changes that are not committed ({}{}): commit or stash them first; pr \
              never touches the work tree, but prepares nothing from a clone in that state",
-            shown.join(", "),
+            changed[..changed.len().min(5)].join(", "),
             if changed.len() > 5 { ", ..." } else { "" }
         );
     }
-    let (patches, branches) = (&series.patches, &series.branches);
     let base = resolve_base(repo, base_name)?;
-    for branch in branches {
+    for branch in &series.branches {
         check_branch(repo, branch, force_branch)?;
     }
-    let touched = touched_files(patches)?;
+    let touched = touched_files(&series.patches)?;
     let base_report = base::relate(repo, base, published, &touched)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack = stack::build(
-        repo,
-        base,
-        patches,
-        branches,
-        &series.builds_on,
-        contributor,
-    )
-    .with_context(|| {
+    let stack = stack::build(repo, base, series, contributor).with_context(|| {
         format!(
             "on `{base_name}` ({}); {clone} is as it was",
             short(&base.to_string())

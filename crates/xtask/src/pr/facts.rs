@@ -28,12 +28,10 @@ pub fn compute(
     notes: &[notes::Notes],
     call_sites: Option<Vec<CallSite>>,
 ) -> Facts {
-    let wants = |marker| notes.iter().any(|n| n.markers().any(|m| m == marker));
+    let wants_real_model = notes.iter().any(|n| n.has(notes::Marker::RealModel));
     Facts {
         call_sites,
-        real_model: wants(notes::Marker::RealModel)
-            .then(|| real_model(layout))
-            .flatten(),
+        real_model: wants_real_model.then(|| real_model(layout)).flatten(),
         bench: bench(layout),
     }
 }
@@ -58,13 +56,9 @@ fn real_model(layout: &Layout) -> Option<RealModel> {
             return None;
         }
     };
-    match parse_real_model(&String::from_utf8_lossy(&output.stdout)) {
-        Ok(table) => Some(table),
-        Err(err) => {
-            eprintln!("cargo repro --format json: {err:#}");
-            None
-        }
-    }
+    parse_real_model(&String::from_utf8_lossy(&output.stdout))
+        .map_err(|err| eprintln!("cargo repro --format json: {err:#}"))
+        .ok()
 }
 
 pub fn parse_real_model(json: &str) -> Result<RealModel> {
@@ -76,14 +70,11 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
 fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
     let path = bench_report::data_path(layout);
     let text = std::fs::read_to_string(&path).ok()?;
-    match serde_json::from_str(&text) {
-        Ok(report) => Some(report),
-        Err(err) => {
-            eprintln!(
-                "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
-                path.display()
-            );
-            None
-        }
-    }
+    let report = serde_json::from_str(&text).map_err(|err| {
+        eprintln!(
+            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
+            path.display()
+        )
+    });
+    report.ok()
 }

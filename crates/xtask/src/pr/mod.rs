@@ -1,8 +1,7 @@
-//! `cargo xtask pr [--candle <clone>] [--base main] [--prefix P] [--force-branch]
-//! [--patches 0001,0002] [--verify]`: the upstream pull requests, one per patch, as a stack.
-//! With a clone of candle it makes one branch per patch there, without touching the work tree
-//! or the current branch; in every case it writes `target/pr/<branch>/` for each: the title, the
-//! body in Markdown and the patch, `git am`-able.
+//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack. With a clone of
+//! candle it makes one branch per patch there, without touching the work tree or the current
+//! branch; in every case it writes `target/pr/<branch>/` for each: the title, the body in
+//! Markdown and the patch, `git am`-able.
 
 pub mod audit;
 pub mod base;
@@ -13,7 +12,7 @@ pub mod render;
 pub mod stack;
 pub mod verify;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
@@ -62,10 +61,8 @@ impl Options {
         if self.verify && self.candle.is_none() {
             bail!("--verify needs --candle <clone>: the checks run on the branches made there");
         }
-        if let Some(clone) = &self.candle {
-            if !clone.is_dir() {
-                bail!("--candle {}: no such folder", clone.display());
-            }
+        if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
+            bail!("--candle {}: no such folder", clone.display());
         }
         if let Some(author) = &self.author {
             parse_author(author)?;
@@ -82,25 +79,18 @@ impl Options {
     }
 }
 
-/// The patches of `patches/` that `numbers` names, all if it is empty.
+/// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    if numbers.is_empty() {
-        return Ok(patches);
-    }
-    let mut selected = Vec::new();
+    let named = |patch: &Patch, n: &String| patch.file_name.starts_with(&format!("{n}-"));
     for number in numbers {
-        let found = patches
-            .iter()
-            .find(|p| p.file_name.starts_with(&format!("{number}-")));
-        selected.push(
-            found
-                .with_context(|| format!("no patch numbered {number} in patches/"))?
-                .clone(),
-        );
+        if !patches.iter().any(|p| named(p, number)) {
+            bail!("no patch numbered {number} in patches/");
+        }
     }
-    selected.sort_by(|a, b| a.file_name.cmp(&b.file_name));
-    selected.dedup_by(|a, b| a.file_name == b.file_name);
-    Ok(selected)
+    Ok(patches
+        .into_iter()
+        .filter(|p| numbers.is_empty() || numbers.iter().any(|n| named(p, n)))
+        .collect())
 }
 
 /// The branch of each patch, checked for validity and clashes before anything is made.
@@ -139,35 +129,60 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .iter()
         .map(|pin| published::load_or_fetch(layout, pin))
         .collect::<Result<Vec<_>>>()?;
-    let made = match &options.candle {
-        Some(clone) => Made::in_clone(clone, &published, &series, options)?,
-        None => Made::on_published(layout, &published, &series, options)?,
+    let author = options.author.as_deref();
+    let (repo, stack, base, call_sites) = match &options.candle {
+        Some(clone) => {
+            let repo = git::open(clone)?;
+            let contributor = contributor(&repo, author)?;
+            let prepared = prepare(
+                &repo,
+                &published,
+                &series,
+                &options.base,
+                &contributor,
+                options.force_branch,
+            )?;
+            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
+            (repo, prepared.stack, base, call_sites)
+        }
+        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
+        // workspace's git identity stands in for the clone's.
+        None => {
+            let repo = trees::Scratch::new()?.repo;
+            let base = published_commit(&repo, &published)?;
+            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
+            let stack = stack::build(&repo, base, &series, &contributor)?;
+            (repo, stack, None, None)
+        }
     };
-    let facts = facts::compute(layout, &series.notes, made.call_sites.clone());
-    let checks = match options.verify {
-        true => Some(verify_stack(layout, &made.repo, &made.stack)?),
-        false => None,
-    };
-    let out = write_out(
-        layout,
-        &made,
-        &series.notes,
-        &facts,
-        &pins,
-        checks.as_deref(),
-    )?;
+    let facts = facts::compute(layout, &series.notes, call_sites);
+    let checks = options
+        .verify
+        .then(|| verify_stack(layout, &repo, &stack))
+        .transpose()?;
+    let checks = checks.as_deref();
+    let out = write_out(layout, &repo, &stack, &series.notes, &facts, &pins, checks)?;
     eprint!(
-        "{}",
-        render::console(&made.stack, made.base.as_ref(), &pins)
+        "{}{}",
+        render::console(&stack, base.as_ref(), &pins),
+        render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    eprint!(
-        "{}",
-        render::next_steps(options, &made.stack, &out, &facts, checks.is_some())
-    );
-    match failures(&made.stack, checks.as_deref()) {
-        failed if failed.is_empty() => Ok(()),
-        failed => bail!("--verify failed: {}", failed.join("; ")),
+    // "branch: command" for each check that failed.
+    let failed: Vec<String> = stack
+        .entries
+        .iter()
+        .zip(checks.unwrap_or_default())
+        .flat_map(|(entry, checks)| {
+            checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(move |c| format!("{}: {}", entry.branch, c.command.text()))
+        })
+        .collect();
+    if !failed.is_empty() {
+        bail!("--verify failed: {}", failed.join("; "));
     }
+    Ok(())
 }
 
 /// The selected patches, their notes and their branches' names, all read and checked before
@@ -182,84 +197,24 @@ pub struct Series {
 
 impl Series {
     pub fn load(layout: &Layout, options: &Options) -> Result<Series> {
-        let all = series::load(&layout.patches())?;
-        notes::check_paired(&layout.patches(), &all)?;
+        let dir = layout.patches();
+        let all = series::load(&dir)?;
+        notes::check_paired(&dir, &all)?;
         let patches = select(all, &options.patches)?;
         if patches.is_empty() {
             bail!("patches/ holds no patch");
         }
         let notes = patches
             .iter()
-            .map(|p| notes::load(&layout.patches(), p))
+            .map(|p| notes::load(&dir, p))
             .collect::<Result<Vec<_>>>()?;
         let branches = branch_names(&options.prefix, &patches)?;
-        let builds_on = crate::branches::builds_on(&layout.patches())?;
+        let builds_on = crate::branches::builds_on(&dir)?;
         Ok(Series {
             patches,
             notes,
             branches,
             builds_on,
-        })
-    }
-}
-
-/// The stack and what was found making it: in a clone, or on the published crate in memory.
-pub struct Made {
-    pub repo: Repository,
-    pub stack: Stack,
-    pub call_sites: Option<Vec<audit::CallSite>>,
-    pub base: Option<base::BaseReport>,
-}
-
-impl Made {
-    fn in_clone(
-        clone: &Path,
-        published: &[Published],
-        series: &Series,
-        options: &Options,
-    ) -> Result<Made> {
-        let repo = git::open(clone)?;
-        let prepared = prepare(
-            &repo,
-            published,
-            series,
-            &options.base,
-            &contributor(&repo, options.author.as_deref())?,
-            options.force_branch,
-        )?;
-        Ok(Made {
-            repo,
-            stack: prepared.stack,
-            call_sites: Some(prepared.call_sites),
-            base: Some(prepared.base),
-        })
-    }
-
-    /// For review without a clone: nothing is written anywhere but `target/pr/`.
-    fn on_published(
-        layout: &Layout,
-        published: &[Published],
-        series: &Series,
-        options: &Options,
-    ) -> Result<Made> {
-        let repo = trees::Scratch::new()?.repo;
-        let base = published_commit(&repo, published)?;
-        // The workspace's git identity stands in for the clone's.
-        let workspace = Repository::discover(&layout.root)?;
-        let contributor = contributor(&workspace, options.author.as_deref())?;
-        let stack = stack::build(
-            &repo,
-            base,
-            &series.patches,
-            &series.branches,
-            &series.builds_on,
-            &contributor,
-        )?;
-        Ok(Made {
-            repo,
-            stack,
-            call_sites: None,
-            base: None,
         })
     }
 }
@@ -288,24 +243,6 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
         .and_then(|(name, email)| Some((name.trim(), email.strip_suffix('>')?)))
         .filter(|(name, email)| !name.is_empty() && email.contains('@'))
         .with_context(|| format!("--author must be `Name <email>`, got `{author}`"))
-}
-
-/// "branch: command" for each check that failed.
-fn failures(stack: &Stack, checks: Option<&[Vec<verify::Check>]>) -> Vec<String> {
-    let Some(checks) = checks else {
-        return Vec::new();
-    };
-    stack
-        .entries
-        .iter()
-        .zip(checks)
-        .flat_map(|(entry, checks)| {
-            checks
-                .iter()
-                .filter(|c| !c.passed)
-                .map(move |c| format!("{}: {}", entry.branch, c.command()))
-        })
-        .collect()
 }
 
 /// A commit holding the published crates at their paths in candle's repository.
@@ -363,8 +300,8 @@ fn verify_stack(
     let mut all = Vec::new();
     for entry in &stack.entries {
         let commit = repo.find_commit(entry.commit)?;
-        let parent_tree = commit.parent(0)?.tree_id();
-        let crates = verify::crates(repo, parent_tree, commit.tree_id())?;
+        let tree = commit.tree_id();
+        let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;
         eprintln!(
             "verify {}: {} (and {})",
             entry.branch,
@@ -377,14 +314,11 @@ fn verify_stack(
         );
         // Forget the record first: an export cut short leaves a folder that matches no tree.
         let _ = std::fs::remove_file(&record);
-        verify::export(repo, previous, commit.tree_id(), &export)?;
-        std::fs::write(&record, commit.tree_id().to_string())?;
-        previous = Some(commit.tree_id());
-        all.push(verify::run(
-            &export,
-            &target_dir,
-            &verify::commands(&crates),
-        )?);
+        verify::export(repo, previous, tree, &export)?;
+        std::fs::write(&record, tree.to_string())?;
+        previous = Some(tree);
+        let commands = verify::commands(&crates);
+        all.push(verify::run(&export, &target_dir, &commands)?);
     }
     Ok(all)
 }
@@ -392,7 +326,8 @@ fn verify_stack(
 /// `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
 fn write_out(
     layout: &Layout,
-    made: &Made,
+    repo: &Repository,
+    stack: &Stack,
     notes: &[notes::Notes],
     facts: &Facts,
     pins: &[Pin],
@@ -402,19 +337,18 @@ fn write_out(
     std::fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
-    for (index, entry) in made.stack.entries.iter().enumerate() {
+    for (index, entry) in stack.entries.iter().enumerate() {
         let dir = new.join(&entry.branch);
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(&made.stack, index, &notes[index], facts, pins, checks);
-        let title = render::title(&made.stack, index);
+        let body = render::body(stack, index, &notes[index], facts, pins, checks);
+        let title = render::title(stack, index);
         std::fs::write(dir.join("title.txt"), format!("{title}\n"))?;
         std::fs::write(dir.join("body.md"), body)?;
-        let email = series::email(&made.repo.find_commit(entry.commit)?)?;
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let overview = render::console(&made.stack, None, pins);
-    std::fs::write(new.join("stack.txt"), overview)?;
+    std::fs::write(new.join("stack.txt"), render::console(stack, None, pins))?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
     Ok(out)

@@ -52,27 +52,17 @@ pub struct Notes {
 }
 
 impl Notes {
-    pub fn markers(&self) -> impl Iterator<Item = Marker> + '_ {
-        self.preamble
+    pub fn has(&self, marker: Marker) -> bool {
+        [&self.preamble, &self.sections, &self.test_plan]
             .iter()
-            .chain(&self.sections)
-            .chain(&self.test_plan)
-            .filter_map(|part| match part {
-                Part::Marker(marker) => Some(*marker),
-                Part::Text(_) => None,
-            })
+            .any(|parts| parts.contains(&Part::Marker(marker)))
     }
 }
 
-/// The notes file of `patch`: its file name with `.md` for `.patch`.
-pub fn path(dir: &Path, patch: &Patch) -> std::path::PathBuf {
-    let stem = patch.file_name.trim_end_matches(".patch");
-    dir.join(format!("{stem}.md"))
-}
-
-/// The notes of `patch`, empty if it has no notes file.
+/// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
-    let path = path(dir, patch);
+    let stem = patch.file_name.trim_end_matches(".patch");
+    let path = dir.join(format!("{stem}.md"));
     if !path.exists() {
         return Ok(Notes::default());
     }
@@ -82,9 +72,9 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 }
 
 pub fn parse(text: &str) -> Result<Notes> {
-    let mut notes = Notes::default();
-    let mut in_preamble = true;
-    let mut in_test_plan = false;
+    // The preamble, the sections and the test plan, in that order.
+    let mut parts: [Vec<Part>; 3] = Default::default();
+    let mut at = 0;
     let mut text_lines: Vec<&str> = Vec::new();
     let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
         let joined = lines.join("\n");
@@ -95,23 +85,16 @@ pub fn parse(text: &str) -> Result<Notes> {
         lines.clear();
     };
     for line in text.lines() {
-        if in_preamble && line.starts_with("## ") {
-            flush(&mut text_lines, &mut notes.preamble);
-            in_preamble = false;
+        if at == 0 && line.starts_with("## ") {
+            flush(&mut text_lines, &mut parts[0]);
+            at = 1;
         }
-        let target = if in_preamble {
-            &mut notes.preamble
-        } else if in_test_plan {
-            &mut notes.test_plan
-        } else {
-            &mut notes.sections
-        };
         if line.trim() == "## Test plan" {
-            if in_test_plan {
+            if at == 2 {
                 bail!("`## Test plan` appears twice");
             }
-            flush(&mut text_lines, target);
-            in_test_plan = true;
+            flush(&mut text_lines, &mut parts[at]);
+            at = 2;
         } else if line.trim_start().starts_with("<!--") {
             let Some(marker) = Marker::ALL.into_iter().find(|m| m.line() == line.trim()) else {
                 let known: Vec<&str> = Marker::ALL.iter().map(|m| m.line()).collect();
@@ -121,21 +104,19 @@ pub fn parse(text: &str) -> Result<Notes> {
                     known.join(", ")
                 );
             };
-            flush(&mut text_lines, target);
-            target.push(Part::Marker(marker));
+            flush(&mut text_lines, &mut parts[at]);
+            parts[at].push(Part::Marker(marker));
         } else {
             text_lines.push(line);
         }
     }
-    let target = if in_preamble {
-        &mut notes.preamble
-    } else if in_test_plan {
-        &mut notes.test_plan
-    } else {
-        &mut notes.sections
-    };
-    flush(&mut text_lines, target);
-    Ok(notes)
+    flush(&mut text_lines, &mut parts[at]);
+    let [preamble, sections, test_plan] = parts;
+    Ok(Notes {
+        preamble,
+        sections,
+        test_plan,
+    })
 }
 
 /// Fails on a notes file whose patch is gone, as after a subject changed and `format-patch`

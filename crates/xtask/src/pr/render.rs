@@ -29,25 +29,25 @@ pub fn body(
     checks: Option<&[Check]>,
 ) -> String {
     let entry = &stack.entries[index];
-    let (summary, fix) = match entry.message.body.split_once("\n\n") {
-        Some((summary, fix)) => (summary, fix),
-        None => (entry.message.body.as_str(), ""),
+    let message = entry.message.body.as_str();
+    let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
+    // The point that the branch builds on: the published crates, or the branch of a patch.
+    let before = match entry.parent {
+        Parent::Base => shared::PUBLISHED_POINT,
+        Parent::Entry(parent) => stack.entries[parent].patch.number(),
     };
-    let before = point_before(stack, index);
-    let text = |part: &Part| part_text(part, facts, pins, &before, entry.number());
-    let mut out = String::new();
-    for part in &notes.preamble {
-        out += &text(part);
-        out += "\n\n";
-    }
+    let text = |parts: &[Part]| -> String {
+        parts
+            .iter()
+            .map(|part| part_text(part, facts, pins, before, entry.patch.number()) + "\n\n")
+            .collect()
+    };
+    let mut out = text(&notes.preamble);
     out += &format!("## Summary\n\n{summary}\n\n");
     if !fix.is_empty() {
         out += &format!("## Fix\n\n{fix}\n\n");
     }
-    for part in &notes.sections {
-        out += &text(part);
-        out += "\n\n";
-    }
+    out += &text(&notes.sections);
     out += "## Test plan\n\n";
     for (file, tests) in added_tests(&entry.patch.bytes) {
         let names: Vec<String> = tests.iter().map(|t| format!("`{t}`")).collect();
@@ -64,7 +64,7 @@ pub fn body(
                 };
                 out += &format!(
                     "| `{}` | {result} | {:.0} s |\n",
-                    check.command(),
+                    check.command.text(),
                     check.seconds
                 );
             }
@@ -72,10 +72,7 @@ pub fn body(
         }
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
-    for part in &notes.test_plan {
-        out += &text(part);
-        out += "\n\n";
-    }
+    out += &text(&notes.test_plan);
     let ancestors = stack.ancestors(index);
     if !ancestors.is_empty() {
         let titles: Vec<String> = ancestors
@@ -96,15 +93,6 @@ pub fn body(
         );
     }
     out.trim_end().to_string() + "\n"
-}
-
-/// The point that the branch of entry `index` builds on: the published crates, or the branch of
-/// the patch it names.
-fn point_before(stack: &Stack, index: usize) -> String {
-    match stack.entries[index].parent {
-        Parent::Base => shared::PUBLISHED_POINT.to_string(),
-        Parent::Entry(parent) => stack.entries[parent].number().to_string(),
-    }
 }
 
 /// The benchmark evidence in the body of patch `number`: its own step, this branch against the
@@ -194,35 +182,33 @@ fn part_text(part: &Part, facts: &Facts, pins: &[Pin], before: &str, number: &st
 fn call_sites(sites: &[CallSite]) -> String {
     let of = |guard| -> Vec<&CallSite> { sites.iter().filter(|s| s.guard == guard).collect() };
     let (itself, none, caller) = (of(Guard::Itself), of(Guard::None), of(Guard::Caller));
-    let mut clauses = Vec::new();
-    // "1 builds its", "2 build their".
-    let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    if !itself.is_empty() {
-        let n = itself.len();
-        clauses.push(format!(
-            "{} temperature <= 0 to `ArgMax` {} and no longer {} to",
-            verb(n, "maps", "map"),
-            if n == 1 { "itself" } else { "themselves" },
-            if n == 1 { "needs" } else { "need" }
-        ));
-    }
-    if !none.is_empty() {
-        let n = none.len();
-        clauses.push(format!(
-            "{} `Sampling` with no such guard and now {} greedily at temperature 0 where {} failed",
-            verb(n, "builds its", "build their"),
-            if n == 1 { "decodes" } else { "decode" },
-            if n == 1 { "it" } else { "they" }
-        ));
-    }
-    if !caller.is_empty() {
-        let n = caller.len();
-        clauses.push(format!(
-            "{} `Sampling` from a caller and {} it",
-            verb(n, "takes its", "take their"),
-            if n == 1 { "follows" } else { "follow" }
-        ));
-    }
+    // Each group's clause, for one call and for several.
+    let clauses: Vec<String> = [
+        (
+            &itself,
+            "maps temperature <= 0 to `ArgMax` itself and no longer needs to",
+            "map temperature <= 0 to `ArgMax` themselves and no longer need to",
+        ),
+        (
+            &none,
+            "builds its `Sampling` with no such guard and now decodes greedily at temperature 0 \
+             where it failed",
+            "build their `Sampling` with no such guard and now decode greedily at temperature 0 \
+             where they failed",
+        ),
+        (
+            &caller,
+            "takes its `Sampling` from a caller and follows it",
+            "take their `Sampling` from a caller and follow it",
+        ),
+    ]
+    .into_iter()
+    .filter(|(group, ..)| !group.is_empty())
+    .map(|(group, one, many)| match group.len() {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    })
+    .collect();
     let mut out = format!(
         "Of the {} calls of `LogitsProcessor::from_sampling` outside the module and its tests, {}.\n",
         sites.len(),
@@ -348,7 +334,6 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
 /// What the contributor reads: the order to open the pull requests in and what each depends
 /// on, and how the base relates to the pin.
 pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String {
-    let pin = &pins[0];
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {
         let depends = match entry.parent {
@@ -360,7 +345,7 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
             "  {}. {} ({}): \"{}\", {depends}",
             index + 1,
             entry.branch,
-            entry.number(),
+            entry.patch.number(),
             entry.message.subject
         );
     }
@@ -371,7 +356,19 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
             .map_or_else(|| crate::pin::label(pins), Pin::label)
     };
     if let Some(base) = base {
-        let _ = writeln!(out, "{}", relation(&base.relation, pin));
+        let (commit, label) = (short(&pins[0].commit), pins[0].label());
+        let relation = match base.relation {
+            BaseRelation::Pinned => format!("The base is the commit {label} was published from."),
+            BaseRelation::After { commits } => {
+                format!("The base is {commits} commits after {commit} ({label}).")
+            }
+            BaseRelation::Diverged => format!("The base does not descend from {commit} ({label})."),
+            BaseRelation::PinNotInClone => format!(
+                "Commit {commit} ({label}) is not in the clone; the base's files are compared \
+                 with the published crate's:"
+            ),
+        };
+        let _ = writeln!(out, "{relation}");
         for (path, state) in &base.files {
             let state = match state {
                 FileState::AsPublished => format!("as published in {}", holder(path)),
@@ -385,27 +382,6 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
         }
     }
     out
-}
-
-fn relation(relation: &BaseRelation, pin: &Pin) -> String {
-    match relation {
-        BaseRelation::Pinned => format!("The base is the commit {} was published from.", pin.label()),
-        BaseRelation::After { commits } => format!(
-            "The base is {commits} commits after {} ({}).",
-            short(&pin.commit),
-            pin.label()
-        ),
-        BaseRelation::Diverged => format!(
-            "The base does not descend from {} ({}).",
-            short(&pin.commit),
-            pin.label()
-        ),
-        BaseRelation::PinNotInClone => format!(
-            "Commit {} ({}) is not in the clone; the base's files are compared with the published crate's:",
-            short(&pin.commit),
-            pin.label()
-        ),
-    }
 }
 
 /// "a", "a and b", "a, b and c".
@@ -425,22 +401,18 @@ pub fn next_steps(
     facts: &Facts,
     verified: bool,
 ) -> String {
-    let mut text = String::new();
-    match &options.candle {
-        Some(clone) => {
-            let _ = writeln!(
-                text,
-                "made {} branches in {}; push each with `git -C {} push <your fork> <branch>`",
-                stack.entries.len(),
-                clone.display(),
-                clone.display()
-            );
-        }
-        None => {
-            text += "made the stack on the published crate only: with `--candle <clone>`, pr \
-                         makes the branches, checks the base and lists the call sites\n"
-        }
-    }
+    let mut text = match &options.candle {
+        Some(clone) => format!(
+            "made {} branches in {clone}; push each with `git -C {clone} push <your fork> \
+             <branch>`\n",
+            stack.entries.len(),
+            clone = clone.display()
+        ),
+        None => String::from(
+            "made the stack on the published crate only: with `--candle <clone>`, pr makes the \
+             branches, checks the base and lists the call sites\n",
+        ),
+    };
     let _ = writeln!(
         text,
         "wrote {} (a folder per branch: title.txt, body.md, the patch)",

@@ -1,13 +1,13 @@
 //! The stack of branches, one per patch: each on the base, or on the branch of the patch that
 //! `patches/stack.toml` says it builds on.
 
-use std::collections::BTreeMap;
-
 use anyhow::{bail, Result};
 use git2::{Oid, Repository};
 
+use super::Series;
+use crate::branches::branches;
 use crate::git::short;
-use crate::series::{self, Message, Patch};
+use crate::series::{Message, Patch};
 
 /// Where a patch's branch starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,16 +28,8 @@ pub struct Entry {
     pub commit: Oid,
 }
 
-impl Entry {
-    /// The patch's number, as in `0001`.
-    pub fn number(&self) -> &str {
-        self.patch.number()
-    }
-}
-
 #[derive(Debug)]
 pub struct Stack {
-    pub base: Oid,
     pub entries: Vec<Entry>,
 }
 
@@ -70,13 +62,12 @@ pub const MAX_BRANCH: usize = 40;
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = without_area(&message.subject).replace('\'', "");
     let mut name = String::new();
-    for word in subject.split(|c: char| !c.is_ascii_alphanumeric()) {
-        if word.is_empty() {
-            continue;
-        }
+    let words = subject.split(|c: char| !c.is_ascii_alphanumeric());
+    for word in words.filter(|w| !w.is_empty()) {
+        let word = word.to_ascii_lowercase();
         let joined = match name.is_empty() {
-            true => word.to_ascii_lowercase(),
-            false => format!("{name}-{}", word.to_ascii_lowercase()),
+            true => word,
+            false => format!("{name}-{word}"),
         };
         if joined.len() > MAX_BRANCH {
             break;
@@ -95,39 +86,35 @@ pub fn without_area(subject: &str) -> &str {
 }
 
 /// Commits each patch onto its parent in `repo`'s object database, nothing written to any
-/// reference. The patch files form one linear series; each patch's change, from the tree before
-/// it in the series to the tree after, is merged onto its parent as `git cherry-pick` would:
-/// onto the branch of the patch that `builds_on` names, else onto the base.
+/// reference: onto the branch of the patch that `builds_on` names, else onto the base, each
+/// commit holding the tree `branches::branches` gives its branch.
 pub fn build(
     repo: &Repository,
     base: Oid,
-    patches: &[Patch],
-    branches: &[String],
-    builds_on: &BTreeMap<String, String>,
+    series: &Series,
     contributor: &git2::Signature<'_>,
 ) -> Result<Stack> {
+    let (patches, base_name) = (&series.patches, base.to_string());
     let base_tree = repo.find_commit(base)?.tree_id();
-    let trees = crate::branches::branches(
+    let trees = branches(
         repo,
         base_tree,
-        short(&base.to_string()),
+        short(&base_name),
         patches,
-        builds_on,
+        &series.builds_on,
     )?;
     let mut entries: Vec<Entry> = Vec::new();
-    for ((patch, branch), tree) in patches.iter().zip(branches).zip(trees) {
+    for ((patch, branch), tree) in patches.iter().zip(&series.branches).zip(trees) {
         let message = patch.message()?;
         let (parent, onto) = match tree.parent {
             None => (Parent::Base, base),
             Some(index) => (Parent::Entry(index), entries[index].commit),
         };
-        let parent_commit = repo.find_commit(onto)?;
         // The contributor's identity, at the time the patch records.
-        let written = message.signature()?.when();
         let author = git2::Signature::new(
             contributor.name().unwrap_or_default(),
             contributor.email().unwrap_or_default(),
-            &written,
+            &git2::Time::new(message.time.0, message.time.1),
         )?;
         let commit = repo.commit(
             None,
@@ -135,7 +122,7 @@ pub fn build(
             contributor,
             &message.text(),
             &repo.find_tree(tree.tree)?,
-            &[&parent_commit],
+            &[&repo.find_commit(onto)?],
         )?;
         entries.push(Entry {
             patch: patch.clone(),
@@ -148,15 +135,5 @@ pub fn build(
     if entries.is_empty() {
         bail!("no patch to make a branch of");
     }
-    Ok(Stack { base, entries })
-}
-
-/// Applies `patches` one after another onto `base`, one commit each, as `git am` would: for
-/// trying the series on other commits (open pull requests).
-pub fn apply_linear(repo: &Repository, base: Oid, patches: &[Patch]) -> Result<Oid> {
-    let mut tree = repo.find_commit(base)?.tree_id();
-    for patch in patches {
-        tree = series::apply(repo, tree, patch)?;
-    }
-    Ok(tree)
+    Ok(Stack { entries })
 }

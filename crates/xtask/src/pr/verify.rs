@@ -34,12 +34,6 @@ pub struct Check {
     pub seconds: f64,
 }
 
-impl Check {
-    pub fn command(&self) -> String {
-        self.command.text()
-    }
-}
-
 /// The crates a branch touches and those that use what it touches: what its checks cover.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Crates {
@@ -56,40 +50,29 @@ pub struct Crates {
 /// touched crates' tests; and, as candle's macOS job checks `--features metal`, a cross-check
 /// of the touched crates that have that feature.
 pub fn commands(crates: &Crates) -> Vec<Command> {
-    let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut clippy = strings(&["clippy"]);
-    for name in crates.touched.iter().chain(&crates.dependents) {
-        clippy.extend(["-p".to_string(), name.clone()]);
-    }
-    clippy.extend(strings(&[
-        "--tests",
-        "--examples",
-        "--benches",
-        "--",
-        "-D",
-        "warnings",
-    ]));
-    let mut test = strings(&["test"]);
-    for name in &crates.touched {
-        test.extend(["-p".to_string(), name.clone()]);
-    }
-    let mut commands: Vec<Command> = [strings(&["fmt", "--all", "--", "--check"]), clippy, test]
-        .into_iter()
-        .map(|args| Command {
-            args,
-            cross_metal: false,
-        })
-        .collect();
+    // `cargo <verb> -p <package>... <flags>`.
+    let command = |verb: &str, packages: Vec<&String>, flags: &str, cross_metal| Command {
+        args: std::iter::once(verb)
+            .chain(packages.into_iter().flat_map(|p| ["-p", p.as_str()]))
+            .chain(flags.split_whitespace())
+            .map(String::from)
+            .collect(),
+        cross_metal,
+    };
+    let mut commands = vec![
+        command("fmt", Vec::new(), "--all -- --check", false),
+        command(
+            "clippy",
+            crates.touched.iter().chain(&crates.dependents).collect(),
+            "--tests --examples --benches -- -D warnings",
+            false,
+        ),
+        command("test", crates.touched.iter().collect(), "", false),
+    ];
     if !crates.metal.is_empty() {
-        let mut check = strings(&["check"]);
-        for name in &crates.metal {
-            check.extend(["-p".to_string(), name.clone()]);
-        }
-        check.extend(strings(&["--features", "metal", "--target", metal::TARGET]));
-        commands.push(Command {
-            args: check,
-            cross_metal: true,
-        });
+        let flags = format!("--features metal --target {}", metal::TARGET);
+        let check = command("check", crates.metal.iter().collect(), &flags, true);
+        commands.push(check);
     }
     commands
 }
@@ -117,23 +100,19 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         };
         let path = path.to_string_lossy().into_owned();
         // The nearest folder above the file with a manifest is its crate.
-        let mut dir = Path::new(&path).parent();
-        while let Some(d) = dir {
-            let manifest = d.join("Cargo.toml").to_string_lossy().into_owned();
-            let text = read(&manifest).unwrap_or_default();
-            if let Some(name) = manifest::package_name(&text) {
-                if !touched.contains(&name) {
-                    touched.push(name.clone());
-                    if manifest::has_feature(&text, "metal") {
-                        metal.push(name.clone());
-                    }
+        for dir in Path::new(&path).ancestors().skip(1) {
+            let text = read(&dir.join("Cargo.toml").to_string_lossy()).unwrap_or_default();
+            let Some(name) = manifest::package_name(&text) else {
+                continue;
+            };
+            if !touched.contains(&name) {
+                if manifest::has_feature(&text, "metal") {
+                    metal.push(name.clone());
                 }
-                if let Some(module) = module_of(&path, &d.to_string_lossy()) {
-                    modules.push(module);
-                }
-                break;
+                touched.push(name);
             }
-            dir = d.parent();
+            modules.extend(module_of(&path, &dir.to_string_lossy()));
+            break;
         }
     }
     let mut dependents = Vec::new();
@@ -233,12 +212,8 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
         std::fs::rename(&staged, dir)?;
         return Ok(());
     };
-    let diff = repo.diff_tree_to_tree(
-        Some(&repo.find_tree(previous)?),
-        Some(&repo.find_tree(tree)?),
-        None,
-    )?;
     let new_tree = repo.find_tree(tree)?;
+    let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(previous)?), Some(&new_tree), None)?;
     for delta in diff.deltas() {
         if let Some(old) = delta.old_file().path() {
             if matches!(delta.status(), Delta::Deleted | Delta::Renamed) {
@@ -276,21 +251,18 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
         if command.cross_metal {
             cargo.envs(metal::cross_env());
         }
-        let status = cargo
+        let passed = cargo
             .status()
-            .with_context(|| format!("cannot run {}", command.text()))?;
-        let check = Check {
+            .with_context(|| format!("cannot run {}", command.text()))?
+            .success();
+        let seconds = started.elapsed().as_secs_f64();
+        let result = if passed { "pass" } else { "FAIL" };
+        eprintln!("{result}  {} ({seconds:.1} s)", command.text());
+        checks.push(Check {
             command: command.clone(),
-            passed: status.success(),
-            seconds: started.elapsed().as_secs_f64(),
-        };
-        eprintln!(
-            "{}  {} ({:.1} s)",
-            if check.passed { "pass" } else { "FAIL" },
-            check.command(),
-            check.seconds
-        );
-        checks.push(check);
+            passed,
+            seconds,
+        });
     }
     Ok(checks)
 }

@@ -25,15 +25,6 @@ impl Message {
             format!("{}\n\n{}\n", self.subject, self.body)
         }
     }
-
-    pub fn signature(&self) -> Result<git2::Signature<'static>> {
-        let time = git2::Time::new(self.time.0, self.time.1);
-        Ok(git2::Signature::new(
-            &self.author_name,
-            &self.author_email,
-            &time,
-        )?)
-    }
 }
 
 /// Reads the mail headers and the message of a `git format-patch` file.
@@ -63,52 +54,36 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         }
     }
     let header = |name: &str| -> Result<String> {
-        let value = headers
+        let (_, value) = headers
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str());
-        let value = value.with_context(|| format!("no `{name}:` header"))?;
+            .with_context(|| format!("no `{name}:` header"))?;
         decode_words(value)
     };
     let (author_name, author_email) = parse_address(&header("from")?)?;
     let time = parse_date(&header("date")?)?;
     let subject = strip_subject_prefix(&header("subject")?);
-    // The message ends where format-patch's `---` separator or the diff begins.
-    let mut body = Vec::new();
-    for line in lines {
-        if line == "---" || line.starts_with("diff --git ") {
-            break;
-        }
-        body.push(line);
-    }
-    while body.last().is_some_and(|line| line.trim().is_empty()) {
-        body.pop();
-    }
-    while body.first().is_some_and(|line| line.trim().is_empty()) {
-        body.remove(0);
-    }
-    let body = body
-        .iter()
-        .map(|line| line.trim_end())
-        .collect::<Vec<_>>()
-        .join("\n");
+    // The message ends where format-patch's `---` separator or the diff begins; blank lines
+    // around it are dropped.
+    let body: Vec<&str> = lines
+        .take_while(|line| *line != "---" && !line.starts_with("diff --git "))
+        .map(str::trim_end)
+        .collect();
     Ok(Message {
         author_name,
         author_email,
         time,
         subject,
-        body,
+        body: body.join("\n").trim_matches('\n').to_string(),
     })
 }
 
 /// `Name <email>`, the name possibly quoted.
 fn parse_address(value: &str) -> Result<(String, String)> {
-    let (Some(open), Some(close)) = (value.rfind('<'), value.rfind('>')) else {
+    let address = value.rfind('<').zip(value.rfind('>'));
+    let Some((open, close)) = address.filter(|(open, close)| open < close) else {
         bail!("`From: {value}` has no <address>");
     };
-    if close < open {
-        bail!("`From: {value}` has no <address>");
-    }
     let name = value[..open].trim();
     let name = name
         .strip_prefix('"')
@@ -136,34 +111,20 @@ fn strip_subject_prefix(subject: &str) -> String {
 /// that are not ASCII. Blanks between two encoded words are dropped, as the RFC says.
 fn decode_words(value: &str) -> Result<String> {
     let mut out = String::new();
-    let mut pending_blank = String::new();
     let mut last_was_word = false;
     let mut rest = value;
-    while !rest.is_empty() {
-        let blank_len = rest.len() - rest.trim_start().len();
-        if blank_len > 0 {
-            pending_blank.push_str(&rest[..blank_len]);
-            rest = &rest[blank_len..];
-            continue;
+    // Each step: a run of blanks (dropped at the end), then a token.
+    while !rest.trim_start().is_empty() {
+        let token_start = rest.len() - rest.trim_start().len();
+        let (blank, token) = rest.split_at(token_start);
+        let (token, after) = token.split_at(token.find([' ', '\t']).unwrap_or(token.len()));
+        rest = after;
+        let decoded = decode_word(token)?;
+        if !(last_was_word && decoded.is_some()) {
+            out.push_str(blank);
         }
-        let token_len = rest.find([' ', '\t']).unwrap_or(rest.len());
-        let token = &rest[..token_len];
-        rest = &rest[token_len..];
-        match decode_word(token)? {
-            Some(decoded) => {
-                if !last_was_word {
-                    out.push_str(&pending_blank);
-                }
-                out.push_str(&decoded);
-                last_was_word = true;
-            }
-            None => {
-                out.push_str(&pending_blank);
-                out.push_str(token);
-                last_was_word = false;
-            }
-        }
-        pending_blank.clear();
+        last_was_word = decoded.is_some();
+        out.push_str(decoded.as_deref().unwrap_or(token));
     }
     Ok(out)
 }
@@ -189,8 +150,7 @@ fn decode_word(token: &str) -> Result<Option<String>> {
         match b {
             b'_' => bytes.push(b' '),
             b'=' => {
-                let hex = [input.next(), input.next()];
-                let hex: Option<Vec<u8>> = hex.into_iter().collect();
+                let hex = input.next().zip(input.next()).map(|(h, l)| [h, l]);
                 let value = hex
                     .and_then(|h| u8::from_str_radix(std::str::from_utf8(&h).ok()?, 16).ok())
                     .with_context(|| format!("`{token}`: bad `=XX` escape"))?;
@@ -225,16 +185,12 @@ fn parse_date(value: &str) -> Result<(i64, i32)> {
     let [hours, minutes, seconds] = hms[..] else {
         return Err(bad());
     };
-    let (sign, digits) = match zone.split_at_checked(1) {
-        Some(("+", digits)) => (1, digits),
-        Some(("-", digits)) => (-1, digits),
+    // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
+    let zone: i32 = match zone.split_at_checked(1) {
+        Some(("+" | "-", digits)) if digits.len() == 4 => zone.parse().map_err(|_| bad())?,
         _ => return Err(bad()),
     };
-    if digits.len() != 4 {
-        return Err(bad());
-    }
-    let zone: i32 = digits.parse().map_err(|_| bad())?;
-    let offset = sign * (zone / 100 * 60 + zone % 100);
+    let offset = zone / 100 * 60 + zone % 100;
     let local = crate::date::days_from_civil(year, month, day) * 86_400
         + hours * 3600
         + minutes * 60

@@ -21,15 +21,14 @@ pub struct Patch {
 /// whose name does not start with a four-digit number, or a number used twice, is an error.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry?;
         let file_name = entry.file_name().to_string_lossy().into_owned();
         if !file_name.ends_with(".patch") {
             continue;
         }
-        if number(&file_name).is_none() {
+        let name = file_name.as_bytes();
+        if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
         let bytes = std::fs::read(entry.path())?;
@@ -37,7 +36,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
     for pair in patches.windows(2) {
-        if number(&pair[0].file_name) == number(&pair[1].file_name) {
+        if pair[0].number() == pair[1].number() {
             bail!(
                 "{} and {} share a number",
                 pair[0].file_name,
@@ -46,14 +45,6 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         }
     }
     Ok(patches)
-}
-
-fn number(file_name: &str) -> Option<u32> {
-    let digits = file_name.get(..4)?;
-    if file_name.as_bytes().get(4) != Some(&b'-') || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
 }
 
 impl Patch {
@@ -82,12 +73,7 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let applied = {
         let mut options = ApplyOptions::new();
         options.delta_callback(|delta| {
-            let path = delta.and_then(|d| {
-                d.old_file()
-                    .path()
-                    .or(d.new_file().path())
-                    .map(Path::to_path_buf)
-            });
+            let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
             *position.borrow_mut() = (path.map(|p| p.display().to_string()), 0, None);
             true
         });
@@ -135,29 +121,24 @@ fn explain_hunk(
         .context("no such file in the patch")?;
     let patch = git2::Patch::from_diff(diff, delta_index)?.context("no patch for the file")?;
     let (hunk, line_count) = patch.hunk(hunk_number - 1)?;
+    let show = |line: &str| format!("\n    | {line}");
     let mut expected = Vec::new();
     for line in 0..line_count {
         let line = patch.line_in_hunk(hunk_number - 1, line)?;
         if matches!(line.origin(), ' ' | '-') {
-            expected.push(
-                String::from_utf8_lossy(line.content())
-                    .trim_end_matches('\n')
-                    .to_string(),
-            );
+            let line = String::from_utf8_lossy(line.content());
+            expected.push(show(line.trim_end_matches('\n')));
         }
     }
     let blob = repo.find_blob(base.get_path(Path::new(file))?.id())?;
     let text = String::from_utf8_lossy(blob.content());
     let start = hunk.old_start().max(1) as usize - 1;
-    let found: Vec<&str> = text.lines().skip(start).take(expected.len()).collect();
-    let show =
-        |lines: &[&str]| -> String { lines.iter().map(|l| format!("\n    | {l}")).collect() };
-    let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+    let found = text.lines().skip(start).take(expected.len()).map(show);
     Ok(format!(
         "{file}: hunk {hunk_number} ({header}) expected, from line {}:{}\nbut the file has:{}",
         start + 1,
-        show(&expected),
-        show(&found)
+        expected.concat(),
+        found.collect::<String>()
     ))
 }
 
@@ -195,32 +176,15 @@ pub fn file_name(number: usize, subject: &str) -> String {
 /// `commit` as a `git format-patch` mail (`[PATCH]`, with a diffstat), without libgit2's
 /// version signature, so that the file does not change with the library.
 pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
-    let mut options = git2::EmailCreateOptions::new();
-    let email = git2::Email::from_commit(commit, &mut options)?;
+    let email = git2::Email::from_commit(commit, &mut git2::EmailCreateOptions::new())?;
     let mut bytes = email.as_slice().to_vec();
-    if let Some(at) = find_last(&bytes, b"\n--\nlibgit2 ") {
+    let tail = b"\n--\nlibgit2 ";
+    if let Some(at) = bytes.windows(tail.len()).rposition(|w| w == tail) {
         bytes.truncate(at + 1);
     }
     Ok(bytes)
 }
 
-/// `commits` as a patch series: each one's `git format-patch` file name (numbered from 1) and
-/// mail.
-pub fn emails(repo: &Repository, commits: &[Oid]) -> Result<Vec<(String, Vec<u8>)>> {
-    commits
-        .iter()
-        .enumerate()
-        .map(|(index, id)| {
-            let commit = repo.find_commit(*id)?;
-            let name = file_name(index + 1, commit.summary()?.unwrap_or_default());
-            Ok((name, email(&commit)?))
-        })
-        .collect()
-}
-
-fn find_last(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).rposition(|w| w == needle)
-}
 #[cfg(test)]
 mod tests {
     use super::*;
