@@ -75,29 +75,23 @@ pub(crate) fn branches(
             ),
         };
         let onto = parent.map_or(base, |index| branches[index].tree);
-        let tree = merge(repo, linear, onto, after)?.with_context(|| {
+        // The patch's change, from `linear` to `after`, merged onto `onto`.
+        let [ancestor, ours, theirs] = [linear, onto, after].map(|id| repo.find_tree(id));
+        let mut index = repo.merge_trees(&ancestor?, &ours?, &theirs?, None)?;
+        if index.has_conflicts() {
             let on = match parent {
                 None => format!("the base ({base_name})"),
-                Some(index) => format!("the branch of {}", patches[index].file_name),
+                Some(i) => format!("the branch of {}", patches[i].file_name),
             };
-            format!(
+            bail!(
                 "{} does not merge onto {on} without a conflict: name the patch it builds on in \
                  patches/stack.toml",
                 patch.file_name
-            )
-        })?;
+            );
+        }
+        let tree = index.write_tree_to(repo)?;
         branches.push(Branch { parent, tree });
         linear = after;
     }
     Ok(branches)
-}
-
-/// The change from `before` to `after` merged onto `onto`, or `None` on a conflict.
-fn merge(repo: &Repository, before: Oid, onto: Oid, after: Oid) -> Result<Option<Oid>> {
-    let [before, onto, after] = [before, onto, after].map(|id| repo.find_tree(id));
-    let mut index = repo.merge_trees(&before?, &onto?, &after?, None)?;
-    if index.has_conflicts() {
-        return Ok(None);
-    }
-    Ok(Some(index.write_tree_to(repo)?))
 }

@@ -2,12 +2,12 @@
 //! cargo builds the patched crate. Offline: it needs the `.crate` in cargo's cache.
 
 use anyhow::{bail, Context, Result};
+use git2::Oid;
 
-use crate::branches;
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Generated, Layout, FUZZ_MANIFEST};
+use crate::project::{self, Generated, Layout, FUZZ_MANIFEST, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -73,12 +73,10 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     for patch in &patches {
         patch.message()?;
     }
-    let builds_on = branches::builds_on(&layout.patches())?;
     let scratch = Scratch::new()?;
-    let generated = expected::generated_for(published);
-    let expected = expected::expected_trees(&scratch, published, &patches, &builds_on, &generated)?;
+    let generated = expected::generated(layout, &scratch, published, &patches)?;
     let mut problems = root_problems(layout, &generated)?;
-    for (generated, expected) in generated.iter().zip(expected) {
+    for (generated, expected) in &generated {
         let dir = layout.root.join(&generated.dir);
         if !dir.is_dir() {
             problems.push(format!("{} is missing", generated.dir));
@@ -86,11 +84,11 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         }
         let actual = scratch.tree_of_dir(&dir)?;
         let what = expected::describe(generated, published);
-        if actual == expected {
+        if actual == *expected {
             eprintln!("ok: {} is {what} (tree {actual})", generated.dir);
             continue;
         }
-        let mut changes = scratch.changes(expected, actual)?;
+        let mut changes = scratch.changes(*expected, actual)?;
         if changes.len() > 20 {
             let more = changes.len() - 20;
             changes.truncate(20);
@@ -115,10 +113,10 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
 /// What is wrong with the generated root as a whole: a folder in it that `vendor` does not
 /// write, a generated folder outside it, or `.gitattributes` not marking it (and only it)
 /// generated.
-fn root_problems(layout: &Layout, generated: &[Generated]) -> Result<Vec<String>> {
+fn root_problems(layout: &Layout, generated: &[(Generated, Oid)]) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     let root = project::GENERATED_ROOT;
-    for g in generated {
+    for (g, _) in generated {
         if !g.dir.starts_with(&format!("{root}/")) {
             problems.push(format!("{} is generated but not under {root}", g.dir));
         }
@@ -127,7 +125,7 @@ fn root_problems(layout: &Layout, generated: &[Generated]) -> Result<Vec<String>
         for entry in entries {
             let name = entry?.file_name().to_string_lossy().into_owned();
             let path = format!("{root}/{name}");
-            if !generated.iter().any(|g| g.dir == path) {
+            if !generated.iter().any(|(g, _)| g.dir == path) {
                 problems.push(format!(
                     "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
                      move it out or delete it"
@@ -142,11 +140,9 @@ fn root_problems(layout: &Layout, generated: &[Generated]) -> Result<Vec<String>
         .map(str::trim)
         .filter(|line| line.contains("linguist-generated"))
         .collect();
-    if marked != [project::GITATTRIBUTES_LINE] {
+    if marked != [GITATTRIBUTES_LINE] {
         problems.push(format!(
-            ".gitattributes marks {:?} generated, not exactly `{}`",
-            marked,
-            project::GITATTRIBUTES_LINE
+            ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
         ));
     }
     Ok(problems)

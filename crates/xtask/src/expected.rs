@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 use git2::Oid;
+use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin;
-use crate::project::{self, Applied, Generated, Source};
+use crate::project::{self, Applied, Generated, Layout, Source};
 use crate::published::Published;
 use crate::series::{self, Patch};
 use crate::trees::Scratch;
@@ -15,7 +16,7 @@ use crate::trees::Scratch;
 /// Every published crate where candle's repository holds it (its `path_in_vcs`), in one tree,
 /// so that one patch may change files of several crates.
 pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
-    let crates: Vec<(&str, &[crate::published::CrateFile])> = published
+    let crates: Vec<_> = published
         .iter()
         .map(|p| (p.pin.path_in_vcs.as_str(), p.files.as_slice()))
         .collect();
@@ -56,41 +57,39 @@ fn patched_trees(
     Ok(trees)
 }
 
-/// The tree each of `generated` must hold, in the same order. `builds_on` is
-/// `patches/stack.toml`, which decides what each point holds.
-pub(crate) fn expected_trees(
+/// Every generated folder of the crates `published` holds, with the tree it must hold.
+/// `patches/stack.toml` decides what each point holds.
+pub(crate) fn generated(
+    layout: &Layout,
     scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
-    builds_on: &BTreeMap<String, String>,
-    generated: &[Generated],
-) -> Result<Vec<Oid>> {
+) -> Result<Vec<(Generated, Oid)>> {
+    let builds_on = branches::builds_on(&layout.patches())?;
     let trees = patched_trees(scratch, published, patches)?;
-    generated
-        .iter()
-        .map(|g| match &g.source {
-            Source::Part {
-                krate,
-                crate_dir,
-                only,
-                applied,
-            } => {
-                let root = match applied {
-                    Applied::None => trees[0],
-                    Applied::All => trees[patches.len()],
-                };
-                part(scratch, published, root, krate, crate_dir, only)
-                    .with_context(|| g.dir.clone())
-            }
-            Source::Points => points(scratch, published, &trees, patches, builds_on),
-        })
-        .zip(generated)
-        .map(|(tree, g)| {
-            let marker = marker(g, published);
-            scratch.compose(
-                &[(String::new(), tree?)],
-                &[(project::MARKER.to_string(), marker.as_bytes())],
-            )
+    project::generated(published)
+        .into_iter()
+        .map(|g| -> Result<(Generated, Oid)> {
+            let tree = match &g.source {
+                Source::Part {
+                    krate,
+                    crate_dir,
+                    only,
+                    applied,
+                } => {
+                    let root = match applied {
+                        Applied::None => trees[0],
+                        Applied::All => trees[patches.len()],
+                    };
+                    part(scratch, published, root, krate, crate_dir, only)
+                        .with_context(|| g.dir.clone())?
+                }
+                Source::Points => points(scratch, published, &trees, patches, &builds_on)?,
+            };
+            let marker = marker(&g, published);
+            let files = [(project::MARKER.to_string(), marker.as_bytes())];
+            let tree = scratch.compose(&[(String::new(), tree)], &files)?;
+            Ok((g, tree))
         })
         .collect()
 }
@@ -124,34 +123,19 @@ fn part(
         .with_context(|| format!("{} `{crate_dir}`", krate.pin.label()))
 }
 
-/// The names of the points, in the order the benches list them: the published crates, each
-/// patch's branch, the whole series.
-pub(crate) fn point_names(patches: &[Patch]) -> Vec<String> {
-    let mut names = vec![project::PUBLISHED_POINT.to_string()];
-    names.extend(patches.iter().map(|p| p.number().to_string()));
-    names.push(project::SERIES_POINT.to_string());
-    names
-}
-
 /// What `generated` is made from, in words: for messages and its marker.
 pub(crate) fn describe(generated: &Generated, published: &[Published]) -> String {
-    let label = |name: &str| {
-        published
-            .iter()
-            .find(|p| p.pin.name == name)
-            .map_or(name.to_string(), |p| p.pin.label())
-    };
     match &generated.source {
-        Source::Part {
-            krate,
-            applied: Applied::None,
-            ..
-        } => format!("{} as published", label(krate)),
-        Source::Part {
-            krate,
-            applied: Applied::All,
-            ..
-        } => format!("{} + patches/", label(krate)),
+        Source::Part { krate, applied, .. } => {
+            let label = published
+                .iter()
+                .find(|p| &p.pin.name == krate)
+                .map_or(krate.clone(), |p| p.pin.label());
+            match applied {
+                Applied::None => format!("{label} as published"),
+                Applied::All => format!("{label} + patches/"),
+            }
+        }
         Source::Points => format!(
             "the points of {} and patches/stack.toml",
             published
@@ -198,11 +182,14 @@ fn points(
         patches,
         builds_on,
     )?;
-    let roots = std::iter::once(trees[0])
-        .chain(branches.iter().map(|b| b.tree))
-        .chain(std::iter::once(trees[patches.len()]));
+    // In the order the benches list them: the published crates, each patch's branch, the
+    // whole series.
+    let names = patches.iter().map(|p| p.number().to_string());
+    let points = std::iter::once((PUBLISHED_POINT.to_string(), trees[0]))
+        .chain(names.zip(branches.iter().map(|b| b.tree)))
+        .chain([(SERIES_POINT.to_string(), trees[patches.len()])]);
     let mut parts = Vec::new();
-    for (name, root) in point_names(patches).into_iter().zip(roots) {
+    for (name, root) in points {
         for (folder, krate, crate_dir, only) in project::POINT_PARTS {
             if published.iter().any(|p| p.pin.name == krate) {
                 let tree = part(scratch, published, root, krate, crate_dir, only)
@@ -212,10 +199,4 @@ fn points(
         }
     }
     scratch.compose(&parts, &[])
-}
-
-/// The generated folders of the crates `published` holds.
-pub(crate) fn generated_for(published: &[Published]) -> Vec<Generated> {
-    let names: Vec<&str> = published.iter().map(|p| p.pin.name.as_str()).collect();
-    project::generated(&names)
 }

@@ -40,23 +40,17 @@ pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
         }
         Ok(())
     })();
-    match result {
-        Ok(()) => {
-            for (_, old) in moved {
-                if let Some(old) = old {
-                    std::fs::remove_dir_all(old)?;
-                }
+    if let Err(err) = result {
+        for (target, old) in moved.into_iter().rev() {
+            let _ = std::fs::remove_dir_all(&target);
+            if let Some(old) = old {
+                let _ = std::fs::rename(old, &target);
             }
-            Ok(())
         }
-        Err(err) => {
-            for (target, old) in moved.into_iter().rev() {
-                let _ = std::fs::remove_dir_all(&target);
-                if let Some(old) = old {
-                    let _ = std::fs::rename(old, &target);
-                }
-            }
-            Err(err)
-        }
+        return Err(err);
     }
+    for old in moved.into_iter().filter_map(|(_, old)| old) {
+        std::fs::remove_dir_all(old)?;
+    }
+    Ok(())
 }

@@ -2,33 +2,26 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use clap::Parser;
 use xtask::flags::{Cli, Command};
-use xtask::pin;
 use xtask::project::Layout;
 use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run(command: Command) -> Result<()> {
+    let command = Cli::parse().command;
     let layout = Layout::workspace();
-    match command {
-        Command::Fetch => published::fetch_pinned(&layout, &pin::read(&layout.pin())?),
+    let result = match command {
+        Command::Fetch => published::fetch_pinned(&layout),
         Command::Vendor(options) => vendor::run(&layout, &options),
         Command::Check => check::run(&layout),
         Command::BenchReport(options) => bench_report::run(&layout, &options),
         Command::Pr(options) => pr::run(&layout, &options),
         Command::MetalCheck => metal::run(&layout),
         Command::FormatPatch(options) => format_patch::run(&layout, &options),
+    };
+    if let Err(err) = result {
+        eprintln!("error: {err:#}");
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }

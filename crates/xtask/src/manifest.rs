@@ -47,15 +47,11 @@ pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
 /// The folders of the root manifest's `[workspace] members` list.
 pub(crate) fn members(manifest: &str) -> Vec<String> {
     let document = parse(manifest);
-    let Some(members) = document
-        .get("workspace")
-        .and_then(|w| w.get("members"))
-        .and_then(Item::as_array)
-    else {
-        return Vec::new();
-    };
+    let members = document.get("workspace").and_then(|w| w.get("members"));
     members
-        .iter()
+        .and_then(Item::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(|m| m.as_str().map(str::to_string))
         .collect()
 }

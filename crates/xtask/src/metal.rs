@@ -9,6 +9,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::manifest;
+use crate::pin;
 use crate::project::{self, Layout};
 
 pub const TARGET: &str = "aarch64-apple-darwin";
@@ -41,12 +42,11 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 /// Fails with what to install when the machine cannot cross-check: the target's standard
 /// library, clang, pkg-config and, when `onig` is set, oniguruma's development files.
 pub fn preflight(onig: bool) -> Result<()> {
-    let mut missing = Vec::new();
-    for (tool, install) in NEEDS {
-        if which(tool).is_none() {
-            missing.push(format!("{tool} ({install})"));
-        }
-    }
+    let mut missing: Vec<String> = NEEDS
+        .into_iter()
+        .filter(|(tool, _)| which(tool).is_none())
+        .map(|(tool, install)| format!("{tool} ({install})"))
+        .collect();
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
@@ -86,37 +86,34 @@ fn which(tool: &str) -> Option<std::path::PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// The crates to check: the workspace's members that have a `metal` feature, every target; and
-/// the vendored crates, their library, so that a patch that breaks their Metal build fails here
-/// (their published manifests leave out what their own tests need).
-pub fn crates_to_check(layout: &Layout) -> Result<(Vec<String>, Vec<String>)> {
-    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let with_metal = |dirs: Vec<String>| -> Result<Vec<String>> {
-        let mut crates = Vec::new();
-        for dir in dirs {
-            let manifest = layout.root.join(&dir).join("Cargo.toml");
-            let text = std::fs::read_to_string(&manifest)
-                .with_context(|| format!("cannot read {}", manifest.display()))?;
-            if manifest::has_feature(&text, "metal") {
-                crates.extend(manifest::package_name(&text));
-            }
+/// Of the crates in `dirs`, the names of those that have a `metal` feature, sorted.
+fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
+    let mut crates = Vec::new();
+    for dir in dirs {
+        let manifest = layout.root.join(&dir).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)
+            .with_context(|| format!("cannot read {}", manifest.display()))?;
+        if manifest::has_feature(&text, "metal") {
+            crates.extend(manifest::package_name(&text));
         }
-        crates.sort();
-        Ok(crates)
-    };
-    let vendored = crate::pin::read(&layout.pin())?
-        .into_iter()
-        .map(|pin| crate::project::vendored_dir(&pin.name))
-        .collect();
-    Ok((with_metal(manifest::members(&root))?, with_metal(vendored)?))
+    }
+    crates.sort();
+    Ok(crates)
 }
 
 /// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
 /// every target of each workspace crate that has the feature, then over the vendored crates'
-/// libraries.
+/// libraries, so that a patch that breaks their Metal build fails here (their published
+/// manifests leave out what their own tests need).
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
-    let (members, vendored) = crates_to_check(layout)?;
+    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
+    let vendored = pin::read(&layout.pin())?
+        .into_iter()
+        .map(|pin| project::vendored_dir(&pin.name))
+        .collect();
+    let members = with_metal(layout, manifest::members(&root))?;
+    let vendored = with_metal(layout, vendored)?;
     if members.is_empty() {
         bail!("no workspace member has a `metal` feature");
     }
@@ -128,13 +125,11 @@ pub fn run(layout: &Layout) -> Result<()> {
         let mut command = project::cargo();
         command
             .current_dir(&layout.root)
-            .args(["clippy", "--locked"]);
-        for name in &crates {
-            command.args(["-p", name]);
-        }
-        command.args(["--features", &features.join(",")]);
-        command.args([targets, "--target", TARGET, "--", "-D", "warnings"]);
-        command.envs(cross_env());
+            .args(["clippy", "--locked"])
+            .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
+            .args(["--features", &features.join(",")])
+            .args([targets, "--target", TARGET, "--", "-D", "warnings"])
+            .envs(cross_env());
         eprintln!(
             "metal-check: {} ({targets}) for {TARGET}, type-checked, not linked or run",
             crates.join(", ")
@@ -149,6 +144,3 @@ pub fn run(layout: &Layout) -> Result<()> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {}

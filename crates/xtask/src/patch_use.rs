@@ -9,16 +9,15 @@ use crate::project;
 
 /// What `check_lock` reads of a lock file.
 #[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
 struct Lock {
-    #[serde(default)]
     package: Vec<LockEntry>,
-    #[serde(default)]
     patch: LockPatch,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
 struct LockPatch {
-    #[serde(default)]
     unused: Vec<LockEntry>,
 }
 
@@ -68,15 +67,9 @@ pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
 pub fn check_cargo(manifest_dir: &Path, name: &str, vendored: &Path) -> Result<()> {
     let output = project::cargo()
         .current_dir(manifest_dir)
-        .args([
-            "tree",
-            "--locked",
-            "--offline",
-            "--workspace",
-            "--prefix",
-            "none",
-        ])
-        .args(["--depth", "0", "--edges", "all", "--invert", name])
+        .args(["tree", "--locked", "--offline", "--workspace"])
+        .args(["--prefix", "none", "--depth", "0"])
+        .args(["--edges", "all", "--invert", name])
         .output()
         .context("cannot run `cargo tree`")?;
     let stdout = String::from_utf8_lossy(&output.stdout);

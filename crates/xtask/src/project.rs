@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::published::Published;
+
 /// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
@@ -26,12 +28,10 @@ pub enum Source {
     Points,
 }
 
-/// Which patches of the series a generated part has applied.
+/// Which patches of the series a generated part has applied: none (as published), or all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Applied {
-    /// None: the files as published.
     None,
-    /// Every patch.
     All,
 }
 
@@ -54,14 +54,10 @@ pub fn vendored_dir(name: &str) -> String {
 }
 
 /// The benches' points: one folder per version of the sampler that a bench measures, each the
-/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them:
-/// `published`, then one per patch holding what that patch's branch holds (its own change on
-/// top of the branch it builds on, `patches/stack.toml`), then `series`, every patch applied.
-/// `crates/points` builds each as a module of its own; the `published` point is also what tests
-/// compare the patched crate with.
+/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them
+/// (`expected::points`). `crates/points` builds each as a module of its own; the `published`
+/// point is also what tests compare the patched crate with.
 pub const POINTS_DIR: &str = "crates/vendor/points";
-
-pub use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 /// What each point holds: its folder, the crate, the crate's folder and the files of it (all
 /// of them when empty).
@@ -70,54 +66,43 @@ pub const POINT_PARTS: [(&str, &str, &str, &[&str]); 2] = [
     ("nn", "candle-nn", "src", &["sampling.rs"]),
 ];
 
-/// A folder made from a part of one pinned crate.
-struct Part {
-    krate: &'static str,
-    dir: &'static str,
-    crate_dir: &'static str,
-    only: &'static [&'static str],
-    applied: Applied,
-}
+/// The folders made from a part of one pinned crate: the folder, then as in `POINT_PARTS`, then
+/// the patches it has applied. candle-transformers' tests as published: crates/testbed runs them
+/// on the `published` point, and the `pr` tests build a candle-like repository from them.
+const PARTS: [(&str, &str, &str, &[&str], Applied); 1] = [(
+    "crates/vendor/published-tests",
+    "candle-transformers",
+    "tests",
+    &[],
+    Applied::None,
+)];
 
-/// candle-transformers' tests as published: crates/testbed runs them on the `published` point,
-/// and the `pr` tests build a candle-like repository from them.
-const PARTS: [Part; 1] = [Part {
-    krate: "candle-transformers",
-    dir: "crates/vendor/published-tests",
-    crate_dir: "tests",
-    only: &[],
-    applied: Applied::None,
-}];
-
-/// Every generated folder for the crates `pins` names: each crate whole and patched, then the
-/// parts taken from them, then the points when candle-transformers is pinned.
-pub fn generated(names: &[&str]) -> Vec<Generated> {
-    let mut all: Vec<Generated> = names
+/// Every generated folder for the crates `published` holds: each crate whole and patched, then
+/// the parts taken from them, then the points when candle-transformers is pinned.
+pub fn generated(published: &[Published]) -> Vec<Generated> {
+    let pinned = |name: &str| published.iter().any(|p| p.pin.name == name);
+    let part = |dir, krate: &str, crate_dir, only, applied| Generated {
+        dir,
+        source: Source::Part {
+            krate: krate.to_string(),
+            crate_dir,
+            only,
+            applied,
+        },
+    };
+    let mut all: Vec<Generated> = published
         .iter()
-        .map(|name| Generated {
-            dir: vendored_dir(name),
-            source: Source::Part {
-                krate: name.to_string(),
-                crate_dir: "",
-                only: &[],
-                applied: Applied::All,
-            },
+        .map(|p| {
+            let name = &p.pin.name;
+            part(vendored_dir(name), name, "", &[], Applied::All)
         })
         .collect();
-    for part in PARTS {
-        if names.contains(&part.krate) {
-            all.push(Generated {
-                dir: part.dir.to_string(),
-                source: Source::Part {
-                    krate: part.krate.to_string(),
-                    crate_dir: part.crate_dir,
-                    only: part.only,
-                    applied: part.applied,
-                },
-            });
+    for (dir, krate, crate_dir, only, applied) in PARTS {
+        if pinned(krate) {
+            all.push(part(dir.to_string(), krate, crate_dir, only, applied));
         }
     }
-    if names.contains(&POINT_PARTS[0].1) {
+    if pinned(POINT_PARTS[0].1) {
         all.push(Generated {
             dir: POINTS_DIR.to_string(),
             source: Source::Points,

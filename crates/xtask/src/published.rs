@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::pin::Pin;
-use crate::project::{self, Layout};
+use crate::project::{self, Layout, FUZZ_MANIFEST};
 
 /// A file of the crate, its path relative to the crate's root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,37 +25,25 @@ pub struct Published {
 
 pub use shared::sha256_hex;
 
-fn cargo_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("CARGO_HOME") {
-        return home.into();
-    }
+/// Where cargo keeps downloaded `.crate` files: one folder per registry index.
+fn cache() -> PathBuf {
     let home = std::env::var_os("HOME").unwrap_or_default();
-    Path::new(&home).join(".cargo")
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map_or_else(|| Path::new(&home).join(".cargo"), PathBuf::from);
+    cargo_home.join("registry").join("cache")
 }
 
-/// Where cargo keeps downloaded `.crate` files: one folder per registry index.
-pub fn cache_dirs() -> Vec<PathBuf> {
-    let cache = cargo_home().join("registry").join("cache");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&cache)
+/// The `.crate` in cargo's cache, if any.
+fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cache())
         .into_iter()
         .flatten()
         .flatten()
         .map(|entry| entry.path())
-        .filter(|path| path.is_dir())
         .collect();
     dirs.sort();
-    dirs
-}
-
-pub fn archive_name(name: &str, version: &str) -> String {
-    format!("{name}-{version}.crate")
-}
-
-/// The `.crate` in cargo's cache, if any.
-pub fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
-    cache_dirs()
-        .into_iter()
-        .map(|dir| dir.join(archive_name(name, version)))
+    dirs.into_iter()
+        .map(|dir| dir.join(format!("{name}-{version}.crate")))
         .find(|path| path.is_file())
 }
 
@@ -63,10 +51,12 @@ pub fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
     let Some(path) = find_cached(&pin.name, &pin.version) else {
         bail!(
-            "{} is not in cargo's cache (no {} under {}): run `cargo xtask fetch` once while online",
+            "{} is not in cargo's cache (no {}-{}.crate under {}): run `cargo xtask fetch` once \
+             while online",
             pin.label(),
-            archive_name(&pin.name, &pin.version),
-            cargo_home().join("registry").join("cache").display()
+            pin.name,
+            pin.version,
+            cache().display()
         );
     };
     let published = read_archive(&path, &pin.name, &pin.version)?;
@@ -97,8 +87,8 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
 }
 
 /// `cargo xtask fetch`: every pinned crate into cargo's cache, its sha256 checked.
-pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
-    for pin in pins {
+pub fn fetch_pinned(layout: &Layout) -> Result<()> {
+    for pin in &crate::pin::read(&layout.pin())? {
         load_or_fetch(layout, pin)?;
         eprintln!(
             "ok: {} is in cargo's cache, sha256 {}",
@@ -107,7 +97,7 @@ pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
         );
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
-    let fuzz = layout.root.join(project::FUZZ_MANIFEST);
+    let fuzz = layout.root.join(FUZZ_MANIFEST);
     if fuzz.is_file() {
         let status = project::cargo()
             .args(["fetch", "--locked", "--manifest-path"])
@@ -116,25 +106,18 @@ pub fn fetch_pinned(layout: &Layout, pins: &[Pin]) -> Result<()> {
             .context("cannot run `cargo fetch`")?;
         if !status.success() {
             bail!(
-                "`cargo fetch --locked` failed for {}: if it says the lock file needs updating, \
-                 run `cargo update --workspace --manifest-path {}`",
-                project::FUZZ_MANIFEST,
-                project::FUZZ_MANIFEST
+                "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
+                 updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
             );
         }
-        eprintln!(
-            "ok: the dependencies of {} are in cargo's cache",
-            project::FUZZ_MANIFEST
-        );
+        eprintln!("ok: the dependencies of {FUZZ_MANIFEST} are in cargo's cache");
     }
     Ok(())
 }
 
 /// The pinned crate: from cargo's cache, or downloaded by cargo.
 pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
-    if find_cached(&pin.name, &pin.version).is_none() {
-        fetch(layout, &pin.name, &pin.version)?;
-    }
+    fetch(layout, &pin.name, &pin.version)?;
     load_pinned(pin)
 }
 
@@ -183,13 +166,12 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
     let VcsInfo { git, path_in_vcs } =
         serde_json::from_slice(&vcs_info.data).context("in .cargo_vcs_info.json")?;
-    let commit = git.sha1;
     Ok(Published {
         pin: Pin {
             name: name.to_string(),
             version: version.to_string(),
             sha256: sha256_hex(bytes),
-            commit,
+            commit: git.sha1,
             path_in_vcs,
         },
         files,
@@ -210,11 +192,14 @@ struct VcsGit {
     sha1: String,
 }
 
-/// Has cargo download `name` `version` into its cache, through whatever registry and proxy
-/// settings the user has. Cargo has no command for one crate, so this fetches a throwaway
-/// package that depends on it exactly, seeded with the workspace's lock file so that nothing
-/// else is resolved anew.
+/// The `.crate` of `name` `version` in cargo's cache, which cargo downloads first if it is not
+/// there, through whatever registry and proxy settings the user has. Cargo has no command for
+/// one crate, so this fetches a throwaway package that depends on it exactly, seeded with the
+/// workspace's lock file so that nothing else is resolved anew.
 pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
+    if let Some(path) = find_cached(name, version) {
+        return Ok(path);
+    }
     let dir = layout
         .target()
         .join("xtask")

@@ -45,20 +45,12 @@ impl Scratch {
     pub fn compose(&self, trees: &[(String, Oid)], files: &[(String, &[u8])]) -> Result<Oid> {
         let mut index = Index::new()?;
         for (prefix, tree) in trees {
-            let mut blobs = Vec::new();
-            self.repo
-                .find_tree(*tree)?
-                .walk(TreeWalkMode::PreOrder, |parent, item| {
-                    if item.kind() == Some(ObjectType::Blob) {
-                        let name = item.name().unwrap_or_default();
-                        blobs.push((format!("{parent}{name}"), item.id(), item.filemode()));
-                    }
-                    git2::TreeWalkResult::Ok
-                })?;
-            for (path, id, mode) in blobs {
-                let size = self.repo.find_blob(id)?.size();
-                let executable = mode == i32::from(FileMode::BlobExecutable);
-                index.add(&entry(&join(prefix, &path), id, executable, size))?;
+            for (path, item) in walk(&self.repo, *tree)? {
+                if item.kind() == Some(ObjectType::Blob) {
+                    let size = self.repo.find_blob(item.id())?.size();
+                    let executable = item.filemode() == i32::from(FileMode::BlobExecutable);
+                    index.add(&entry(&join(prefix, &path), item.id(), executable, size))?;
+                }
             }
         }
         for (path, data) in files {
@@ -104,42 +96,53 @@ impl Scratch {
         Ok(builder.write()?)
     }
 
-    /// Writes `tree` into the new folder `dir`.
-    pub fn write_tree(&self, tree: Oid, dir: &Path) -> Result<()> {
-        write_tree(&self.repo, tree, dir)
-    }
-
     /// What differs from `from` to `to`, one "status path" line each.
     pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
-        changes(&self.repo, from, to)
+        let [from, to] = [from, to].map(|id| self.repo.find_tree(id));
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
+        Ok(diff
+            .deltas()
+            .map(|delta| {
+                let path = delta.new_file().path().or(delta.old_file().path());
+                let status = match delta.status() {
+                    git2::Delta::Added => "added",
+                    git2::Delta::Deleted => "deleted",
+                    git2::Delta::Typechange => "changed type",
+                    _ => "modified",
+                };
+                format!("{status} {}", path.unwrap_or(Path::new("?")).display())
+            })
+            .collect())
     }
+}
+
+/// Every entry under `tree` with its path, each folder before what it holds.
+fn walk(repo: &Repository, tree: Oid) -> Result<Vec<(String, git2::TreeEntry<'static>)>> {
+    let mut entries = Vec::new();
+    let tree = repo.find_tree(tree)?;
+    tree.walk(TreeWalkMode::PreOrder, |parent, item| {
+        let path = format!("{parent}{}", item.name().unwrap_or_default());
+        entries.push((path, item.to_owned()));
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(entries)
 }
 
 /// Writes `tree` of `repo` into the new folder `dir`.
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tree = repo.find_tree(tree)?;
-    let mut failure = None;
-    tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
-        let path = dir.join(parent).join(entry.name().unwrap_or_default());
-        let written = match entry.kind() {
+    for (path, item) in walk(repo, tree)? {
+        let path = dir.join(path);
+        let written = match item.kind() {
             Some(ObjectType::Tree) => std::fs::create_dir(&path).map_err(anyhow::Error::from),
-            Some(ObjectType::Blob) => write_blob(repo, entry.id(), entry.filemode(), &path),
+            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path),
             _ => Err(anyhow::anyhow!("unexpected entry")),
         };
-        match written {
-            Ok(()) => git2::TreeWalkResult::Ok,
-            Err(err) => {
-                failure = Some(err.context(format!("cannot write {}", path.display())));
-                git2::TreeWalkResult::Abort
-            }
-        }
-    })
-    .or_else(|err| if failure.is_some() { Ok(()) } else { Err(err) })?;
-    match failure {
-        Some(err) => Err(err),
-        None => Ok(()),
+        written.with_context(|| format!("cannot write {}", path.display()))?;
     }
+    Ok(())
 }
 
 fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
@@ -162,26 +165,6 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> 
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(())
-}
-
-/// What differs from `from` to `to` in `repo`, one "status path" line each.
-pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
-    let from = repo.find_tree(from)?;
-    let to = repo.find_tree(to)?;
-    let diff = repo.diff_tree_to_tree(Some(&from), Some(&to), None)?;
-    Ok(diff
-        .deltas()
-        .map(|delta| {
-            let path = delta.new_file().path().or(delta.old_file().path());
-            let status = match delta.status() {
-                git2::Delta::Added => "added",
-                git2::Delta::Deleted => "deleted",
-                git2::Delta::Typechange => "changed type",
-                _ => "modified",
-            };
-            format!("{status} {}", path.unwrap_or(Path::new("?")).display())
-        })
-        .collect())
 }
 
 fn join(prefix: &str, path: &str) -> String {
@@ -223,27 +206,24 @@ fn read_dir_files(dir: &Path, prefix: &str, files: &mut Vec<CrateFile>) -> Resul
         if kind.is_dir() {
             read_dir_files(&entry.path(), &path, files)?;
         } else if kind.is_file() {
+            #[cfg(unix)]
+            let executable = {
+                use std::os::unix::fs::PermissionsExt;
+                entry.metadata()?.permissions().mode() & 0o111 != 0
+            };
+            #[cfg(not(unix))]
+            let executable = false;
+            let data = std::fs::read(entry.path())?;
             files.push(CrateFile {
-                executable: is_executable(&entry.metadata()?),
-                data: std::fs::read(entry.path())?,
                 path,
+                data,
+                executable,
             });
         } else {
             bail!("{}: not a plain file or folder", entry.path().display());
         }
     }
     Ok(())
-}
-
-#[cfg(unix)]
-fn is_executable(metadata: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    metadata.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-fn is_executable(_: &std::fs::Metadata) -> bool {
-    false
 }
 
 #[cfg(test)]
@@ -269,7 +249,7 @@ mod tests {
         let tree = scratch.tree("", &files)?;
         let temp = tempfile::tempdir()?;
         let dir = temp.path().join("out");
-        scratch.write_tree(tree, &dir)?;
+        write_tree(&scratch.repo, tree, &dir)?;
         assert_eq!(scratch.tree_of_dir(&dir)?, tree);
         std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
         let edited = scratch.tree_of_dir(&dir)?;

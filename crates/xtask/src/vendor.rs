@@ -8,10 +8,10 @@ use toml_edit::{DocumentMut, Item};
 use crate::expected;
 use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
-use crate::project::{self, Layout};
-use crate::published;
+use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
+use crate::published::{self, Published};
 use crate::series;
-use crate::trees::Scratch;
+use crate::trees::{write_tree, Scratch};
 
 /// The flags of `cargo xtask vendor`.
 #[derive(Debug, Default, clap::Args)]
@@ -30,10 +30,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
             _ => {
-                let archive = match published::find_cached(line.name(), wanted) {
-                    Some(archive) => archive,
-                    None => published::fetch(layout, line.name(), wanted)?,
-                };
+                let archive = published::fetch(layout, line.name(), wanted)?;
                 published::read_archive(&archive, line.name(), wanted)?
             }
         });
@@ -73,7 +70,7 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     }
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
-    let fuzz = layout.root.join(project::FUZZ_MANIFEST);
+    let fuzz = layout.root.join(FUZZ_MANIFEST);
     let fuzz_text = match std::fs::read_to_string(&fuzz) {
         Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
         Err(_) => None,
@@ -116,11 +113,8 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<Str
         .and_then(|w| w.get_mut("exclude"))
         .and_then(Item::as_array_mut);
     if let Some(exclude) = exclude {
-        if !exclude
-            .iter()
-            .any(|e| e.as_str() == Some(project::GENERATED_ROOT))
-        {
-            exclude.push(project::GENERATED_ROOT);
+        if !exclude.iter().any(|e| e.as_str() == Some(GENERATED_ROOT)) {
+            exclude.push(GENERATED_ROOT);
         }
     }
     Ok(document.to_string())
@@ -163,17 +157,15 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 /// Writes every generated folder of the crates `published` holds, from them and the patches.
 /// Everything is built in temporary folders first; a patch that does not apply leaves the
 /// workspace as it was.
-pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()> {
+pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
-    let builds_on = crate::branches::builds_on(&layout.patches())?;
     let scratch = Scratch::new()?;
-    let generated = expected::generated_for(published);
-    let trees = expected::expected_trees(&scratch, published, &patches, &builds_on, &generated)?;
+    let generated = expected::generated(layout, &scratch, published, &patches)?;
     // Each tree is written into a temporary folder beside its target (the same file system,
     // so that a rename moves it), then all of them are swapped in together.
     let mut temps = Vec::new();
     let mut pairs = Vec::new();
-    for (generated, tree) in generated.iter().zip(&trees) {
+    for (generated, tree) in &generated {
         let target = layout.root.join(&generated.dir);
         let parent = target
             .parent()
@@ -181,38 +173,30 @@ pub fn vendor(layout: &Layout, published: &[published::Published]) -> Result<()>
         std::fs::create_dir_all(parent)?;
         let temp = temp_in(parent, "vendor")?;
         let new = temp.path().join("tree");
-        scratch.write_tree(*tree, &new)?;
+        write_tree(&scratch.repo, *tree, &new)?;
         pairs.push((new, target));
         temps.push(temp);
     }
     swap_in(&pairs)?;
     mark_generated(layout)?;
-    for (generated, tree) in generated.iter().zip(&trees) {
+    for (generated, tree) in &generated {
         eprintln!("wrote {} (tree {tree})", generated.dir);
     }
     Ok(())
 }
 
-/// Adds `project::GITATTRIBUTES_LINE` to `.gitattributes` if it lacks it.
+/// Adds `GITATTRIBUTES_LINE` to `.gitattributes` if it lacks it.
 fn mark_generated(layout: &Layout) -> Result<()> {
     let path = layout.root.join(".gitattributes");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    if text
-        .lines()
-        .any(|line| line.trim() == project::GITATTRIBUTES_LINE)
-    {
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    if text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
         return Ok(());
     }
-    let separator = if text.is_empty() || text.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    std::fs::write(
-        &path,
-        format!("{text}{separator}{}\n", project::GITATTRIBUTES_LINE),
-    )
-    .with_context(|| format!("cannot write {}", layout.show(&path)))
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
+        .with_context(|| format!("cannot write {}", layout.show(&path)))
 }
 
 #[cfg(test)]
