@@ -1,25 +1,17 @@
 //! The loops `cargo xtask bench-report` runs, on points of `crates/vendor/points` (`published`,
-//! a patch's number, `series`) in one bench comparison (`group`):
-//!
-//! - `bench-driver count <point> <group> <vocab> <calls>` samples `calls` times, for callgrind
-//!   to count instructions; two runs with different `calls` give one call's count.
-//! - `bench-driver pair <group> <vocab> <rounds> <calls> <cpu|cuda|metal> <point>...` times
-//!   `calls` calls of each point back to back, rotating which goes first, and prints one line
-//!   per round: each point's nanoseconds, in the order given. On a noisy machine the ratio of
-//!   two separate measurements drifts by more than the effects looked for; the ratio within a
-//!   round does not.
-//! - `bench-driver decode <group> <rounds> <tokens> <point>...` generates `tokens` tokens with
-//!   SmolLM2 once per point and round, rotating which goes first, and prints one line per round:
-//!   each point's decode time and the part of it in `sample`, in nanoseconds
-//!   (`benches::decode`).
-//! - `bench-driver settings` prints what the benches run with, as JSON, for the report.
+//! a patch's number, `series`) in one bench comparison (`group`); `--help` says what each prints.
+//! `pair` times the points back to back, rotating which goes first: on a noisy machine the
+//! ratio of two separate measurements drifts by more than the effects looked for; the ratio
+//! within a round does not. `count` runs under callgrind, where two runs with different `calls`
+//! give one call's count.
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
+use anyhow::{bail, Context, Result};
 use benches::{comparison, logits, tensor, time_calls};
 use candle::Device;
+use clap::Parser;
+use repro::decode::{DecodeLoop, NEEDS_THE_MODEL};
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
 
@@ -63,14 +55,14 @@ fn main() -> ExitCode {
     match run(Driver::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {message:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(driver: Driver) -> Result<(), String> {
-    let fixture = Fixture::load().map_err(|e| e.to_string())?;
+fn run(driver: Driver) -> Result<()> {
+    let fixture = Fixture::load()?;
     match driver {
         Driver::Count {
             point,
@@ -78,11 +70,10 @@ fn run(driver: Driver) -> Result<(), String> {
             vocab,
             calls,
         } => {
-            let logits =
-                tensor(&logits(&fixture, vocab), &Device::Cpu).map_err(|e| e.to_string())?;
+            let logits = tensor(&logits(&fixture, vocab), &Device::Cpu)?;
             let mut processor = processor(&point, &group)?;
             for _ in 0..calls {
-                std::hint::black_box(processor.sample(&logits).map_err(|e| e.to_string())?);
+                std::hint::black_box(processor.sample(&logits)?);
             }
             Ok(())
         }
@@ -94,12 +85,12 @@ fn run(driver: Driver) -> Result<(), String> {
             device,
             points,
         } => {
-            let device = testbed::device::by_name(&device).map_err(|e| e.to_string())?;
-            let logits = tensor(&logits(&fixture, vocab), &device).map_err(|e| e.to_string())?;
+            let device = testbed::device::by_name(&device)?;
+            let logits = tensor(&logits(&fixture, vocab), &device)?;
             let mut sides = processors(&points, &group)?;
             paired_rounds(rounds, sides.len(), |side| {
-                let elapsed = time_calls(&mut sides[side], &logits, &device, calls);
-                Ok(elapsed.map_err(|e| e.to_string())?.as_nanos().to_string())
+                let elapsed = time_calls(&mut sides[side], &logits, &device, calls)?;
+                Ok(elapsed.as_nanos().to_string())
             })
         }
         Driver::Decode {
@@ -108,15 +99,10 @@ fn run(driver: Driver) -> Result<(), String> {
             tokens,
             points,
         } => {
-            let Some(mut decode) = repro::decode::DecodeLoop::load().map_err(|e| e.to_string())?
-            else {
-                return Err(repro::decode::NEEDS_THE_MODEL.to_string());
-            };
+            let mut decode = DecodeLoop::load()?.context(NEEDS_THE_MODEL)?;
             let mut sides = processors(&points, &group)?;
             paired_rounds(rounds, sides.len(), |side| {
-                let generation = decode
-                    .generate(&mut sides[side], tokens)
-                    .map_err(|e| format!("{e:#}"))?;
+                let generation = decode.generate(&mut sides[side], tokens)?;
                 let (total, sampler) = (generation.total, generation.sampler);
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
             })
@@ -131,27 +117,26 @@ fn run(driver: Driver) -> Result<(), String> {
                 decode_tokens: repro::decode::TOKENS as u64,
                 model_on_disk: testbed::model::find().is_some(),
             };
-            let settings = serde_json::to_string(&settings).map_err(|e| e.to_string())?;
-            println!("{settings}");
+            println!("{}", serde_json::to_string(&settings)?);
             Ok(())
         }
     }
 }
 
+/// The processors of the points `names` in comparison `group`.
+fn processors(names: &[String], group: &str) -> Result<Vec<Processor>> {
+    names.iter().map(|name| processor(name, group)).collect()
+}
+
 /// The processor of the point called `name` in comparison `group`.
-fn processor(name: &str, group: &str) -> Result<Processor, String> {
-    let comparison = comparison(group).ok_or_else(|| format!("no comparison {group}"))?;
-    comparison.processor(name).ok_or_else(|| {
+fn processor(name: &str, group: &str) -> Result<Processor> {
+    let comparison = comparison(group).with_context(|| format!("no comparison {group}"))?;
+    comparison.processor(name).with_context(|| {
         format!(
             "point must be one of {}, got {name}",
             points::NAMES.join(", ")
         )
     })
-}
-
-/// The processors of `names` in comparison `group`.
-fn processors(names: &[String], group: &str) -> Result<Vec<Processor>, String> {
-    names.iter().map(|name| processor(name, group)).collect()
 }
 
 /// Runs `measure` once on each of `sides` sides to warm up, then `rounds` rounds of every side
@@ -162,17 +147,17 @@ fn processors(names: &[String], group: &str) -> Result<Vec<Processor>, String> {
 fn paired_rounds(
     rounds: usize,
     sides: usize,
-    mut measure: impl FnMut(usize) -> Result<String, String>,
-) -> Result<(), String> {
+    mut measure: impl FnMut(usize) -> Result<String>,
+) -> Result<()> {
     let mut left_out = vec![false; sides];
     for (side, out) in left_out.iter_mut().enumerate() {
         if let Err(err) = measure(side) {
-            eprintln!("side {side} left out: {err}");
+            eprintln!("side {side} left out: {err:#}");
             *out = true;
         }
     }
     if left_out.iter().all(|out| *out) {
-        return Err("no side can run this comparison".to_string());
+        bail!("no side can run this comparison");
     }
     for round in 0..rounds {
         let mut results = vec!["-".to_string(); sides];

@@ -7,7 +7,7 @@ use candle::{Device, Result, Tensor};
 use rand::{Rng, SeedableRng};
 use shared::bench::{TOP_K, TOP_P};
 use testbed::fixture::Fixture;
-use testbed::sampler::{Implementation, Processor, Sampling};
+use testbed::sampler::{all_samplings, Implementation, Processor, Sampling};
 
 /// SmolLM2 (the fixture itself), then Llama 2, Llama 3 and Qwen 2's vocabularies.
 pub const VOCAB_SIZES: [usize; 4] = [49152, 32000, 128256, 151936];
@@ -40,51 +40,36 @@ impl Comparison {
     }
 }
 
-/// A group per variant at `TEMPERATURE`, each side the same; then temperature 0, where
-/// upstream fails, so patched `TopK { k: TOP_K, temperature: 0.0 }` is set against what it must
-/// cost: upstream's `ArgMax`.
+/// A group per variant at `TEMPERATURE` (in `all_samplings`' order), each side the same; then
+/// temperature 0, where upstream fails, so patched `TopK { k: TOP_K, temperature: 0.0 }` is set
+/// against what it must cost: upstream's `ArgMax`.
 pub fn comparisons() -> Vec<Comparison> {
-    let temperature = TEMPERATURE;
-    let same = |group, sampling: Sampling| Comparison {
-        group,
-        upstream: sampling.clone(),
-        patched: sampling,
-    };
-    vec![
-        same("argmax", Sampling::ArgMax),
-        same("all", Sampling::All { temperature }),
-        same(
-            "top_k",
-            Sampling::TopK {
-                k: TOP_K,
-                temperature,
-            },
-        ),
-        same(
-            "top_p",
-            Sampling::TopP {
-                p: TOP_P,
-                temperature,
-            },
-        ),
-        same(
-            "top_k_then_top_p",
-            Sampling::TopKThenTopP {
-                k: TOP_K,
-                p: TOP_P,
-                temperature,
-            },
-        ),
-        same("gumbel_softmax", Sampling::GumbelSoftmax { temperature }),
-        Comparison {
-            group: "temperature_0",
-            upstream: Sampling::ArgMax,
-            patched: Sampling::TopK {
-                k: TOP_K,
-                temperature: 0.0,
-            },
+    let groups = [
+        "argmax",
+        "all",
+        "top_k",
+        "top_p",
+        "top_k_then_top_p",
+        "gumbel_softmax",
+    ];
+    let mut comparisons: Vec<Comparison> = groups
+        .into_iter()
+        .zip(all_samplings(TEMPERATURE, TOP_K, TOP_P))
+        .map(|(group, sampling)| Comparison {
+            group,
+            upstream: sampling.clone(),
+            patched: sampling,
+        })
+        .collect();
+    comparisons.push(Comparison {
+        group: "temperature_0",
+        upstream: Sampling::ArgMax,
+        patched: Sampling::TopK {
+            k: TOP_K,
+            temperature: 0.0,
         },
-    ]
+    });
+    comparisons
 }
 
 /// The comparison called `group`.
@@ -115,11 +100,11 @@ pub fn time_calls(
     device: &Device,
     calls: u64,
 ) -> Result<Duration> {
-    testbed::device::sync(device)?;
+    device.synchronize()?;
     let start = Instant::now();
     for _ in 0..calls {
         std::hint::black_box(processor.sample(logits)?);
     }
-    testbed::device::sync(device)?;
+    device.synchronize()?;
     Ok(start.elapsed())
 }

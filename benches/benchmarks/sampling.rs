@@ -13,13 +13,13 @@ use rand::SeedableRng;
 use repro::decode::{DecodeLoop, NEEDS_THE_MODEL, TOKENS};
 use testbed::fixture::Fixture;
 
-use crate::benchmarks::{devices, BenchDevice};
-
 fn run_sampling(c: &mut Criterion) {
     let fixture = Fixture::load().unwrap();
-    for device in devices() {
+    // Groups are named after the device, as in candle's own benches, so that one report can
+    // hold several.
+    for (name, device) in testbed::device::all_available() {
         for comparison in comparisons() {
-            let mut group = c.benchmark_group(device.bench_name(comparison.group));
+            let mut group = c.benchmark_group(format!("{name}_{}", comparison.group));
             for vocab in VOCAB_SIZES {
                 let logits = tensor(&logits(&fixture, vocab), &device).unwrap();
                 group.throughput(Throughput::Elements(vocab as u64));

@@ -29,9 +29,12 @@ fn main() {
     let mut list = Vec::new();
     for name in &names {
         let point = dir.join(name);
-        let module = module_name(name);
-        let generation = read(&point.join("generation/mod.rs"));
-        let generation: String = generation
+        // A module name cannot start with a digit: `0001` -> `p0001`.
+        let module = match name.starts_with(|c: char| c.is_ascii_digit()) {
+            true => format!("p{name}"),
+            false => name.clone(),
+        };
+        let generation: String = read(&point.join("generation/mod.rs"))
             .lines()
             .skip_while(|line| line.starts_with("//!"))
             .map(|line| format!("{line}\n"))
@@ -55,14 +58,6 @@ fn main() {
         Path::new(&std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("points.rs");
     std::fs::write(&target, out)
         .unwrap_or_else(|err| panic!("cannot write {}: {err}", target.display()));
-}
-
-/// `0001` -> `p0001`: a module name cannot start with a digit.
-fn module_name(point: &str) -> String {
-    match point.starts_with(|c: char| c.is_ascii_digit()) {
-        true => format!("p{point}"),
-        false => point.to_string(),
-    }
 }
 
 fn read(path: &Path) -> String {

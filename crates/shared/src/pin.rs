@@ -92,35 +92,28 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
         };
         let entry = Entry::deserialize(value.into_deserializer())
             .map_err(|err| anyhow::anyhow!("`{name}`: {}", err.message()))?;
-        lines.push(line(name, entry)?);
+        let (name, version) = (name.to_string(), entry.version);
+        let (Some(sha256), Some(commit), Some(path_in_vcs)) =
+            (entry.sha256, entry.commit, entry.path_in_vcs)
+        else {
+            lines.push(Line::New { name, version });
+            continue;
+        };
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            bail!("`{name}`: `sha256` must be 64 hex digits, got `{sha256}`");
+        }
+        lines.push(Line::Pinned(Pin {
+            name,
+            version,
+            sha256,
+            commit,
+            path_in_vcs,
+        }));
     }
     if lines.is_empty() {
         bail!("no crate is pinned");
     }
     Ok(lines)
-}
-
-fn line(name: &str, entry: Entry) -> Result<Line> {
-    let name = name.to_string();
-    let Entry {
-        version,
-        sha256,
-        commit,
-        path_in_vcs,
-    } = entry;
-    let (Some(sha256), Some(commit), Some(path_in_vcs)) = (sha256, commit, path_in_vcs) else {
-        return Ok(Line::New { name, version });
-    };
-    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("`{name}`: `sha256` must be 64 hex digits, got `{sha256}`");
-    }
-    Ok(Line::Pinned(Pin {
-        name,
-        version,
-        sha256,
-        commit,
-        path_in_vcs,
-    }))
 }
 
 /// The pin file for `pins`, in their order.

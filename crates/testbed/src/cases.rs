@@ -30,16 +30,6 @@ impl Build {
         let mut processor = self.processor(implementation, seed);
         Outcome::of(|| processor.sample(logits))
     }
-
-    /// Like `run`, but a panic propagates: for the fuzzer, which reports it with its input.
-    pub fn run_uncaught(
-        &self,
-        implementation: Implementation,
-        seed: u64,
-        logits: &Tensor,
-    ) -> Outcome {
-        self.processor(implementation, seed).sample(logits).into()
-    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -59,18 +49,6 @@ impl Case {
     /// The first token `implementation` samples for this case.
     pub fn run(&self, implementation: Implementation, seed: u64, logits: &Tensor) -> Outcome {
         self.build.run(implementation, seed, logits)
-    }
-}
-
-/// What a CLI does with `--temperature` and `--top-k`, as the bug report shows it; `guard` is the
-/// bug report's fix, made at the call site, as candle's own examples do.
-pub fn cli_sampling(temperature: f64, top_k: Option<usize>, guard: bool) -> Sampling {
-    if guard && temperature <= 0.0 {
-        return Sampling::ArgMax;
-    }
-    match top_k {
-        None => Sampling::All { temperature },
-        Some(k) => Sampling::TopK { k, temperature },
     }
 }
 
@@ -106,8 +84,14 @@ pub fn bug_report() -> Vec<Case> {
             top_p: None,
         },
     });
+    // What a CLI does with `--temperature` and `--top-k` once it applies the bug report's fix at
+    // the call site, as candle's own examples do.
     for (temperature, top_k) in [(0.0, Some(40)), (0.0, None), (0.8, Some(40))] {
-        let sampling = cli_sampling(temperature, top_k, true);
+        let sampling = match top_k {
+            _ if temperature <= 0.0 => Sampling::ArgMax,
+            None => Sampling::All { temperature },
+            Some(k) => Sampling::TopK { k, temperature },
+        };
         cases.push(Case {
             label: format!(
                 "guarded at the call site (t {temperature:?}, top-k {top_k:?}): {sampling:?}"

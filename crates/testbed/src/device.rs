@@ -4,33 +4,13 @@
 
 use candle::Device;
 
-/// A device to run on, or why it is not there.
-pub struct Available {
-    pub name: &'static str,
-    pub device: Result<Device, String>,
-}
-
-/// Every accelerator candle knows, each with the device or the reason it is missing.
-pub fn accelerators() -> Vec<Available> {
-    vec![
-        Available {
-            name: "cuda",
-            device: Device::new_cuda(0).map_err(|e| e.to_string()),
-        },
-        Available {
-            name: "metal",
-            device: Device::new_metal(0).map_err(|e| e.to_string()),
-        },
-    ]
-}
-
 /// The CPU, then every accelerator there is; prints why each missing one is skipped.
 pub fn all_available() -> Vec<(&'static str, Device)> {
     let mut devices = vec![("cpu", Device::Cpu)];
-    for available in accelerators() {
-        match available.device {
-            Ok(device) => devices.push((available.name, device)),
-            Err(reason) => crate::announce(&format!("skipped {}: {reason}", available.name)),
+    for name in ["cuda", "metal"] {
+        match by_name(name) {
+            Ok(device) => devices.push((name, device)),
+            Err(reason) => crate::announce(&format!("skipped {name}: {reason}")),
         }
     }
     devices
@@ -44,9 +24,4 @@ pub fn by_name(name: &str) -> candle::Result<Device> {
         "metal" => Device::new_metal(0),
         other => candle::bail!("device must be cpu, cuda or metal, got {other}"),
     }
-}
-
-/// Waits for the device's queued work, so that a clock read after it measures the work.
-pub fn sync(device: &Device) -> candle::Result<()> {
-    device.synchronize()
 }

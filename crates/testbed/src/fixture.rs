@@ -98,18 +98,12 @@ fn io_error(path: &Path, err: impl std::fmt::Display) -> candle::Error {
 }
 
 impl Fixture {
-    /// The committed fixture.
+    /// The committed fixture; fails unless its logits have the recorded sha256.
     pub fn load() -> Result<Fixture> {
-        Fixture::load_from(&dir(), NAME)
-    }
-
-    /// Reads `<name>.json` and its logits file from `dir`; fails unless the logits have the
-    /// recorded sha256.
-    pub fn load_from(dir: &Path, name: &str) -> Result<Fixture> {
-        let path = dir.join(format!("{name}.json"));
+        let path = dir().join(format!("{NAME}.json"));
         let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
         let provenance: Provenance = serde_json::from_str(&text).map_err(|e| io_error(&path, e))?;
-        let logits_path = dir.join(&provenance.logits_file);
+        let logits_path = dir().join(&provenance.logits_file);
         let bytes = std::fs::read(&logits_path).map_err(|e| io_error(&logits_path, e))?;
         let sha256 = sha256_hex(&bytes);
         if sha256 != provenance.logits_sha256 {
@@ -130,22 +124,18 @@ impl Fixture {
         Ok(Fixture { provenance, logits })
     }
 
-    /// Writes `<name>.json` and `<name>.logits.f32le` into `dir`, filling in the file name,
-    /// its sha256 and the statistics.
-    pub fn write(
-        mut provenance: Provenance,
-        logits: &[f32],
-        dir: &Path,
-        name: &str,
-    ) -> Result<Fixture> {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    /// Writes the committed fixture, `<NAME>.json` and `<NAME>.logits.f32le`, filling in the
+    /// logits file's name, its sha256 and the statistics.
+    pub fn write(mut provenance: Provenance, logits: &[f32]) -> Result<Fixture> {
+        let dir = dir();
+        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
         let bytes: Vec<u8> = logits.iter().flat_map(|v| v.to_le_bytes()).collect();
-        provenance.logits_file = format!("{name}.logits.f32le");
+        provenance.logits_file = format!("{NAME}.logits.f32le");
         provenance.logits_sha256 = sha256_hex(&bytes);
         provenance.stats = LogitStats::of(logits);
         let logits_path = dir.join(&provenance.logits_file);
         std::fs::write(&logits_path, &bytes).map_err(|e| io_error(&logits_path, e))?;
-        let path = dir.join(format!("{name}.json"));
+        let path = dir.join(format!("{NAME}.json"));
         let json = serde_json::to_string_pretty(&provenance).map_err(candle::Error::wrap)? + "\n";
         std::fs::write(&path, json).map_err(|e| io_error(&path, e))?;
         Ok(Fixture {

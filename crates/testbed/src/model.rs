@@ -23,12 +23,7 @@ pub fn find() -> Option<PathBuf> {
 /// for.
 pub fn required() -> std::io::Result<PathBuf> {
     find().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!(
-                "no model at {}: run `bash ci/fetch-model.sh`",
-                default_path().display()
-            ),
-        )
+        let path = default_path().display().to_string();
+        std::io::Error::other(format!("no model at {path}: run `bash ci/fetch-model.sh`"))
     })
 }

@@ -2,6 +2,7 @@
 //! `cargo repro` run both on the same logits in the same process.
 
 use candle::{Result, Tensor};
+use candle_transformers::generation::LogitsProcessor;
 pub use candle_transformers::generation::Sampling;
 
 /// Which `generation` module samples.
@@ -21,12 +22,6 @@ pub enum Implementation {
 /// The name of a point of `points::NAMES`; `Implementation::point` makes one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PointName(&'static str);
-
-impl PointName {
-    pub fn as_str(self) -> &'static str {
-        self.0
-    }
-}
 
 pub use Implementation::{Patched, Point, Upstream};
 
@@ -76,22 +71,24 @@ impl Implementation {
             .map(|n| Point(PointName(n)))
     }
 
+    /// The point that samples for this implementation; `None` for the patched crate.
+    fn point_name(self) -> Option<&'static str> {
+        match self {
+            Upstream => Some(shared::PUBLISHED_POINT),
+            Patched => None,
+            Point(name) => Some(name.0),
+        }
+    }
+
     /// `LogitsProcessor::from_sampling(seed, sampling)`.
     pub fn from_sampling(self, seed: u64, sampling: &Sampling) -> Processor {
-        use candle_transformers::generation::LogitsProcessor;
-        match self {
-            Upstream => Processor::Upstream(
-                points::published::generation::LogitsProcessor::from_sampling(
-                    seed,
-                    points::sampling_of!(points::published::generation, sampling),
-                ),
-            ),
-            Patched => Processor::Patched(LogitsProcessor::from_sampling(seed, sampling.clone())),
-            Point(name) => Processor::Point(match points::from_sampling(name.0, seed, sampling) {
-                Some(processor) => processor,
-                None => unreachable!("a `PointName` is one of `points::NAMES`"),
-            }),
-        }
+        let Some(name) = self.point_name() else {
+            return Processor::Patched(Box::new(LogitsProcessor::from_sampling(
+                seed,
+                sampling.clone(),
+            )));
+        };
+        Processor::Point(points::from_sampling(name, seed, sampling).expect(NAMED))
     }
 
     /// `LogitsProcessor::new(seed, temperature, top_p)`.
@@ -101,29 +98,19 @@ impl Implementation {
         temperature: Option<f64>,
         top_p: Option<f64>,
     ) -> Processor {
-        match self {
-            Upstream => Processor::Upstream(points::published::generation::LogitsProcessor::new(
-                seed,
-                temperature,
-                top_p,
-            )),
-            Patched => Processor::Patched(candle_transformers::generation::LogitsProcessor::new(
-                seed,
-                temperature,
-                top_p,
-            )),
-            Point(name) => Processor::Point(match points::new(name.0, seed, temperature, top_p) {
-                Some(processor) => processor,
-                None => unreachable!("a `PointName` is one of `points::NAMES`"),
-            }),
-        }
+        let Some(name) = self.point_name() else {
+            return Processor::Patched(Box::new(LogitsProcessor::new(seed, temperature, top_p)));
+        };
+        Processor::Point(points::new(name, seed, temperature, top_p).expect(NAMED))
     }
 }
 
+/// A `PointName` and the published point are both in `points::NAMES`.
+const NAMED: &str = "a point of `points::NAMES`";
+
 /// A `LogitsProcessor` of any of the modules.
 pub enum Processor {
-    Upstream(points::published::generation::LogitsProcessor),
-    Patched(candle_transformers::generation::LogitsProcessor),
+    Patched(Box<LogitsProcessor>),
     Point(Box<dyn points::Sample>),
 }
 
@@ -140,7 +127,6 @@ impl Processor {
     /// `sample_f`: `f` changes the probabilities before the draw.
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         match self {
-            Processor::Upstream(processor) => processor.sample_f(logits, f),
             Processor::Patched(processor) => processor.sample_f(logits, f),
             Processor::Point(processor) => {
                 // `f` is called at most once; the trait object takes an `FnMut`.

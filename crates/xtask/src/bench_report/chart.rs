@@ -2,7 +2,7 @@
 //! a line per side and one for the floor (CPU rows), every measured point marked, drawn as an
 //! SVG with plotters, as criterion draws its own. Without CPU rows it says so.
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::prelude::*;
 
 use super::Row;
@@ -33,15 +33,14 @@ pub fn svg(rows: &[Row]) -> Result<String> {
         let lines = comparisons.len().div_ceil(columns).max(1);
         let size = (320 * columns as u32, 260 * lines as u32);
         let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+        root.fill(&WHITE)?;
         if comparisons.is_empty() {
-            root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))
-                .map_err(|e| anyhow!("{e}"))?;
+            root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))?;
         }
         for (panel, comparison) in root.split_evenly((lines, columns)).iter().zip(&comparisons) {
             draw_panel(panel, comparison, rows)?;
         }
-        root.present().map_err(|e| anyhow!("{e}"))?;
+        root.present()?;
     }
     Ok(out)
 }
@@ -67,14 +66,12 @@ fn draw_panel(
         .margin(8)
         .x_label_area_size(30)
         .y_label_area_size(44)
-        .build_cartesian_2d(0f64..160f64, 0f64..highest * 1.1)
-        .map_err(|e| anyhow!("{e}"))?;
+        .build_cartesian_2d(0f64..160f64, 0f64..highest * 1.1)?;
     chart
         .configure_mesh()
         .x_desc("vocabulary (thousands)")
         .y_desc("ms per call")
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
+        .draw()?;
     for (name, color, value) in LINES {
         let line: Vec<(f64, f64)> = points
             .iter()
@@ -84,21 +81,17 @@ fn draw_panel(
             continue;
         }
         chart
-            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
-            .map_err(|e| anyhow!("{e}"))?
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
             .label(name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
         // A mark on every measurement, so that one vocabulary alone still shows.
-        chart
-            .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| anyhow!("{e}"))?;
+        chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
     }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
         .border_style(BLACK)
         .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(|e| anyhow!("{e}"))?;
+        .draw()?;
     Ok(())
 }

@@ -11,21 +11,14 @@ use shared::{PUBLISHED_POINT, SERIES_POINT};
 use crate::project::{self, Layout};
 
 use super::stats::{self, parse_rounds, Paired};
-use super::{per_call, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
+use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
 
 /// `bench-driver`, built as `cargo bench` builds the benches.
 pub(super) fn build_driver(layout: &Layout) -> Result<PathBuf> {
     let status = project::cargo()
         .current_dir(&layout.root)
-        .args([
-            "build",
-            "--release",
-            "-q",
-            "-p",
-            "benches",
-            "--bin",
-            "bench-driver",
-        ])
+        .args(["build", "--release", "-q"])
+        .args(["-p", "benches", "--bin", "bench-driver"])
         .status()?;
     if !status.success() {
         bail!("cannot build bench-driver");
@@ -33,16 +26,18 @@ pub(super) fn build_driver(layout: &Layout) -> Result<PathBuf> {
     Ok(layout.target().join("release").join("bench-driver"))
 }
 
-/// Runs `bench-driver` with `args` and keeps what it printed in `target/bench-driver/`, named
-/// after the arguments, so that a report's numbers can be traced to their rounds.
-pub(super) fn driver_rounds(layout: &Layout, driver: &Path, args: &[String]) -> Result<String> {
+/// Runs `bench-driver` with `args` (separated by spaces) then `points`, and keeps what it printed
+/// in `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced
+/// to their rounds.
+fn driver_rounds(layout: &Layout, driver: &Path, args: &str, points: &[String]) -> Result<String> {
+    let args = format!("{args} {}", points.join(" "));
     let output = stdout_of(
-        &format!("bench-driver {}", args.join(" ")),
-        std::process::Command::new(driver).args(args),
+        &format!("bench-driver {args}"),
+        std::process::Command::new(driver).args(args.split(' ')),
     )?;
     let dir = layout.target().join("bench-driver");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{}.txt", args.join(" "))), &output)?;
+    std::fs::write(dir.join(format!("{args}.txt")), &output)?;
     Ok(output)
 }
 
@@ -55,18 +50,11 @@ pub(super) fn measure_pairs(
     points: &[String],
 ) -> Result<PointRounds> {
     let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
-    let mut args: Vec<String> = [
-        "pair",
-        &row.comparison,
-        &row.vocab,
-        &ROUNDS.to_string(),
-        &calls.to_string(),
-        &row.device,
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(points.iter().cloned());
-    let output = driver_rounds(layout, driver, &args)?;
+    let args = format!(
+        "pair {} {} {ROUNDS} {calls} {}",
+        row.comparison, row.vocab, row.device
+    );
+    let output = driver_rounds(layout, driver, &args, points)?;
     let by_point = per_call(points, &output, calls)?;
     let side = |name: &str| {
         by_point
@@ -100,16 +88,9 @@ pub(super) fn measure_decode(
     points: &[String],
     settings: &Settings,
 ) -> Result<Vec<Vec<f64>>> {
-    let mut args: Vec<String> = [
-        "decode",
-        comparison,
-        &DECODE_ROUNDS.to_string(),
-        &settings.decode_tokens.to_string(),
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(points.iter().cloned());
-    let output = driver_rounds(layout, driver, &args)?;
+    let tokens = settings.decode_tokens;
+    let args = format!("decode {comparison} {DECODE_ROUNDS} {tokens}");
+    let output = driver_rounds(layout, driver, &args, points)?;
     eprintln!("decode {comparison}: {} measured", points.join(", "));
     parse_rounds(&output, 2 * points.len())
 }
@@ -122,10 +103,10 @@ pub(super) fn count_instructions(
     driver: &Path,
     timed: &BTreeMap<String, PointRounds>,
     vocab: &str,
-) -> Result<BTreeMap<(String, String), f64>> {
+) -> Result<Counts> {
     let out = layout.target().join("callgrind");
     std::fs::create_dir_all(&out)?;
-    let mut counts = BTreeMap::new();
+    let mut counts = Counts::new();
     for (comparison, points) in timed {
         for point in points.keys() {
             let mut totals = Vec::new();
@@ -144,10 +125,7 @@ pub(super) fn count_instructions(
             }
             let extra_calls = COUNTED_CALLS[1] - COUNTED_CALLS[0];
             let per_call = (totals[1] as f64 - totals[0] as f64) / extra_calls as f64;
-            eprintln!(
-                "callgrind {} {point}: {per_call:.0} instructions per call",
-                comparison
-            );
+            eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
             counts.insert((comparison.clone(), point.clone()), per_call);
         }
     }

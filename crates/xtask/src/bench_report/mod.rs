@@ -38,7 +38,6 @@ use measure::{
 pub use chart::svg as chart_svg;
 pub use criterion::{read_criterion, Measurement};
 use data::{Decode, PatchStep, Report, Step};
-pub use render::show_time;
 use stats::{median, parse_rounds, Paired, Verdict};
 
 /// One comparison at one vocabulary size: the published point against the whole series.
@@ -61,35 +60,35 @@ pub struct Row {
 /// Pairs each `published` measurement with the `series` one of the same group and value, and
 /// the `floor` one where there is one.
 pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
-    let mut rows = Vec::new();
     // The decode loop's groups have their own section.
-    let sampling = measurements
+    let mut rows: Vec<Row> = measurements
         .iter()
-        .filter(|m| !m.group.ends_with("_decode"));
-    for published in sampling.filter(|m| m.function == PUBLISHED_POINT) {
-        let beside = |function: &str| {
-            measurements.iter().find(|m| {
-                m.function == function && m.group == published.group && m.value == published.value
+        .filter(|m| m.function == PUBLISHED_POINT && !m.group.ends_with("_decode"))
+        .filter_map(|published| {
+            let beside = |function: &str| {
+                measurements.iter().find(|m| {
+                    m.function == function
+                        && m.group == published.group
+                        && m.value == published.value
+                })
+            };
+            let series = beside(SERIES_POINT)?;
+            let (device, comparison) = published
+                .group
+                .split_once('_')
+                .unwrap_or(("?", &published.group));
+            Some(Row {
+                device: device.to_string(),
+                comparison: comparison.to_string(),
+                vocab: published.value.clone().unwrap_or_default(),
+                published_ns: median(&published.per_iteration_ns),
+                series_ns: median(&series.per_iteration_ns),
+                floor_ns: beside("floor").map(|m| median(&m.per_iteration_ns)),
+                paired: None,
+                instructions: None,
             })
-        };
-        let Some(series) = beside(SERIES_POINT) else {
-            continue;
-        };
-        let (device, comparison) = published
-            .group
-            .split_once('_')
-            .unwrap_or(("?", &published.group));
-        rows.push(Row {
-            device: device.to_string(),
-            comparison: comparison.to_string(),
-            vocab: published.value.clone().unwrap_or_default(),
-            published_ns: median(&published.per_iteration_ns),
-            series_ns: median(&series.per_iteration_ns),
-            floor_ns: beside("floor").map(|m| median(&m.per_iteration_ns)),
-            paired: None,
-            instructions: None,
-        });
-    }
+        })
+        .collect();
     rows.sort_by_key(|row| {
         let vocab: u64 = row.vocab.parse().unwrap_or(0);
         (row.device.clone(), row.comparison.clone(), vocab)
@@ -150,54 +149,48 @@ pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRoun
         .collect())
 }
 
+/// Instructions per call that callgrind counted, by comparison and point.
+pub type Counts = BTreeMap<(String, String), f64>;
+
+/// After over before instructions per call in `comparison`, where callgrind counted both.
+fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &str) -> Option<f64> {
+    let count = |point: &str| counts.get(&(comparison.to_string(), point.to_string()));
+    Some(count(after)? / count(before)?)
+}
+
 /// Each patch's step from the points' rounds of every comparison, and their instruction counts
 /// per call where callgrind ran.
 pub fn steps(
     patches: &[Patch],
     rounds: &BTreeMap<String, PointRounds>,
-    counts: &BTreeMap<(String, String), f64>,
+    counts: &Counts,
 ) -> Result<Vec<PatchStep>> {
-    patches
-        .iter()
-        .map(|patch| {
-            // A comparison that one of the two points cannot run is left out of the step.
-            let rows = rounds
-                .iter()
-                .filter_map(|(comparison, points)| {
-                    Some((
-                        comparison,
-                        points.get(&patch.before)?,
-                        points.get(&patch.number)?,
-                    ))
-                })
-                .map(|(comparison, before, after)| {
-                    let pairs: Vec<(f64, f64)> =
-                        before.iter().copied().zip(after.iter().copied()).collect();
-                    let count = |name: &str| counts.get(&(comparison.clone(), name.to_string()));
-                    let instructions = match (count(&patch.before), count(&patch.number)) {
-                        (Some(before), Some(after)) => Some(after / before),
-                        _ => None,
-                    };
-                    let mut paired = Paired::of(&pairs);
-                    paired.weigh(instructions);
-                    Ok(Step {
-                        comparison: comparison.clone(),
-                        before_ns: median(before),
-                        after_ns: median(after),
-                        paired,
-                        instructions,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(PatchStep {
-                patch: patch.number.clone(),
-                subject: patch.subject.clone(),
-                before: patch.before.clone(),
-                rows,
-                decode: Vec::new(),
+    let step = |patch: &Patch| {
+        // A comparison that one of the two points cannot run is left out of the step.
+        let rows = rounds.iter().filter_map(|(comparison, points)| {
+            let (before, after) = (points.get(&patch.before)?, points.get(&patch.number)?);
+            let pairs: Vec<(f64, f64)> =
+                before.iter().copied().zip(after.iter().copied()).collect();
+            let instructions = instruction_ratio(counts, comparison, &patch.before, &patch.number);
+            let mut paired = Paired::of(&pairs);
+            paired.weigh(instructions);
+            Some(Step {
+                comparison: comparison.clone(),
+                before_ns: median(before),
+                after_ns: median(after),
+                paired,
+                instructions,
             })
-        })
-        .collect()
+        });
+        PatchStep {
+            patch: patch.number.clone(),
+            subject: patch.subject.clone(),
+            before: patch.before.clone(),
+            rows: rows.collect(),
+            decode: Vec::new(),
+        }
+    };
+    Ok(patches.iter().map(step).collect())
 }
 
 /// Whether `step` makes `comparison` faster per call: faster in time, and not by the same
@@ -279,7 +272,6 @@ pub struct Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let callgrind = options.callgrind;
     let dir = layout.target().join("criterion");
     if !dir.is_dir() {
         bail!(
@@ -307,13 +299,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut all = vec![PUBLISHED_POINT.to_string()];
     all.extend(patches.iter().map(|p| p.number.clone()));
     all.push(SERIES_POINT.to_string());
-    for point in &all {
-        if !settings.points.contains(point) {
-            bail!(
-                "bench-driver has no point {point} (it has {}): run `cargo xtask vendor`",
-                settings.points.join(", ")
-            );
-        }
+    if let Some(point) = all.iter().find(|point| !settings.points.contains(point)) {
+        bail!(
+            "bench-driver has no point {point} (it has {}): run `cargo xtask vendor`",
+            settings.points.join(", ")
+        );
     }
     let real_vocab = settings.vocab.to_string();
     let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
@@ -328,25 +318,15 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             point_rounds.insert(row.comparison.clone(), measured);
         }
     }
-    let mut counts = BTreeMap::new();
-    if callgrind {
+    let mut counts = Counts::new();
+    if options.callgrind {
         counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
-        for row in rows.iter_mut() {
-            let count = |point: &str| {
-                counts
-                    .get(&(row.comparison.clone(), point.to_string()))
-                    .copied()
-            };
-            let ratio = match (count(PUBLISHED_POINT), count(SERIES_POINT)) {
-                (Some(published), Some(series)) => Some(series / published),
-                _ => None,
-            };
-            // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
-            if row.device == "cpu" {
-                row.instructions = ratio.filter(|_| row.vocab == real_vocab);
-                if let Some(paired) = row.paired.as_mut() {
-                    paired.weigh(ratio);
-                }
+        // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
+        for row in rows.iter_mut().filter(|row| row.device == "cpu") {
+            let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
+            row.instructions = ratio.filter(|_| row.vocab == real_vocab);
+            if let Some(paired) = row.paired.as_mut() {
+                paired.weigh(ratio);
             }
         }
     }

@@ -4,44 +4,19 @@
 use shared::bench::{TOP_K, TOP_P};
 
 use super::data::{Decode, PatchStep, Report};
-use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
+use super::stats::{CONFIDENCE, UNRESOLVED_WIDTH};
 use super::Row;
 
-/// A table: a header and an alignment per column, then the rows' cells.
-struct Table {
-    columns: Vec<(&'static str, &'static str)>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    fn new(columns: &[(&'static str, &'static str)]) -> Table {
-        Table {
-            columns: columns.to_vec(),
-            rows: Vec::new(),
-        }
+/// A Markdown table: a header and an alignment per column, then each row's cells.
+fn table(columns: &[(&str, &str)], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let aligns: Vec<&str> = columns.iter().map(|(_, align)| *align).collect();
+    let mut out = format!("| {} |\n|{}|\n", names.join(" | "), aligns.join("|"));
+    for row in rows {
+        debug_assert_eq!(row.len(), columns.len());
+        out += &format!("| {} |\n", row.join(" | "));
     }
-
-    fn push(&mut self, cells: Vec<String>) {
-        debug_assert_eq!(cells.len(), self.columns.len());
-        self.rows.push(cells);
-    }
-
-    fn render(&self) -> String {
-        let line = |cells: Vec<&str>| format!("| {} |\n", cells.join(" | "));
-        let mut out = line(self.columns.iter().map(|(name, _)| *name).collect());
-        out += &format!(
-            "|{}|\n",
-            self.columns
-                .iter()
-                .map(|(_, align)| *align)
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for row in &self.rows {
-            out += &line(row.iter().map(String::as_str).collect());
-        }
-        out
-    }
+    out
 }
 
 pub fn show_time(ns: f64) -> String {
@@ -75,11 +50,10 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
         out += "What each step of a `sample` call costs alone: the floor for the next \
                 performance work.\n\n";
-        let mut table = Table::new(&[("step", "---"), ("median", "---:")]);
-        for (step, ns) in profile {
-            table.push(vec![step.clone(), show_time(*ns)]);
-        }
-        out += &table.render();
+        let rows = profile
+            .iter()
+            .map(|(step, ns)| vec![step.clone(), show_time(*ns)]);
+        out += &table(&[("step", "---"), ("median", "---:")], rows);
     }
     out
 }
@@ -155,8 +129,7 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
         columns.push(("instructions", "---:"));
     }
     columns.push(("verdict", "---"));
-    let mut table = Table::new(&columns);
-    for row in &step.rows {
+    let rows = step.rows.iter().map(|row| {
         let mut cells = vec![
             format!("`{}`", row.comparison),
             show_time(row.before_ns),
@@ -167,9 +140,9 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
             cells.push(row.instructions.map_or("-".into(), |r| format!("{r:.4}")));
         }
         cells.push(row.paired.verdict_text());
-        table.push(cells);
-    }
-    table.render()
+        cells
+    });
+    table(&columns, rows)
 }
 
 /// The table of the whole series against the published crates, at every vocabulary.
@@ -185,24 +158,12 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
         report.patches.len(),
         setting(report, Some("the series"))
     );
-    let mut table = Table::new(&[
-        ("comparison", "---"),
-        ("vocab", "---:"),
-        ("device", "---"),
-        ("published", "---:"),
-        ("series", "---:"),
-        ("floor", "---:"),
-        ("series / published", "---"),
-        ("verdict", "---"),
-        ("instructions", "---:"),
-        ("series / floor", "---:"),
-    ]);
-    for row in rows {
+    let cells = rows.iter().map(|row| {
         let (ratio, verdict) = match &row.paired {
             Some(p) => (p.interval(), p.verdict_text()),
             None => Default::default(),
         };
-        table.push(vec![
+        vec![
             row.comparison.clone(),
             row.vocab.clone(),
             row.device.clone(),
@@ -216,9 +177,21 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
             row.floor_ns.map_or(String::new(), |floor| {
                 format!("{:.1}", row.series_ns / floor)
             }),
-        ]);
-    }
-    out + &table.render()
+        ]
+    });
+    let columns = [
+        ("comparison", "---"),
+        ("vocab", "---:"),
+        ("device", "---"),
+        ("published", "---:"),
+        ("series", "---:"),
+        ("floor", "---:"),
+        ("series / published", "---"),
+        ("verdict", "---"),
+        ("instructions", "---:"),
+        ("series / floor", "---:"),
+    ];
+    out + &table(&columns, cells)
 }
 
 /// "In a generation loop": the decode loop, the whole series and then each patch that makes a
@@ -250,7 +223,19 @@ fn decode_section(report: &Report) -> String {
 
 /// One decode table: a row per comparison.
 pub(crate) fn decode_table(decodes: &[Decode]) -> String {
-    let mut table = Table::new(&[
+    let side = |ms: f64, share: f64| format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0);
+    let rows = decodes.iter().map(|d| {
+        vec![
+            format!("`{}`", d.comparison),
+            side(d.before_ms, d.before_share),
+            side(d.after_ms, d.after_share),
+            d.per_token.interval(),
+            d.per_token.verdict_text(),
+            d.sampler_only.interval(),
+            d.sampler_only.verdict_text(),
+        ]
+    });
+    let columns = [
         ("variant", "---"),
         ("before", "---"),
         ("after", "---"),
@@ -258,23 +243,8 @@ pub(crate) fn decode_table(decodes: &[Decode]) -> String {
         ("verdict", "---"),
         ("sampler's time only", "---"),
         ("verdict", "---"),
-    ]);
-    let side = |ms: f64, share: f64| format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0);
-    let ratio = |p: &Paired| (p.interval(), p.verdict_text());
-    for d in decodes {
-        let (per_token, per_token_verdict) = ratio(&d.per_token);
-        let (sampler, sampler_verdict) = ratio(&d.sampler_only);
-        table.push(vec![
-            format!("`{}`", d.comparison),
-            side(d.before_ms, d.before_share),
-            side(d.after_ms, d.after_share),
-            per_token,
-            per_token_verdict,
-            sampler,
-            sampler_verdict,
-        ]);
-    }
-    table.render()
+    ];
+    table(&columns, rows)
 }
 
 /// candle's devices, as the benches prefix their groups, and what measures one.
@@ -292,13 +262,12 @@ const DEVICES: [(&str, &str); 3] = [
 pub(crate) fn devices_line(rows: &[Row]) -> String {
     let parts: Vec<String> = DEVICES
         .iter()
-        .map(|(device, how)| {
-            if rows.iter().any(|row| row.device == *device) {
-                format!("{device} measured")
-            } else {
-                format!("**{device} not run** ({how})")
-            }
-        })
+        .map(
+            |(device, how)| match rows.iter().any(|row| row.device == *device) {
+                true => format!("{device} measured"),
+                false => format!("**{device} not run** ({how})"),
+            },
+        )
         .collect();
     format!("Devices: {}.\n\n", parts.join("; "))
 }

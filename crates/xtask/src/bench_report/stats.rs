@@ -47,12 +47,11 @@ pub enum Verdict {
 
 impl Verdict {
     pub fn of(low: f64, high: f64) -> Verdict {
-        if low >= 0.99 && high <= 1.01 {
+        let holds_one = low <= 1.0 && 1.0 <= high;
+        if (low >= 0.99 && high <= 1.01) || (holds_one && high - low <= UNRESOLVED_WIDTH) {
             Verdict::NoMeasurableCost
-        } else if low <= 1.0 && 1.0 <= high && high - low > UNRESOLVED_WIDTH {
+        } else if holds_one {
             Verdict::NotResolved
-        } else if low <= 1.0 && 1.0 <= high {
-            Verdict::NoMeasurableCost
         } else if low > 1.0 {
             Verdict::Slower
         } else {
