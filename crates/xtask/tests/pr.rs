@@ -204,13 +204,21 @@ fn toy_report() -> xtask::bench_report::data::Report {
                 "0001",
                 "generation: Raise the threshold",
                 "published",
-                vec![step("argmax", 30_000.0, 1.0), step("top_p", 1.4e6, 1.0)],
+                vec![
+                    step("argmax", 30_000.0, 1.0),
+                    step("temperature_0", 26_000.0, 1.0),
+                    step("top_p", 1.4e6, 1.0),
+                ],
             ),
             patch(
                 "0002",
                 "generation: Raise it again",
                 "0001",
-                vec![step("argmax", 30_500.0, 1.03), step("top_p", 1.41e6, 1.0)],
+                vec![
+                    step("argmax", 30_500.0, 1.03),
+                    step("temperature_0", 26_000.0, 1.0),
+                    step("top_p", 1.41e6, 1.0),
+                ],
             ),
             third,
         ],

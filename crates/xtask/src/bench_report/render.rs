@@ -39,7 +39,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     out += &format!(
         "Each patch's branch against the branch it builds on, or against the published crates: \
          {}. {COLUMNS}. {INSTRUCTIONS}.\n",
-        setting(report, Some("every branch that has 0001"))
+        setting(report, Some(Greedy::After("every branch that has 0001")))
     );
     for step in &report.patches {
         out += &step_heading(step, "");
@@ -78,22 +78,26 @@ pub(crate) fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio; `temperature_0` names the side
-/// that runs greedy sampling through `TopK`, when the rows have that comparison.
-pub(crate) fn setting(report: &Report, temperature_0: Option<&str>) -> String {
-    let greedy = temperature_0.map_or(String::new(), |after| {
-        format!(
-            "; `temperature_0`: `ArgMax` on the published crates, `TopK {{ k: {TOP_K}, \
-             temperature: 0.0 }}` on {after}"
-        )
+/// How one `sample` call was measured and how to read a ratio; `temperature_0` says what each
+/// side runs for that comparison, when the rows have it.
+pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
+    let greedy = temperature_0.map_or(String::new(), |greedy| {
+        let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
+        match greedy {
+            Greedy::After(after) => {
+                format!("; `temperature_0`: `ArgMax` on the published crates, {top_k} on {after}")
+            }
+            Greedy::BothSides => format!("; `temperature_0`: {top_k} on both sides"),
+        }
     });
     format!(
         "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} (`top_k`: k \
          {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
-         same candle-core; ratios are after over before, the median of the ratios of {} paired \
-         rounds that time the sides back to back, with its {}% bootstrap interval; \"no \
-         measurable cost\" means that interval contains 1.0 or lies within ±1%, \"not \
-         resolved\" that it contains 1.0 but is wider than {UNRESOLVED_WIDTH:.2}",
+         same candle-core; ratios are after over before, the median of the ratios of {} rounds, \
+         each timing every build measured there in turn, rotating which goes first, with its {}% \
+         bootstrap interval, rounded outwards; \"no measurable cost\" means that interval lies \
+         within ±1%, or contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \"not \
+         resolved\" that it contains 1.0 but is wider",
         report.model,
         report.vocab,
         report.seed,
@@ -103,17 +107,27 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<&str>) -> String {
     )
 }
 
+/// Who runs greedy sampling through `TopK` in the `temperature_0` comparison.
+pub(crate) enum Greedy {
+    /// `ArgMax` on the published crates, `TopK` at temperature 0 on the named side.
+    After(&'static str),
+    /// Both sides have 0001.
+    BothSides,
+}
+
 /// What a patch table's time columns are.
 pub(crate) const COLUMNS: &str =
     "before, after: each side's median time over the same rounds, so their \
-    quotient is not quite the median of the rounds' ratios";
+    quotient is not quite the median of the rounds' ratios; a round times every build in turn, \
+    and how many there are moves the times, so compare them within a table only";
 
 /// What the instruction column and "same instructions" mean.
 pub(crate) const INSTRUCTIONS: &str =
     "instructions: after over before, instructions per call counted \
     by valgrind's callgrind on one thread, which machine noise does not move; \"same \
     instructions\" (within 0.1%): both sides execute the same work, so a time difference there \
-    comes from where the code lands in memory, not from the change";
+    most likely comes from where the code lands in memory rather than from the change; \"more \
+    instructions\" or \"fewer instructions\": the time moves against the work";
 
 /// The table of one patch: what a pull request's body shows, and the instruction ratio where
 /// callgrind counted.
@@ -156,7 +170,7 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
          already on the host (for `gumbel_softmax`, whose stream is new, one generator draw per \
          logit and one pass). {INSTRUCTIONS}.\n\n",
         report.patches.len(),
-        setting(report, Some("the series"))
+        setting(report, Some(Greedy::After("the series")))
     );
     let cells = rows.iter().map(|row| {
         let (ratio, verdict) = match &row.paired {
@@ -205,10 +219,11 @@ fn decode_section(report: &Report) -> String {
         "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
          `sample` from the model's logits; the prefill is not timed. Medians over {} paired \
          rounds, each generating once per side, rotating which goes first; ratios per token with \
-         their 95% bootstrap interval, and the verdict by the same rule. Each token costs its \
-         side one forward pass at the same position, so \"sampler's time only\" compares a \
-         token's time before with that time less what the sampler saves, which leaves the \
-         forward pass's noise out. A cell reads: ms per token (tokens per second), the \
+         their 95% bootstrap interval. Each token costs its side one forward pass at the same \
+         position, so \"sampler's time only\" compares a token's time before with that time less \
+         what the sampler saves, which leaves out the forward pass, whose time varies between \
+         rounds by more than a sampler's share of a token; the verdict, by the same rule, is on \
+         that ratio. A cell reads: ms per token (tokens per second), the \
          sampler's share of a token.\n\n",
         report.model, report.decode_tokens, report.decode_rounds
     );
@@ -230,7 +245,6 @@ pub(crate) fn decode_table(decodes: &[Decode]) -> String {
             side(d.before_ms, d.before_share),
             side(d.after_ms, d.after_share),
             d.per_token.interval(),
-            d.per_token.verdict_text(),
             d.sampler_only.interval(),
             d.sampler_only.verdict_text(),
         ]
@@ -240,7 +254,6 @@ pub(crate) fn decode_table(decodes: &[Decode]) -> String {
         ("before", "---"),
         ("after", "---"),
         ("after / before per token", "---"),
-        ("verdict", "---"),
         ("sampler's time only", "---"),
         ("verdict", "---"),
     ];

@@ -36,7 +36,7 @@ pub const CONFIDENCE: f64 = 0.95;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// The interval contains 1.0 or lies within ±1%.
+    /// The interval lies within ±1%, or contains 1.0 and is at most `UNRESOLVED_WIDTH` wide.
     NoMeasurableCost,
     /// The interval contains 1.0 but is wider than `UNRESOLVED_WIDTH`: the rounds cannot tell,
     /// which is not the same as the sides being alike.
@@ -72,6 +72,8 @@ pub enum Work {
     SameInstructions,
     /// The slower side executes fewer instructions.
     FewerInstructions,
+    /// The faster side executes more instructions.
+    MoreInstructions,
 }
 
 /// Instruction ratios within this of 1.0 count as the same work: callgrind's counts move by a
@@ -121,7 +123,8 @@ impl Paired {
     }
 
     /// Sets `work` from the instruction ratio (after over before), where it says the time is
-    /// not work: the same instructions but a measurable difference, or fewer but slower.
+    /// not work: the same instructions but a measurable difference, fewer but slower, or more
+    /// but faster.
     pub fn weigh(&mut self, instructions: Option<f64>) {
         self.work = match instructions {
             Some(r)
@@ -133,13 +136,18 @@ impl Paired {
             Some(r) if r < 1.0 && self.verdict() == Verdict::Slower => {
                 Some(Work::FewerInstructions)
             }
+            Some(r) if r > 1.0 && self.verdict() == Verdict::Faster => Some(Work::MoreInstructions),
             _ => None,
         };
     }
 
-    /// "1.010 (0.997 to 1.023)".
+    /// "1.010 (0.997 to 1.023)", the interval rounded outwards, so that the printed bounds
+    /// give the verdict that the exact ones do.
     pub fn interval(&self) -> String {
-        format!("{:.3} ({:.3} to {:.3})", self.ratio, self.low, self.high)
+        // The nudge keeps a bound that is already a multiple of 0.001 where it is.
+        let low = (self.low * 1000.0 + 1e-6).floor() / 1000.0;
+        let high = (self.high * 1000.0 - 1e-6).ceil() / 1000.0;
+        format!("{:.3} ({low:.3} to {high:.3})", self.ratio)
     }
 
     /// What the interval says; derived, so that a report written before a rule changed reads
@@ -160,6 +168,7 @@ impl Paired {
             None => time,
             Some(Work::SameInstructions) => format!("same instructions; {time} in time"),
             Some(Work::FewerInstructions) => format!("fewer instructions; {time} in time"),
+            Some(Work::MoreInstructions) => format!("more instructions; {time} in time"),
         }
     }
 }
@@ -234,6 +243,24 @@ mod tests {
         let mut same = Paired::of(&[(100.0, 100.0), (100.0, 100.5), (100.0, 99.5)]);
         same.weigh(Some(1.0));
         assert_eq!(same.verdict_text(), "no measurable cost");
+        let mut faster = Paired::of(&[(100.0, 85.0), (100.0, 85.5), (100.0, 84.5)]);
+        faster.weigh(Some(1.0119));
+        assert_eq!(
+            faster.verdict_text(),
+            "more instructions; faster by 15.0% in time"
+        );
+    }
+
+    #[test]
+    fn intervals_are_printed_rounded_outwards() {
+        let mut paired = Paired::of(&[(1.0, 1.0)]);
+        (paired.ratio, paired.low, paired.high) = (0.992, 0.98962, 0.99812);
+        // Rounded to the nearest, the low bound would read 0.990, inside ±1%, while the verdict
+        // says faster.
+        assert_eq!(paired.interval(), "0.992 (0.989 to 0.999)");
+        assert_eq!(paired.verdict_text(), "faster by 0.8%");
+        (paired.low, paired.high) = (0.99, 1.004);
+        assert_eq!(paired.interval(), "0.992 (0.990 to 1.004)");
     }
 
     #[test]

@@ -76,5 +76,10 @@ fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
             path.display()
         )
     });
-    report.ok()
+    let mut report: bench_report::data::Report = report.ok()?;
+    // A report written before a rule changed reads by the rule of today, as its verdicts do.
+    for row in report.patches.iter_mut().flat_map(|step| &mut step.rows) {
+        row.paired.weigh(row.instructions);
+    }
+    Some(report)
 }
