@@ -299,7 +299,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
 /// A step faster in time by the same instructions is code placement, not the patch's gain: no
 /// decode loop runs for it, and a body shows no decode line for it.
 #[test]
-fn same_instructions_are_not_a_gain_to_decode() {
+fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
     use xtask::bench_report::data::{PatchStep, Step};
     use xtask::bench_report::stats::{Paired, Work};
     let rounds: Vec<(f64, f64)> = (0..21)
@@ -320,12 +320,19 @@ fn same_instructions_are_not_a_gain_to_decode() {
         patch: "0001".to_string(),
         subject: "generation: Sample greedily at temperature 0".to_string(),
         before: "published".to_string(),
-        rows: vec![row("gumbel_softmax", 1.0), row("top_p", 0.13)],
+        rows: vec![
+            row("gumbel_softmax", 1.0),
+            row("top_p", 0.13),
+            row("all", 1.012),
+        ],
         decode: Vec::new(),
     };
     assert_eq!(step.rows[0].paired.work, Some(Work::SameInstructions));
     assert!(!bench_report::faster(&step, "gumbel_softmax"));
     assert!(bench_report::faster(&step, "top_p"));
+    // Faster at more instructions: the time moves against the work, and is no gain either.
+    assert_eq!(step.rows[2].paired.work, Some(Work::MoreInstructions));
+    assert!(!bench_report::faster(&step, "all"));
     assert_eq!(
         bench_report::decode_points("gumbel_softmax", std::slice::from_ref(&step)),
         ["published", "series"]

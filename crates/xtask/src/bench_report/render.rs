@@ -95,9 +95,10 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
          {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
          same candle-core; ratios are after over before, the median of the ratios of {} rounds, \
          each timing every build measured there in turn, rotating which goes first, with its {}% \
-         bootstrap interval, rounded outwards; \"no measurable cost\" means that interval lies \
-         within ±1%, or contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \"not \
-         resolved\" that it contains 1.0 but is wider",
+         bootstrap interval, rounded outwards; \"no measurable cost\" means that interval \
+         contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \"within ±1%\" that it lies \
+         there without containing 1.0, too small a difference to count, \"not resolved\" that it \
+         contains 1.0 but is wider",
         report.model,
         report.vocab,
         report.seed,
@@ -118,8 +119,9 @@ pub(crate) enum Greedy {
 /// What a patch table's time columns are.
 pub(crate) const COLUMNS: &str =
     "before, after: each side's median time over the same rounds, so their \
-    quotient is not quite the median of the rounds' ratios; a round times every build in turn, \
-    and how many there are moves the times, so compare them within a table only";
+    quotient is not quite the median of the rounds' ratios; each row's rounds ran at another \
+    time, and the machine's speed drifts between rows, so compare before with after within a row \
+    only";
 
 /// What the instruction column and "same instructions" mean.
 pub(crate) const INSTRUCTIONS: &str =
@@ -221,9 +223,9 @@ fn decode_section(report: &Report) -> String {
          rounds, each generating once per side, rotating which goes first; ratios per token with \
          their 95% bootstrap interval. Each token costs its side one forward pass at the same \
          position, so \"sampler's time only\" compares a token's time before with that time less \
-         what the sampler saves, which leaves out the forward pass, whose time varies between \
-         rounds by more than a sampler's share of a token; the verdict, by the same rule, is on \
-         that ratio. A cell reads: ms per token (tokens per second), the \
+         what the sampler saves, which leaves out the forward pass, whose time varies from one \
+         generation to the next, even within a round, by far more than a sampler's share of a \
+         token; the verdict, by the same rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
          sampler's share of a token.\n\n",
         report.model, report.decode_tokens, report.decode_rounds
     );

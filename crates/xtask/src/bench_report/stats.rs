@@ -141,8 +141,8 @@ impl Paired {
         };
     }
 
-    /// "1.010 (0.997 to 1.023)", the interval rounded outwards, so that the printed bounds
-    /// give the verdict that the exact ones do.
+    /// "1.010 (0.997 to 1.023)", the interval rounded outwards, so that the printed interval
+    /// holds the exact one.
     pub fn interval(&self) -> String {
         // The nudge keeps a bound that is already a multiple of 0.001 where it is.
         let low = (self.low * 1000.0 + 1e-6).floor() / 1000.0;
@@ -156,13 +156,22 @@ impl Paired {
         Verdict::of(self.low, self.high)
     }
 
-    /// "no measurable cost", "slower by 3.0%", "same instructions; slower by 1.2% in time".
+    /// "no measurable cost", "within ±1%: slower by 0.4%", "slower by 3.0%", "same instructions;
+    /// slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
+        let change = match self.ratio {
+            r if r >= 1.0 => format!("slower by {:.1}%", (r - 1.0) * 100.0),
+            r => format!("faster by {:.1}%", (1.0 - r) * 100.0),
+        };
         let time = match self.verdict() {
             Verdict::NotResolved => "not resolved by these rounds".to_string(),
+            // Within ±1%, an interval that misses 1.0 still shows a difference, too small to
+            // count: it is given, so that the label never contradicts the interval.
+            Verdict::NoMeasurableCost if self.low > 1.0 || self.high < 1.0 => {
+                format!("within ±1%: {change}")
+            }
             Verdict::NoMeasurableCost => "no measurable cost".to_string(),
-            Verdict::Slower => format!("slower by {:.1}%", (self.ratio - 1.0) * 100.0),
-            Verdict::Faster => format!("faster by {:.1}%", (1.0 - self.ratio) * 100.0),
+            Verdict::Slower | Verdict::Faster => change,
         };
         match self.work {
             None => time,
@@ -218,7 +227,8 @@ mod tests {
     #[test]
     fn verdicts_follow_the_rule() {
         assert_eq!(text(1.004, 0.998, 1.012), "no measurable cost");
-        assert_eq!(text(1.004, 1.001, 1.008), "no measurable cost");
+        assert_eq!(text(1.004, 1.001, 1.008), "within ±1%: slower by 0.4%");
+        assert_eq!(text(0.993, 0.992, 0.995), "within ±1%: faster by 0.7%");
         assert_eq!(text(1.03, 1.02, 1.04), "slower by 3.0%");
         assert_eq!(text(1.012, 1.005, 1.02), "slower by 1.2%");
         assert_eq!(text(0.9, 0.85, 0.95), "faster by 10.0%");

@@ -152,8 +152,9 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
              the time in `sample`, measured in the loop, goes from {:.1}% of a token's time to \
              {:.1}%; counting the sampler's time alone (a token's time before, less what the \
              sampler saves), the ratio per token is {} ({}). Whole tokens took {:.2} ms before \
-             and {:.2} after (medians), a ratio of {}, which carries the forward pass's time: it \
-             varies between rounds by more than the sampler's share of a token.\n",
+             and {:.2} after (medians), a ratio of {}, which carries the forward pass's time: that \
+             varies from one generation to the next, even within a round, by far more than the \
+             sampler's share, so this ratio cannot show the change.\n",
             report.model,
             report.decode_tokens,
             decode.comparison,
