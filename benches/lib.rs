@@ -44,19 +44,19 @@ impl Comparison {
 /// temperature 0, where upstream fails, so patched `TopK { k: TOP_K, temperature: 0.0 }` is set
 /// against what it must cost: upstream's `ArgMax`.
 pub fn comparisons() -> Vec<Comparison> {
-    let groups = [
-        "argmax",
-        "all",
-        "top_k",
-        "top_p",
-        "top_k_then_top_p",
-        "gumbel_softmax",
-    ];
-    let mut comparisons: Vec<Comparison> = groups
+    // Exhaustive, so that a new variant cannot go unnamed or be dropped.
+    let group = |sampling: &Sampling| match sampling {
+        Sampling::ArgMax => "argmax",
+        Sampling::All { .. } => "all",
+        Sampling::TopK { .. } => "top_k",
+        Sampling::TopP { .. } => "top_p",
+        Sampling::TopKThenTopP { .. } => "top_k_then_top_p",
+        Sampling::GumbelSoftmax { .. } => "gumbel_softmax",
+    };
+    let mut comparisons: Vec<Comparison> = all_samplings(TEMPERATURE, TOP_K, TOP_P)
         .into_iter()
-        .zip(all_samplings(TEMPERATURE, TOP_K, TOP_P))
-        .map(|(group, sampling)| Comparison {
-            group,
+        .map(|sampling| Comparison {
+            group: group(&sampling),
             upstream: sampling.clone(),
             patched: sampling,
         })

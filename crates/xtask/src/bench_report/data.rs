@@ -29,6 +29,26 @@ pub struct Report {
     pub decode: Option<Vec<Decode>>,
 }
 
+impl Report {
+    /// A report from its JSON, read by the rules of today: each row's instruction label weighed
+    /// again, and a patch's decode loop kept only for what the patch makes faster per call, so
+    /// that a report written before a rule changed reads as one written now.
+    pub fn parse(json: &str) -> serde_json::Result<Report> {
+        let mut report: Report = serde_json::from_str(json)?;
+        for step in &mut report.patches {
+            for row in &mut step.rows {
+                row.paired.weigh(row.instructions);
+            }
+            let decode = std::mem::take(&mut step.decode);
+            step.decode = decode
+                .into_iter()
+                .filter(|d| super::faster(step, &d.comparison))
+                .collect();
+        }
+        Ok(report)
+    }
+}
+
 /// One patch: its branch against the branch it builds on (or the published crates), per
 /// comparison at the real vocabulary on the CPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

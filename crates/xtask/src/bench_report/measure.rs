@@ -26,14 +26,20 @@ pub(super) fn build_driver(layout: &Layout) -> Result<PathBuf> {
     Ok(layout.target().join("release").join("bench-driver"))
 }
 
-/// Runs `bench-driver` with `args` (separated by spaces) then `points`, and keeps what it printed
-/// in `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced
-/// to their rounds.
-fn driver_rounds(layout: &Layout, driver: &Path, args: &str, points: &[String]) -> Result<String> {
-    let args = format!("{args} {}", points.join(" "));
+/// Runs `bench-driver` with `args` then `points`, and keeps what it printed in
+/// `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced to
+/// their rounds.
+fn driver_rounds(
+    layout: &Layout,
+    driver: &Path,
+    args: &[String],
+    points: &[String],
+) -> Result<String> {
+    let all = [args, points].concat();
+    let args = all.join(" ");
     let output = stdout_of(
         &format!("bench-driver {args}"),
-        std::process::Command::new(driver).args(args.split(' ')),
+        std::process::Command::new(driver).args(&all),
     )?;
     let dir = layout.target().join("bench-driver");
     std::fs::create_dir_all(&dir)?;
@@ -50,10 +56,14 @@ pub(super) fn measure_pairs(
     points: &[String],
 ) -> Result<PointRounds> {
     let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
-    let args = format!(
-        "pair {} {} {ROUNDS} {calls} {}",
-        row.comparison, row.vocab, row.device
-    );
+    let args = [
+        "pair".to_string(),
+        row.comparison.clone(),
+        row.vocab.clone(),
+        ROUNDS.to_string(),
+        calls.to_string(),
+        row.device.clone(),
+    ];
     let output = driver_rounds(layout, driver, &args, points)?;
     let by_point = per_call(points, &output, calls)?;
     let side = |name: &str| {
@@ -89,7 +99,12 @@ pub(super) fn measure_decode(
     settings: &Settings,
 ) -> Result<Vec<Vec<f64>>> {
     let tokens = settings.decode_tokens;
-    let args = format!("decode {comparison} {DECODE_ROUNDS} {tokens}");
+    let args = [
+        "decode".to_string(),
+        comparison.to_string(),
+        DECODE_ROUNDS.to_string(),
+        tokens.to_string(),
+    ];
     let output = driver_rounds(layout, driver, &args, points)?;
     eprintln!("decode {comparison}: {} measured", points.join(", "));
     parse_rounds(&output, 2 * points.len())

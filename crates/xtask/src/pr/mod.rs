@@ -81,7 +81,7 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    let named = |patch: &Patch, n: &String| patch.file_name.starts_with(&format!("{n}-"));
+    let named = |patch: &Patch, n: &String| patch.number() == n;
     for number in numbers {
         if !patches.iter().any(|p| named(p, number)) {
             bail!("no patch numbered {number} in patches/");

@@ -139,13 +139,7 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         report.date
     );
     out += &bench_report::render::patch_table(step);
-    // A decode line only for what the patch itself makes faster per call (the report of an
-    // older run may hold more).
-    for decode in step
-        .decode
-        .iter()
-        .filter(|d| bench_report::faster(step, &d.comparison))
-    {
+    for decode in &step.decode {
         let _ = write!(
             out,
             "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \

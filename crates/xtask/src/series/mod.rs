@@ -27,8 +27,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if !file_name.ends_with(".patch") {
             continue;
         }
-        let name = file_name.as_bytes();
-        if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
+        if !numbered(&file_name) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
         let bytes = std::fs::read(entry.path())?;
@@ -45,6 +44,13 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         }
     }
     Ok(patches)
+}
+
+/// Whether a patch file's name starts with its four-digit number and a `-`, which
+/// `Patch::number` relies on.
+fn numbered(file_name: &str) -> bool {
+    let name = file_name.as_bytes();
+    name.get(4) == Some(&b'-') && name[..4].iter().all(u8::is_ascii_digit)
 }
 
 impl Patch {
