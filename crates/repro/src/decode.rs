@@ -36,8 +36,7 @@ impl DecodeLoop {
             return Ok(None);
         };
         let model = Model::load(&path, &Device::Cpu)?;
-        let text = crate::chat::render(&model.vocab.chat_template, testbed::fixture::PROMPT)?;
-        let prompt = model.encode(&text)?;
+        let (_, prompt) = model.prompt(testbed::fixture::PROMPT)?;
         Ok(Some(DecodeLoop { model, prompt }))
     }
 
@@ -54,7 +53,7 @@ impl DecodeLoop {
             let token = processor.sample(&logits)?;
             sampler += sampled.elapsed();
             generated.push(token);
-            logits = self.model.step(token, position)?;
+            logits = self.model.forward(&[token], position)?;
         }
         Ok(Generation {
             tokens: generated,

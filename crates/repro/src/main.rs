@@ -7,8 +7,9 @@ use anyhow::{bail, Result};
 use candle::Device;
 use clap::{Parser, ValueEnum};
 use repro::model::Model;
+use repro::table;
 use repro::vocab::{self, Vocab};
-use repro::{chat, table};
+use shared::repro::{Row, Table};
 use testbed::cases;
 use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
@@ -94,19 +95,19 @@ fn run(options: &Options) -> Result<()> {
                  or pass --model PATH"
             );
         }
-        let committed = Fixture::load()?;
+        let Fixture { provenance, logits } = Fixture::load()?;
         say!(
             json,
             "running on the committed fixture, SmolLM2-135M-Instruct Q4_1's logits for {:?}: no model \
              at {} (`bash ci/fetch-model.sh` downloads it, or pass --model PATH)",
-            committed.provenance.prompt,
+            provenance.prompt,
             model_file::default_path().display()
         );
         let scenario = Scenario {
-            prompt: committed.provenance.prompt.clone(),
-            text: committed.provenance.text.clone(),
-            token_ids: committed.provenance.token_ids.clone(),
-            logits: committed.logits.clone(),
+            prompt: provenance.prompt,
+            text: provenance.text,
+            token_ids: provenance.token_ids,
+            logits,
             tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
             source: "fixture",
             json,
@@ -116,34 +117,43 @@ fn run(options: &Options) -> Result<()> {
 
     let mut model = Model::load(&path, &device)?;
     say!(json, "running {} on {}", path.display(), options.device);
-    let prompt = options
-        .prompt
-        .clone()
-        .unwrap_or_else(|| fixture::PROMPT.to_string());
-    let text = chat::render(&model.vocab.chat_template, &prompt)?;
-    let token_ids = model.encode(&text)?;
-    let logits: Vec<f32> = model.prefill(&token_ids)?.to_vec1()?;
+    let prompt = options.prompt.as_deref().unwrap_or(fixture::PROMPT);
+    let (text, token_ids) = model.prompt(prompt)?;
     let scenario = Scenario {
-        prompt,
+        prompt: prompt.to_string(),
         text,
+        logits: model.prefill(&token_ids)?.to_vec1()?,
         token_ids,
-        logits,
         tokenizer: model.tokenizer.clone(),
         source: "model",
         json,
     };
     print_cases(&scenario, options.seed, &device)?;
-    if scenario.prompt == fixture::PROMPT {
+    if prompt == fixture::PROMPT {
         match Fixture::load() {
-            Ok(committed) => compare_with_fixture(&scenario, &committed),
             Err(err) => say!(json, "\nfixture    cannot be read: {err}"),
+            Ok(committed)
+                if committed.provenance.token_ids != scenario.token_ids
+                    || committed.logits.len() != scenario.logits.len() =>
+            {
+                say!(
+                    json,
+                    "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
+                )
+            }
+            Ok(committed) => say!(
+                json,
+                "\nfixture    the committed logits differ from these by at most {} ({} values)",
+                committed.largest_difference(&scenario.logits),
+                committed.logits.len()
+            ),
         }
     }
     if let Some(count) = options.generate {
         generate(&mut model, &scenario, options.seed, count)?;
     }
     if options.save_fixture {
-        if scenario.prompt != fixture::PROMPT {
+        if prompt != fixture::PROMPT {
             bail!("--save-fixture writes the report's fixture: leave out --prompt");
         }
         save_fixture(&path, &model, &scenario, &options.device)?;
@@ -153,14 +163,6 @@ fn run(options: &Options) -> Result<()> {
 
 fn show_token(tokenizer: &tokenizers::Tokenizer, token: u32) -> String {
     format!("{token} {:?}", vocab::token_text(tokenizer, token))
-}
-
-fn show(outcome: &Outcome, tokenizer: &tokenizers::Tokenizer) -> String {
-    match outcome {
-        Outcome::Token(token) => show_token(tokenizer, *token),
-        Outcome::Error(message) => format!("error: {message}"),
-        Outcome::Panic(message) => format!("panic: {message}"),
-    }
 }
 
 fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
@@ -185,42 +187,39 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
         stats.inf,
         show_token(&scenario.tokenizer, stats.argmax)
     );
+    let tokenizer = &scenario.tokenizer;
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
-    let cases = cases::bug_report();
-    let outcome = |case: &cases::Case, implementation| {
-        show(
-            &case.run(implementation, seed, &logits),
-            &scenario.tokenizer,
-        )
+    let outcome = |case: &cases::Case, implementation| match case.run(implementation, seed, &logits)
+    {
+        Outcome::Token(token) => show_token(tokenizer, token),
+        Outcome::Error(message) => format!("error: {message}"),
+        Outcome::Panic(message) => format!("panic: {message}"),
     };
-    let rows: Vec<Vec<String>> = cases
+    let rows: Vec<Row> = cases::bug_report()
         .iter()
-        .map(|case| {
-            let [upstream, patched] = Implementation::BOTH.map(|i| outcome(case, i));
-            vec![case.label.clone(), upstream, patched]
-        })
-        .collect();
-    if !scenario.json {
-        let header = ["case", "upstream (published)", "patched (+ patches/)"];
-        print!("{}", table::render(&header, &rows));
-        return Ok(());
-    }
-    // Every point too, so that each pull request shows what its own branch changes.
-    let rows = cases
-        .iter()
-        .zip(rows)
-        .map(|(case, row)| shared::repro::Row {
-            case: row[0].clone(),
-            upstream: row[1].clone(),
-            patched: row[2].clone(),
+        .map(|case| Row {
+            case: case.label.clone(),
+            upstream: outcome(case, Implementation::Upstream),
+            patched: outcome(case, Implementation::Patched),
+            // Every point too, so that each pull request shows what its own branch changes.
             points: points::NAMES
                 .iter()
+                .filter(|_| scenario.json)
                 .filter_map(|name| Implementation::point(name))
                 .map(|point| (point.name().to_string(), outcome(case, point)))
                 .collect(),
         })
         .collect();
-    let table = shared::repro::Table {
+    if !scenario.json {
+        let header = ["case", "upstream (published)", "patched (+ patches/)"];
+        let cells: Vec<_> = rows
+            .into_iter()
+            .map(|r| vec![r.case, r.upstream, r.patched])
+            .collect();
+        print!("{}", table::render(&header, &cells));
+        return Ok(());
+    }
+    let table = Table {
         model: format!("{} ({})", model_file::FILE_NAME, model_file::PACKAGE),
         model_sha256: model_file::SHA256.to_string(),
         prompt: scenario.prompt.clone(),
@@ -230,24 +229,6 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
     };
     println!("{}", serde_json::to_string(&table)?);
     Ok(())
-}
-
-fn compare_with_fixture(scenario: &Scenario, committed: &Fixture) {
-    if scenario.token_ids != committed.provenance.token_ids
-        || scenario.logits.len() != committed.logits.len()
-    {
-        say!(
-            scenario.json,
-            "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
-        );
-    } else {
-        say!(
-            scenario.json,
-            "\nfixture    the committed logits differ from these by at most {} ({} values)",
-            committed.largest_difference(&scenario.logits),
-            committed.logits.len()
-        );
-    }
 }
 
 fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> Result<()> {
@@ -260,6 +241,7 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
         "\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):"
     );
     for implementation in Implementation::BOTH {
+        let name = implementation.name();
         let mut processor = implementation.from_sampling(seed, &greedy);
         let mut sampled = 0;
         let generated = model.generate(&scenario.token_ids, count, |logits| {
@@ -267,24 +249,20 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
             processor.sample(logits)
         });
         match generated {
-            Ok(tokens) => say!(
-                scenario.json,
-                "{:<9} {:?} {tokens:?}",
-                implementation.name(),
-                scenario
+            Ok(tokens) => {
+                let text = scenario
                     .tokenizer
                     .decode(&tokens, false)
-                    .map_err(anyhow::Error::msg)?
-            ),
+                    .map_err(anyhow::Error::msg)?;
+                say!(scenario.json, "{name:<9} {text:?} {tokens:?}")
+            }
             Err(err) => {
-                let message = match err.downcast_ref::<candle::Error>() {
-                    Some(err) => testbed::sampler::message(err),
-                    None => format!("{err:#}"),
-                };
+                let message = err
+                    .downcast_ref()
+                    .map_or_else(|| format!("{err:#}"), testbed::sampler::message);
                 say!(
                     scenario.json,
-                    "{:<9} error at token {sampled}: {message}",
-                    implementation.name()
+                    "{name:<9} error at token {sampled}: {message}"
                 )
             }
         }
@@ -293,8 +271,7 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
 }
 
 fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -> Result<()> {
-    let bytes = std::fs::read(path)?;
-    let model_sha256 = fixture::sha256_hex(&bytes);
+    let model_sha256 = fixture::sha256_hex(&std::fs::read(path)?);
     if model_sha256 != model_file::SHA256 {
         bail!(
             "{} has sha256 {model_sha256}, not the pinned model's {}: the fixture records {}",
@@ -325,8 +302,8 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
         device: device.to_string(),
         logits_file: String::new(),
         logits_sha256: String::new(),
-        stats: stats.clone(),
         argmax_text: vocab::token_text(&scenario.tokenizer, stats.argmax),
+        stats,
     };
     let written = Fixture::write(provenance, &scenario.logits)?;
     model.vocab.save(&vocab::fixture_path())?;

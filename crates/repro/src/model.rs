@@ -34,8 +34,11 @@ impl Model {
         })
     }
 
-    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        vocab::encode(&self.tokenizer, text)
+    /// The chat template's text for the user turn `user`, and its token ids.
+    pub fn prompt(&self, user: &str) -> Result<(String, Vec<u32>)> {
+        let text = crate::chat::render(&self.vocab.chat_template, user)?;
+        let ids = vocab::encode(&self.tokenizer, &text)?;
+        Ok((text, ids))
     }
 
     /// The logits for the token after `ids`, computed from position 0 (the cache starts anew).
@@ -43,19 +46,11 @@ impl Model {
         self.forward(ids, 0)
     }
 
-    /// The logits after one more token at `position`.
-    pub fn step(&mut self, token: u32, position: usize) -> Result<Tensor> {
-        self.forward(&[token], position)
-    }
-
     /// The last position's logits, as f32, after `ids` starting at `position`.
-    fn forward(&mut self, ids: &[u32], position: usize) -> Result<Tensor> {
+    pub fn forward(&mut self, ids: &[u32], position: usize) -> Result<Tensor> {
         let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
-        Ok(self
-            .weights
-            .forward(&input, position)?
-            .squeeze(0)?
-            .to_dtype(DType::F32)?)
+        let logits = self.weights.forward(&input, position)?.squeeze(0)?;
+        Ok(logits.to_dtype(DType::F32)?)
     }
 
     /// Up to `max_tokens` tokens after `prompt`, each chosen by `next` from the logits, ending
@@ -74,7 +69,7 @@ impl Model {
             if token == self.vocab.eos_token_id {
                 break;
             }
-            logits = self.step(token, prompt.len() + tokens.len() - 1)?;
+            logits = self.forward(&[token], prompt.len() + tokens.len() - 1)?;
         }
         Ok(tokens)
     }

@@ -2,27 +2,24 @@
 
 /// Rows under a header, columns padded to their widest cell.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut widths = vec![0; header.len()];
+    for row in std::iter::once(&header).chain(rows) {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| -> String {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
-            .collect();
-        padded.join("  ").trim_end().to_string() + "\n"
-    };
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    let mut out = line(&header) + &line(&rule);
-    for row in rows {
-        out += &line(row);
-    }
-    out
+    [&header, &rule]
+        .into_iter()
+        .chain(rows)
+        .map(|cells| {
+            let padded: Vec<String> = (cells.iter().zip(&widths))
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            padded.join("  ").trim_end().to_string() + "\n"
+        })
+        .collect()
 }
 
 #[cfg(test)]
