@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use benches::{comparison, logits, tensor, time_calls};
+use benches::{comparison, logits, time_calls};
 use candle::Device;
 use clap::Parser;
 use repro::decode::{DecodeLoop, NEEDS_THE_MODEL};
@@ -70,7 +70,7 @@ fn run(driver: Driver) -> Result<()> {
             vocab,
             calls,
         } => {
-            let logits = tensor(&logits(&fixture, vocab), &Device::Cpu)?;
+            let logits = logits(&fixture, vocab, &Device::Cpu)?;
             let mut processor = processor(&point, &group)?;
             for _ in 0..calls {
                 std::hint::black_box(processor.sample(&logits)?);
@@ -86,7 +86,7 @@ fn run(driver: Driver) -> Result<()> {
             points,
         } => {
             let device = testbed::device::by_name(&device)?;
-            let logits = tensor(&logits(&fixture, vocab), &device)?;
+            let logits = logits(&fixture, vocab, &device)?;
             let mut sides = processors(&points, &group)?;
             paired_rounds(rounds, sides.len(), |side| {
                 let elapsed = time_calls(&mut sides[side], &logits, &device, calls)?;

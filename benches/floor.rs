@@ -47,12 +47,6 @@ fn max(values: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |m, v| m.max(*v))
 }
 
-/// Index of the largest value: one pass.
-fn argmax(values: &[f32]) -> usize {
-    let top = max(values);
-    values.iter().position(|v| *v == top).unwrap_or(0)
-}
-
 /// `exp(logit / t - max)` into `prs`, and their sum as candle's softmax takes it.
 fn exps(logits: &[f32], temperature: f32, prs: &mut Vec<f32>) -> f32 {
     let scale = 1.0 / temperature;
@@ -109,19 +103,6 @@ fn nucleus(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
     keys.truncate(kept);
 }
 
-/// Candidates for the nucleus: the tokens above `(sum - mass) / (2 len)`, where `mass` is p
-/// times the sum of the (unnormalised) `prs`.
-fn candidates(prs: &[f32], mass: f32, sum: f32, keys: &mut Vec<u64>) {
-    let floor = (sum - mass) / (2 * prs.len()) as f32;
-    keys.clear();
-    keys.extend(
-        prs.iter()
-            .enumerate()
-            .filter(|(_, p)| **p >= floor)
-            .map(|(i, p)| key(i, *p)),
-    );
-}
-
 /// The floor of `sampling` on `logits`.
 pub fn sample(
     sampling: &Sampling,
@@ -131,7 +112,10 @@ pub fn sample(
 ) -> usize {
     let Scratch { prs, keys, weights } = scratch;
     match *sampling {
-        Sampling::ArgMax => argmax(logits),
+        Sampling::ArgMax => {
+            let top = max(logits);
+            logits.iter().position(|v| *v == top).unwrap_or(0)
+        }
         Sampling::All { temperature } => {
             std::hint::black_box(exps(logits, temperature as f32, prs));
             draw(prs, rng)
@@ -143,8 +127,13 @@ pub fn sample(
         }
         Sampling::TopP { p, temperature } => {
             let sum = exps(logits, temperature as f32, prs);
-            candidates(prs, p as f32 * sum, sum, keys);
-            nucleus(prs, p as f32 * sum, keys);
+            // The nucleus's candidates: the tokens above `(sum - p sum) / (2 len)`.
+            let mass = p as f32 * sum;
+            let floor = (sum - mass) / (2 * prs.len()) as f32;
+            keys.clear();
+            let above = prs.iter().enumerate().filter(|(_, p)| **p >= floor);
+            keys.extend(above.map(|(i, p)| key(i, *p)));
+            nucleus(prs, mass, keys);
             draw_keys(prs, keys, weights, rng)
         }
         Sampling::TopKThenTopP { k, p, temperature } => {

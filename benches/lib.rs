@@ -77,20 +77,17 @@ pub fn comparison(group: &str) -> Option<Comparison> {
     comparisons().into_iter().find(|c| c.group == group)
 }
 
-/// Logits of `vocab` entries with the fixture's distribution: the fixture itself at 49152,
-/// otherwise values drawn from it with a fixed seed.
-pub fn logits(fixture: &Fixture, vocab: usize) -> Vec<f32> {
+/// Logits of `vocab` entries with the fixture's distribution, on `device`: the fixture itself at
+/// 49152, otherwise values drawn from it with a fixed seed.
+pub fn logits(fixture: &Fixture, vocab: usize, device: &Device) -> Result<Tensor> {
     if vocab == fixture.logits.len() {
-        return fixture.logits.clone();
+        return fixture.tensor(device);
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(vocab as u64);
-    (0..vocab)
+    let values: Vec<f32> = (0..vocab)
         .map(|_| fixture.logits[rng.random_range(0..fixture.logits.len())])
-        .collect()
-}
-
-pub fn tensor(values: &[f32], device: &Device) -> Result<Tensor> {
-    Tensor::from_slice(values, values.len(), device)
+        .collect();
+    Tensor::from_slice(&values, vocab, device)
 }
 
 /// The time of `calls` calls of `sample`, the device synced before each reading of the clock.

@@ -58,14 +58,10 @@ fn strings(content: &Content, key: &str) -> Result<Vec<String>> {
 
 impl Vocab {
     pub fn from_gguf(content: &Content) -> Result<Vocab> {
-        let token_types: Vec<u32> = get(content, "tokenizer.ggml.token_type")?
-            .to_vec()?
-            .iter()
-            .map(|v| v.to_i32().map(|t| t as u32).or_else(|_| v.to_u32()))
-            .collect::<candle::Result<_>>()?;
         let mut special_ids = Vec::new();
-        for (id, kind) in token_types.iter().enumerate() {
-            match kind {
+        let token_types = get(content, "tokenizer.ggml.token_type")?.to_vec()?;
+        for (id, v) in token_types.iter().enumerate() {
+            match v.to_i32().map(|t| t as u32).or_else(|_| v.to_u32())? {
                 1 => {}
                 3 | 4 => special_ids.push(id as u32),
                 other => {
@@ -73,19 +69,18 @@ impl Vocab {
                 }
             }
         }
-        let flag = |key: &str| get(content, key).and_then(|v| Ok(v.to_bool()?));
+        let string = |key| Ok::<_, anyhow::Error>(get(content, key)?.to_string()?.clone());
+        let flag = |key| get(content, key).and_then(|v| Ok(v.to_bool()?));
         Ok(Vocab {
-            model: get(content, "tokenizer.ggml.model")?.to_string()?.clone(),
-            pre: get(content, "tokenizer.ggml.pre")?.to_string()?.clone(),
+            model: string("tokenizer.ggml.model")?,
+            pre: string("tokenizer.ggml.pre")?,
             tokens: strings(content, "tokenizer.ggml.tokens")?,
             merges: strings(content, "tokenizer.ggml.merges")?,
             special_ids,
             add_bos_token: flag("tokenizer.ggml.add_bos_token").unwrap_or(false),
             add_space_prefix: flag("tokenizer.ggml.add_space_prefix").unwrap_or(false),
             eos_token_id: get(content, "tokenizer.ggml.eos_token_id")?.to_u32()?,
-            chat_template: get(content, "tokenizer.chat_template")?
-                .to_string()?
-                .clone(),
+            chat_template: string("tokenizer.chat_template")?,
         })
     }
 
