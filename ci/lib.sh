@@ -2,17 +2,14 @@
 # even when a step fails.
 # shellcheck shell=bash
 
-CI_STARTED=$(date +%s)
 CI_TIMES=()
 
 step() {
-  local name=$1
+  local name=$1 started=$SECONDS status=0
   shift
-  local started status=0
-  started=$(date +%s)
   echo "::: $name: $*"
   "$@" || status=$?
-  local took=$(( $(date +%s) - started ))
+  local took=$((SECONDS - started))
   if [ "$status" -ne 0 ]; then
     CI_TIMES+=("$name FAILED (exit $status) ${took}s")
     echo "::: $name: FAILED with exit $status after ${took}s"
@@ -24,5 +21,5 @@ step() {
 }
 
 summary() {
-  echo "::: done in $(( $(date +%s) - CI_STARTED ))s: ${CI_TIMES[*]}"
+  echo "::: done in ${SECONDS}s: ${CI_TIMES[*]}"
 }

@@ -36,7 +36,7 @@ impl Model {
 
     /// The chat template's text for the user turn `user`, and its token ids.
     pub fn prompt(&self, user: &str) -> Result<(String, Vec<u32>)> {
-        let text = crate::chat::render(&self.vocab.chat_template, user)?;
+        let text = self.vocab.chat(user)?;
         let ids = vocab::encode(&self.tokenizer, &text)?;
         Ok((text, ids))
     }

@@ -1,4 +1,4 @@
-//! The tokenizer stored in the GGUF: gpt2 byte-level BPE with llama.cpp's `smollm`
+//! The tokenizer and chat template stored in the GGUF: gpt2 byte-level BPE with llama.cpp's `smollm`
 //! pre-tokenizer, built with the `tokenizers` crate so that its ids equal llama.cpp's.
 //!
 //! candle-core's own `TokenizerFromGguf` treats `smollm` as plain GPT-2, whose byte-level step
@@ -93,6 +93,19 @@ impl Vocab {
     pub fn save(&self, path: &Path) -> Result<()> {
         let json = serde_json::to_string(self)? + "\n";
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The chat template's text for one user turn followed by the assistant's prompt, rendered
+    /// as Hugging Face's `apply_chat_template` renders it (`trim_blocks`, `lstrip_blocks`).
+    pub fn chat(&self, user: &str) -> Result<String> {
+        let mut env = minijinja::Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.add_template("chat", &self.chat_template)?;
+        Ok(env.get_template("chat")?.render(minijinja::context! {
+            messages => vec![minijinja::context! { role => "user", content => user }],
+            add_generation_prompt => true,
+        })?)
     }
 
     /// A tokenizer that splits text as llama.cpp does for this vocabulary: special tokens first,

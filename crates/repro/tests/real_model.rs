@@ -40,7 +40,7 @@ fn the_vocabulary_fixture_is_the_ggufs() -> Result<()> {
 fn the_logits_fixture_matches_the_model() -> Result<()> {
     let mut model = load()?;
     let committed = Fixture::load()?;
-    let text = repro::chat::render(&model.vocab.chat_template, fixture::PROMPT)?;
+    let text = model.vocab.chat(fixture::PROMPT)?;
     let ids = vocab::encode(&model.tokenizer, &text)?;
     assert_eq!(ids, committed.provenance.token_ids);
     let logits: Vec<f32> = model.prefill(&ids)?.to_vec1()?;

@@ -66,7 +66,7 @@ fn ids_equal_llama_cpps() -> Result<()> {
 
 #[test]
 fn the_chat_template_renders_the_text_llama_cpp_tokenized() -> Result<()> {
-    let text = repro::chat::render(&vocabulary()?.chat_template, fixture::PROMPT)?;
+    let text = vocabulary()?.chat(fixture::PROMPT)?;
     assert_eq!(text, llama_cpp()?.chat.text);
     // The template adds a default system turn.
     assert!(text.starts_with("<|im_start|>system\nYou are a helpful AI assistant named SmolLM"));
