@@ -87,9 +87,8 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             let device = testbed::device::by_name(&device)?;
             let logits = logits(&fixture, vocab, &device)?;
-            let mut sides = processors(&points, &group)?;
-            paired_rounds(rounds, sides.len(), |side| {
-                let elapsed = time_calls(&mut sides[side], &logits, &device, calls)?;
+            paired_rounds(rounds, processors(&points, &group)?, |processor| {
+                let elapsed = time_calls(processor, &logits, &device, calls)?;
                 Ok(elapsed.as_nanos().to_string())
             })
         }
@@ -100,9 +99,8 @@ fn run(driver: Driver) -> Result<()> {
             points,
         } => {
             let mut decode = DecodeLoop::load()?.context(NEEDS_THE_MODEL)?;
-            let mut sides = processors(&points, &group)?;
-            paired_rounds(rounds, sides.len(), |side| {
-                let generation = decode.generate(&mut sides[side], tokens)?;
+            paired_rounds(rounds, processors(&points, &group)?, |processor| {
+                let generation = decode.generate(processor, tokens)?;
                 let (total, sampler) = (generation.total, generation.sampler);
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
             })
@@ -123,12 +121,10 @@ fn run(driver: Driver) -> Result<()> {
     }
 }
 
-/// The processors of the points `names` in comparison `group`.
 fn processors(names: &[String], group: &str) -> Result<Vec<Processor>> {
     names.iter().map(|name| processor(name, group)).collect()
 }
 
-/// The processor of the point called `name` in comparison `group`.
 fn processor(name: &str, group: &str) -> Result<Processor> {
     let comparison = comparison(group).with_context(|| format!("no comparison {group}"))?;
     comparison.processor(name).with_context(|| {
@@ -139,19 +135,19 @@ fn processor(name: &str, group: &str) -> Result<Processor> {
     })
 }
 
-/// Runs `measure` once on each of `sides` sides to warm up, then `rounds` rounds of every side
+/// Runs `measure` once on each of `sides` to warm up, then `rounds` rounds of every side
 /// back to back, rotating which goes first, and prints each round's results on one line, in
 /// side order. A side that fails its warm-up (a point without a patch that the comparison needs,
 /// such as `temperature_0` on a branch without greedy sampling at temperature 0) is left out of
 /// the rounds: its column reads `-`, and its error goes to stderr.
 fn paired_rounds(
     rounds: usize,
-    sides: usize,
-    mut measure: impl FnMut(usize) -> Result<String>,
+    mut sides: Vec<Processor>,
+    mut measure: impl FnMut(&mut Processor) -> Result<String>,
 ) -> Result<()> {
-    let mut left_out = vec![false; sides];
+    let mut left_out = vec![false; sides.len()];
     for (side, out) in left_out.iter_mut().enumerate() {
-        if let Err(err) = measure(side) {
+        if let Err(err) = measure(&mut sides[side]) {
             eprintln!("side {side} left out: {err:#}");
             *out = true;
         }
@@ -160,11 +156,11 @@ fn paired_rounds(
         bail!("no side can run this comparison");
     }
     for round in 0..rounds {
-        let mut results = vec!["-".to_string(); sides];
-        for offset in 0..sides {
-            let side = (round + offset) % sides;
+        let mut results = vec!["-".to_string(); sides.len()];
+        for offset in 0..sides.len() {
+            let side = (round + offset) % sides.len();
             if !left_out[side] {
-                results[side] = measure(side)?;
+                results[side] = measure(&mut sides[side])?;
             }
         }
         println!("{}", results.join(" "));

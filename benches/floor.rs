@@ -103,7 +103,6 @@ fn nucleus(prs: &[f32], p: f32, keys: &mut Vec<u64>) {
     keys.truncate(kept);
 }
 
-/// The floor of `sampling` on `logits`.
 pub fn sample(
     sampling: &Sampling,
     logits: &[f32],

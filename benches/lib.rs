@@ -72,7 +72,6 @@ pub fn comparisons() -> Vec<Comparison> {
     comparisons
 }
 
-/// The comparison called `group`.
 pub fn comparison(group: &str) -> Option<Comparison> {
     comparisons().into_iter().find(|c| c.group == group)
 }

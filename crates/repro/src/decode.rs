@@ -9,10 +9,8 @@ use anyhow::Result;
 use candle::Device;
 use testbed::sampler::Processor;
 
-/// How many tokens each generation decodes.
 pub const TOKENS: usize = 16;
 
-/// The model and the prompt's token ids, loaded once.
 pub struct DecodeLoop {
     model: Model,
     prompt: Vec<u32>,

@@ -24,12 +24,10 @@ impl Model {
         let content = gguf_file::Content::read(&mut file)
             .with_context(|| format!("{} is not a GGUF file", path.display()))?;
         let vocab = Vocab::from_gguf(&content)?;
-        let tokenizer = vocab.tokenizer()?;
-        let weights = ModelWeights::from_gguf(content, &mut file, device)?;
         Ok(Model {
-            weights,
+            tokenizer: vocab.tokenizer()?,
+            weights: ModelWeights::from_gguf(content, &mut file, device)?,
             vocab,
-            tokenizer,
             device: device.clone(),
         })
     }

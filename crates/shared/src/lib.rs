@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// The workspace's root, from this crate's manifest.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
@@ -33,15 +32,10 @@ pub fn target_dir_of(root: &Path) -> PathBuf {
     }
 }
 
-/// Cargo's target folder of this workspace.
 pub fn target_dir() -> PathBuf {
     target_dir_of(&root())
 }
 
-/// The sha256 of `bytes`, in lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    format!("{:x}", Sha256::digest(bytes))
 }

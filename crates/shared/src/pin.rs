@@ -16,7 +16,6 @@ use serde::de::{Deserialize, IntoDeserializer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pin {
-    /// The crate's name on crates.io.
     pub name: String,
     pub version: String,
     /// The sha256 of the `.crate` file.
@@ -60,7 +59,6 @@ struct Entry {
     path_in_vcs: Option<String>,
 }
 
-/// Every line of the pin file at `path`.
 pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the upstream pin {}", path.display()))?;
@@ -116,7 +114,6 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
     Ok(lines)
 }
 
-/// The pin file for `pins`, in their order.
 pub fn render(pins: &[Pin]) -> String {
     let mut text = String::from(
         "# The published crates that the patches in this folder apply to, one line each; the first\n\
@@ -143,7 +140,6 @@ pub fn label(pins: &[Pin]) -> String {
     }
 }
 
-/// Where the pin file of the workspace at `root` is.
 pub fn file(root: &Path) -> PathBuf {
     root.join("patches").join("upstream.toml")
 }
