@@ -3,5 +3,4 @@
 
 pub mod decode;
 pub mod model;
-pub mod table;
 pub mod vocab;

@@ -7,7 +7,6 @@ use anyhow::{bail, Result};
 use candle::Device;
 use clap::{Parser, ValueEnum};
 use repro::model::Model;
-use repro::table;
 use repro::vocab::{self, Vocab};
 use shared::repro::{Row, Table};
 use testbed::cases;
@@ -216,7 +215,7 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
             .into_iter()
             .map(|r| vec![r.case, r.upstream, r.patched])
             .collect();
-        print!("{}", table::render(&header, &cells));
+        print!("{}", render_table(&header, &cells));
         return Ok(());
     }
     let table = Table {
@@ -317,4 +316,43 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
         vocab::fixture_path().display()
     );
     Ok(())
+}
+
+/// Rows under a header, columns padded to their widest cell.
+fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut widths = vec![0; header.len()];
+    for row in std::iter::once(&header).chain(rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    [&header, &rule]
+        .into_iter()
+        .chain(rows)
+        .map(|cells| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            padded.join("  ").trim_end().to_string() + "\n"
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn columns_line_up() {
+        let rows = vec![
+            vec!["a".to_string(), "long cell".to_string()],
+            vec!["bbb".to_string(), "x".to_string()],
+        ];
+        assert_eq!(
+            super::render_table(&["case", "out"], &rows),
+            "case  out\n----  ---------\na     long cell\nbbb   x\n"
+        );
+    }
 }
