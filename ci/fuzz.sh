@@ -6,9 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo_fuzz_version=0.13.2
-if ! cargo fuzz --version 2>/dev/null | grep -q "$cargo_fuzz_version"; then
+cargo fuzz --version 2>/dev/null | grep -q "$cargo_fuzz_version" ||
   cargo install --locked cargo-fuzz --version "$cargo_fuzz_version"
-fi
 manifest=crates/fuzz/Cargo.toml
 cargo fmt --manifest-path "$manifest" -- --check
 cargo clippy --locked --manifest-path "$manifest" --all-targets -- -D warnings

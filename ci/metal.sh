@@ -7,9 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=aarch64-apple-darwin
-if ! rustup target list --installed | grep -qx "$target"; then
-  rustup target add "$target"
-fi
+rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 if ! command -v clang >/dev/null || ! command -v pkg-config >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
