@@ -125,12 +125,7 @@ impl Vocab {
                 self.add_bos_token
             );
         }
-        let vocab: BpeVocab = self
-            .tokens
-            .iter()
-            .enumerate()
-            .map(|(id, token)| (token.clone(), id as u32))
-            .collect();
+        let vocab: BpeVocab = self.tokens.iter().cloned().zip(0..).collect();
         let merges = self
             .merges
             .iter()
