@@ -52,13 +52,7 @@ enum Driver {
 }
 
 fn main() -> ExitCode {
-    match run(Driver::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message:#}");
-            ExitCode::FAILURE
-        }
-    }
+    shared::exit(run(Driver::parse()))
 }
 
 fn run(driver: Driver) -> Result<()> {

@@ -61,14 +61,7 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    let options = Options::parse();
-    match run(&options) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    shared::exit(run(&Options::parse()))
 }
 
 /// What the cases run on: a prompt's logits and a way to show tokens.

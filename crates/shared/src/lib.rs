@@ -1,6 +1,6 @@
 //! What the workspace's tool (`xtask`), its test support (`testbed`) and its binaries (`cargo
 //! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
-//! are, the upstream pin and sha256.
+//! are, the upstream pin and sha256, how a binary exits.
 
 pub mod bench;
 pub mod pin;
@@ -12,6 +12,7 @@ pub const PUBLISHED_POINT: &str = "published";
 pub const SERIES_POINT: &str = "series";
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use sha2::{Digest, Sha256};
 
@@ -38,4 +39,15 @@ pub fn target_dir() -> PathBuf {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     format!("{:x}", Sha256::digest(bytes))
+}
+
+/// A binary's exit: an error goes to stderr as `error: ` and its chain of causes.
+pub fn exit(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
