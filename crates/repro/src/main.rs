@@ -130,7 +130,8 @@ fn run(options: &Options) -> Result<()> {
             {
                 say!(
                     json,
-                    "\nfixture    differs: other token ids or vocabulary size than the committed fixture"
+                    "\nfixture    differs: other token ids or vocabulary size than the committed \
+                     fixture"
                 )
             }
             Ok(committed) => say!(
@@ -181,8 +182,7 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
     );
     let tokenizer = &scenario.tokenizer;
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
-    let outcome = |case: &cases::Case, implementation| match case.run(implementation, seed, &logits)
-    {
+    let outcome = |case: &cases::Case, side| match case.run(side, seed, &logits) {
         Outcome::Token(token) => show_token(tokenizer, token),
         Outcome::Error(message) => format!("error: {message}"),
         Outcome::Panic(message) => format!("panic: {message}"),

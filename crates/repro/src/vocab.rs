@@ -1,5 +1,5 @@
-//! The tokenizer and chat template stored in the GGUF: gpt2 byte-level BPE with llama.cpp's `smollm`
-//! pre-tokenizer, built with the `tokenizers` crate so that its ids equal llama.cpp's.
+//! The tokenizer and chat template stored in the GGUF: gpt2 byte-level BPE with llama.cpp's
+//! `smollm` pre-tokenizer, built with the `tokenizers` crate so that its ids equal llama.cpp's.
 //!
 //! candle-core's own `TokenizerFromGguf` treats `smollm` as plain GPT-2, whose byte-level step
 //! adds a space before every piece of text after a special token (`Ġuser`): its ids differ
