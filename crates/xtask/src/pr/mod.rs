@@ -81,16 +81,14 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    let named = |patch: &Patch, n: &String| patch.number() == n;
-    for number in numbers {
-        if !patches.iter().any(|p| named(p, number)) {
-            bail!("no patch numbered {number} in patches/");
-        }
+    if let Some(missing) = numbers
+        .iter()
+        .find(|n| !patches.iter().any(|p| p.number() == *n))
+    {
+        bail!("no patch numbered {missing} in patches/");
     }
-    Ok(patches
-        .into_iter()
-        .filter(|p| numbers.is_empty() || numbers.iter().any(|n| named(p, n)))
-        .collect())
+    let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
+    Ok(patches.into_iter().filter(named).collect())
 }
 
 /// The branch of each patch, checked for validity and clashes before anything is made.
@@ -125,39 +123,33 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let series = Series::load(layout, options)?;
     let pins = pin::read(&layout.pin())?;
-    let published = pins
-        .iter()
+    let published = (pins.iter())
         .map(|pin| published::load_or_fetch(layout, pin))
         .collect::<Result<Vec<_>>>()?;
-    let author = options.author.as_deref();
-    let (repo, stack, base, call_sites) = match &options.candle {
-        Some(clone) => {
-            let repo = git::open(clone)?;
-            let contributor = contributor(&repo, author)?;
-            let prepared = prepare(
-                &repo,
-                &published,
-                &series,
-                &options.base,
-                &contributor,
-                options.force_branch,
-            )?;
-            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (repo, prepared.stack, base, call_sites)
+    // Without a clone, the workspace's git identity stands in for the clone's.
+    let identity = match &options.candle {
+        Some(clone) => git::open(clone)?,
+        None => Repository::discover(&layout.root)?,
+    };
+    let contributor = contributor(&identity, options.author.as_deref())?;
+    let (repo, stack, found) = match options.candle {
+        Some(_) => {
+            let (base, force) = (&options.base, options.force_branch);
+            let prepared = prepare(&identity, &published, &series, base, &contributor, force)?;
+            let found = Some((prepared.base, prepared.call_sites));
+            (identity, prepared.stack, found)
         }
-        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
-        // workspace's git identity stands in for the clone's.
+        // For review without a clone: nothing is written anywhere but `target/pr/`.
         None => {
             let repo = trees::Scratch::new()?.repo;
             let base = published_commit(&repo, &published)?;
-            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let stack = stack::build(&repo, base, &series, &contributor)?;
-            (repo, stack, None, None)
+            (repo, stack, None)
         }
     };
+    let (base, call_sites) = found.unzip();
     let facts = facts::compute(layout, &series.notes, call_sites);
-    let checks = options
-        .verify
+    let checks = (options.verify)
         .then(|| verify_stack(layout, &repo, &stack))
         .transpose()?;
     let checks = checks.as_deref();
@@ -167,17 +159,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    // "branch: command" for each check that failed.
-    let failed: Vec<String> = stack
-        .entries
-        .iter()
-        .zip(checks.unwrap_or_default())
-        .flat_map(|(entry, checks)| {
-            checks
-                .iter()
-                .filter(|c| !c.passed)
-                .map(move |c| format!("{}: {}", entry.branch, c.command.text()))
-        })
+    let failed: Vec<String> = (stack.entries.iter().zip(checks.unwrap_or_default()))
+        .flat_map(|(entry, checks)| checks.iter().filter(|c| !c.passed).map(move |c| (entry, c)))
+        .map(|(entry, check)| format!("{}: {}", entry.branch, check.command.text()))
         .collect();
     if !failed.is_empty() {
         bail!("--verify failed: {}", failed.join("; "));
@@ -266,15 +250,12 @@ fn published_commit(repo: &Repository, published: &[Published]) -> Result<Oid> {
 
 /// The paths (in candle's repository) that the patches change.
 pub fn touched_files(patches: &[Patch]) -> Result<Vec<String>> {
-    let mut files = Vec::new();
+    let mut files: Vec<String> = Vec::new();
     for patch in patches {
         for delta in patch.diff()?.deltas() {
-            if let Some(path) = delta.new_file().path().or(delta.old_file().path()) {
-                let path = path.display().to_string();
-                if !files.contains(&path) {
-                    files.push(path);
-                }
-            }
+            let path = delta.new_file().path().or(delta.old_file().path());
+            let path = path.map(|p| p.display().to_string());
+            files.extend(path.filter(|path| !files.contains(path)));
         }
     }
     Ok(files)
@@ -288,11 +269,9 @@ fn verify_stack(
     stack: &Stack,
 ) -> Result<Vec<Vec<verify::Check>>> {
     let dir = layout.target().join("pr-verify");
-    let export = dir.join("candle");
-    let target_dir = dir.join("target");
+    let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it: only what differs
     // from it is written, so cargo keeps what it built then.
-    let record = dir.join("exported-tree");
     let mut previous: Option<Oid> = std::fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
@@ -302,23 +281,22 @@ fn verify_stack(
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;
-        eprintln!(
-            "verify {}: {} (and {})",
-            entry.branch,
-            crates.touched.join(", "),
-            if crates.dependents.is_empty() {
-                "no dependents".to_string()
-            } else {
-                crates.dependents.join(", ")
-            }
-        );
+        let dependents = match crates.dependents.is_empty() {
+            true => "no dependents".to_string(),
+            false => crates.dependents.join(", "),
+        };
+        let touched = crates.touched.join(", ");
+        eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
         // Forget the record first: an export cut short leaves a folder that matches no tree.
         let _ = std::fs::remove_file(&record);
         verify::export(repo, previous, tree, &export)?;
         std::fs::write(&record, tree.to_string())?;
         previous = Some(tree);
-        let commands = verify::commands(&crates);
-        all.push(verify::run(&export, &target_dir, &commands)?);
+        all.push(verify::run(
+            &export,
+            &dir.join("target"),
+            &verify::commands(&crates),
+        )?);
     }
     Ok(all)
 }
@@ -342,8 +320,7 @@ fn write_out(
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
         let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        let title = render::title(stack, index);
-        std::fs::write(dir.join("title.txt"), format!("{title}\n"))?;
+        std::fs::write(dir.join("title.txt"), render::title(stack, index) + "\n")?;
         std::fs::write(dir.join("body.md"), body)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
