@@ -123,7 +123,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let series = Series::load(layout, options)?;
     let pins = pin::read(&layout.pin())?;
-    let published = (pins.iter())
+    let published = pins
+        .iter()
         .map(|pin| published::load_or_fetch(layout, pin))
         .collect::<Result<Vec<_>>>()?;
     // Without a clone, the workspace's git identity stands in for the clone's.
@@ -149,7 +150,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     };
     let (base, call_sites) = found.unzip();
     let facts = facts::compute(layout, &series.notes, call_sites);
-    let checks = (options.verify)
+    let checks = options
+        .verify
         .then(|| verify_stack(layout, &repo, &stack))
         .transpose()?;
     let checks = checks.as_deref();
@@ -159,7 +161,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    let failed: Vec<String> = (stack.entries.iter().zip(checks.unwrap_or_default()))
+    let failed: Vec<String> = stack
+        .entries
+        .iter()
+        .zip(checks.unwrap_or_default())
         .flat_map(|(entry, checks)| checks.iter().filter(|c| !c.passed).map(move |c| (entry, c)))
         .map(|(entry, check)| format!("{}: {}", entry.branch, check.command.text()))
         .collect();

@@ -13,25 +13,19 @@ use crate::series::Patch;
 /// A line of the notes that `pr` replaces with a table it makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
-    /// `<!-- call-sites -->`: the calls of `from_sampling` in the base and their guards.
+    /// The calls of `from_sampling` in the base and their guards.
     CallSites,
-    /// `<!-- real-model -->`: the real-model table from `cargo repro --format json`.
+    /// The real-model table from `cargo repro --format json`.
     RealModel,
-    /// `<!-- bench -->`: the benchmark table from `cargo xtask bench-report`.
+    /// The benchmark table from `cargo xtask bench-report`.
     Bench,
 }
 
-impl Marker {
-    pub const ALL: [Marker; 3] = [Marker::CallSites, Marker::RealModel, Marker::Bench];
-
-    pub fn line(self) -> &'static str {
-        match self {
-            Marker::CallSites => "<!-- call-sites -->",
-            Marker::RealModel => "<!-- real-model -->",
-            Marker::Bench => "<!-- bench -->",
-        }
-    }
-}
+const MARKERS: [(Marker, &str); 3] = [
+    (Marker::CallSites, "<!-- call-sites -->"),
+    (Marker::RealModel, "<!-- real-model -->"),
+    (Marker::Bench, "<!-- bench -->"),
+];
 
 /// One piece of the notes: Markdown text, or a marker to fill.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,12 +71,10 @@ pub fn parse(text: &str) -> Result<Notes> {
     let mut at = 0;
     let mut text_lines: Vec<&str> = Vec::new();
     let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
-        let joined = lines.join("\n");
-        let trimmed = joined.trim_matches('\n');
-        if !trimmed.trim().is_empty() {
-            into.push(Part::Text(trimmed.to_string()));
+        let text = std::mem::take(lines).join("\n");
+        if !text.trim().is_empty() {
+            into.push(Part::Text(text.trim_matches('\n').to_string()));
         }
-        lines.clear();
     };
     for line in text.lines() {
         if at == 0 && line.starts_with("## ") {
@@ -96,13 +88,10 @@ pub fn parse(text: &str) -> Result<Notes> {
             flush(&mut text_lines, &mut parts[at]);
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
-            let Some(marker) = Marker::ALL.into_iter().find(|m| m.line() == line.trim()) else {
-                let known: Vec<&str> = Marker::ALL.iter().map(|m| m.line()).collect();
-                bail!(
-                    "`{}` is not a marker: use one of {}",
-                    line.trim(),
-                    known.join(", ")
-                );
+            let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
+                let known: Vec<&str> = MARKERS.iter().map(|(_, line)| *line).collect();
+                let (line, known) = (line.trim(), known.join(", "));
+                bail!("`{line}` is not a marker: use one of {known}");
             };
             flush(&mut text_lines, &mut parts[at]);
             parts[at].push(Part::Marker(marker));

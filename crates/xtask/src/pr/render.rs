@@ -66,7 +66,10 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let titles: Vec<String> = (stack.ancestors(index).into_iter().rev())
+    let titles: Vec<String> = stack
+        .ancestors(index)
+        .into_iter()
+        .rev()
         .map(|i| format!("\"{}\"", stack.entries[i].message.subject))
         .collect();
     let depends = match titles.as_slice() {
@@ -232,7 +235,9 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
     };
-    let outcomes: Option<Vec<(&String, &String, &String)>> = (table.rows.iter())
+    let outcomes: Option<Vec<(&String, &String, &String)>> = table
+        .rows
+        .iter()
         .map(|row| Some((&row.case, row.points.get(before)?, row.points.get(number)?)))
         .collect();
     let Some(outcomes) = outcomes else {
@@ -261,7 +266,8 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         1 => " The one row that does not change is left out.".to_string(),
         same => format!(" The {same} rows that do not change are left out."),
     };
-    let rows: String = (changed.iter())
+    let rows: String = changed
+        .iter()
         .map(|(case, before, after)| format!("| `{case}` | {before} | {after} |\n"))
         .collect();
     format!(
@@ -332,7 +338,8 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     out += &(relation + "\n");
     for (path, state) in &base.files {
         // The pinned crate that holds the file.
-        let holder = (pins.iter())
+        let holder = pins
+            .iter()
             .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)))
             .map_or_else(|| pin::label(pins), Pin::label);
         let state = match state {
