@@ -38,27 +38,23 @@ pub fn compute(
 
 /// `cargo repro --format json`'s table, or `None` (with the reason on stderr) if it could not run.
 fn real_model(layout: &Layout) -> Option<RealModel> {
-    let output = project::cargo()
+    let mut repro = project::cargo();
+    let output = repro
         .current_dir(&layout.root)
         .args(["repro", "--format", "json"])
         .output();
-    let output = match output {
-        Ok(output) if output.status.success() => output,
-        Ok(output) => {
-            eprintln!(
-                "cargo repro failed: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            );
-            return None;
+    let table = match output {
+        Ok(output) if output.status.success() => {
+            parse_real_model(&String::from_utf8_lossy(&output.stdout))
+                .map_err(|err| format!("cargo repro --format json: {err:#}"))
         }
-        Err(err) => {
-            eprintln!("cannot run cargo repro: {err}");
-            return None;
-        }
+        Ok(output) => Err(format!(
+            "cargo repro failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+        Err(err) => Err(format!("cannot run cargo repro: {err}")),
     };
-    parse_real_model(&String::from_utf8_lossy(&output.stdout))
-        .map_err(|err| eprintln!("cargo repro --format json: {err:#}"))
-        .ok()
+    table.map_err(|err| eprintln!("{err}")).ok()
 }
 
 pub fn parse_real_model(json: &str) -> Result<RealModel> {

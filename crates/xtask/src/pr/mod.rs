@@ -142,10 +142,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`.
         None => {
-            let repo = trees::Scratch::new()?.repo;
-            let base = published_commit(&repo, &published)?;
-            let stack = stack::build(&repo, base, &series, &contributor)?;
-            (repo, stack, None)
+            let scratch = trees::Scratch::new()?;
+            let base = published_commit(&scratch, &published)?;
+            let stack = stack::build(&scratch.repo, base, &series, &contributor)?;
+            (scratch.repo, stack, None)
         }
     };
     let (base, call_sites) = found.unzip();
@@ -235,35 +235,17 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
 }
 
 /// A commit holding the published crates at their paths in candle's repository.
-fn published_commit(repo: &Repository, published: &[Published]) -> Result<Oid> {
-    let scratch = trees::Scratch {
-        repo: Repository::from_odb(repo.odb()?)?,
-    };
-    let tree = expected::published_tree(&scratch, published)?;
+fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result<Oid> {
+    let tree = scratch
+        .repo
+        .find_tree(expected::published_tree(scratch, published)?)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let signature =
-        git2::Signature::new("published", "published@crates.io", &git2::Time::new(0, 0))?;
-    Ok(repo.commit(
-        None,
-        &signature,
-        &signature,
-        &format!("{} as published", pin::label(&pins)),
-        &repo.find_tree(tree)?,
-        &[],
-    )?)
-}
-
-/// The paths (in candle's repository) that the patches change.
-pub fn touched_files(patches: &[Patch]) -> Result<Vec<String>> {
-    let mut files: Vec<String> = Vec::new();
-    for patch in patches {
-        for delta in patch.diff()?.deltas() {
-            let path = delta.new_file().path().or(delta.old_file().path());
-            let path = path.map(|p| p.display().to_string());
-            files.extend(path.filter(|path| !files.contains(path)));
-        }
-    }
-    Ok(files)
+    let time = git2::Time::new(0, 0);
+    let signature = git2::Signature::new("published", "published@crates.io", &time)?;
+    let message = format!("{} as published", pin::label(&pins));
+    Ok(scratch
+        .repo
+        .commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
 /// Runs candle's CI commands on every branch, in one export that follows the stack branch by
