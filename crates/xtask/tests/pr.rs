@@ -9,10 +9,10 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::Repository;
-use xtask::pr::facts::Facts;
 use xtask::pr::notes::{self, Notes};
 use xtask::pr::render;
 use xtask::pr::stack::{self, Parent};
+use xtask::pr::Facts;
 use xtask::pr::{self, audit};
 use xtask::series::{self, Patch};
 

@@ -6,7 +6,6 @@
 pub mod audit;
 pub mod base;
 mod clone;
-pub mod facts;
 pub mod notes;
 pub mod render;
 pub mod stack;
@@ -26,8 +25,7 @@ use crate::series::{self, Patch};
 use crate::{expected, metal, trees};
 
 pub use clone::prepare;
-pub use facts::parse_real_model;
-use facts::Facts;
+pub use notes::{parse_real_model, Facts};
 use stack::Stack;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
@@ -149,7 +147,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
     };
     let (base, call_sites) = found.unzip();
-    let facts = facts::compute(layout, &series.notes, call_sites);
+    let facts = notes::compute(layout, &series.notes, call_sites);
     let checks = options
         .verify
         .then(|| verify_stack(layout, &repo, &stack))

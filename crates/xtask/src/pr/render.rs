@@ -3,8 +3,7 @@
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
-use super::facts::{Facts, RealModel};
-use super::notes::{Marker, Notes, Part};
+use super::notes::{Facts, Marker, Notes, Part, RealModel};
 use super::stack::{Parent, Stack};
 use super::verify::{self, Check};
 use crate::bench_report::data::Report;
