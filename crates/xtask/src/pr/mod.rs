@@ -79,10 +79,10 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    if let Some(missing) = numbers
+    let missing = numbers
         .iter()
-        .find(|n| !patches.iter().any(|p| p.number() == *n))
-    {
+        .find(|n| !patches.iter().any(|p| p.number() == *n));
+    if let Some(missing) = missing {
         bail!("no patch numbered {missing} in patches/");
     }
     let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
@@ -121,10 +121,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let series = Series::load(layout, options)?;
     let pins = pin::read(&layout.pin())?;
-    let published = pins
-        .iter()
-        .map(|pin| published::load_or_fetch(layout, pin))
-        .collect::<Result<Vec<_>>>()?;
+    let fetch = |pin| published::load_or_fetch(layout, pin);
+    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
     // Without a clone, the workspace's git identity stands in for the clone's.
     let identity = match &options.candle {
         Some(clone) => git::open(clone)?,
@@ -195,13 +193,11 @@ impl Series {
             .iter()
             .map(|p| notes::load(&dir, p))
             .collect::<Result<Vec<_>>>()?;
-        let branches = branch_names(&options.prefix, &patches)?;
-        let builds_on = crate::branches::builds_on(&dir)?;
         Ok(Series {
+            branches: branch_names(&options.prefix, &patches)?,
+            builds_on: crate::branches::builds_on(&dir)?,
             patches,
             notes,
-            branches,
-            builds_on,
         })
     }
 }
@@ -209,21 +205,20 @@ impl Series {
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else the identity git uses
 /// in `repo` (`user.name` and `user.email`).
 pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Signature<'static>> {
-    let Some(author) = author else {
-        return repo.signature().map_err(|err| {
-            anyhow::anyhow!(
-                "no git identity in {} ({}): set user.name and user.email there, or pass \
-                 --author \"Name <email>\"",
-                git::show(repo),
-                err.message()
-            )
-        });
-    };
-    let (name, email) = parse_author(author)?;
-    Ok(git2::Signature::now(name, email)?)
+    if let Some(author) = author {
+        let (name, email) = parse_author(author)?;
+        return Ok(git2::Signature::now(name, email)?);
+    }
+    repo.signature().map_err(|err| {
+        anyhow::anyhow!(
+            "no git identity in {} ({}): set user.name and user.email there, or pass --author \
+             \"Name <email>\"",
+            git::show(repo),
+            err.message()
+        )
+    })
 }
 
-/// `Name <email>`, as `--author` takes it.
 fn parse_author(author: &str) -> Result<(&str, &str)> {
     author
         .rsplit_once(" <")
@@ -234,16 +229,13 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
 
 /// A commit holding the published crates at their paths in candle's repository.
 fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result<Oid> {
-    let tree = scratch
-        .repo
-        .find_tree(expected::published_tree(scratch, published)?)?;
+    let repo = &scratch.repo;
+    let tree = repo.find_tree(expected::published_tree(scratch, published)?)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let time = git2::Time::new(0, 0);
     let signature = git2::Signature::new("published", "published@crates.io", &time)?;
     let message = format!("{} as published", pin::label(&pins));
-    Ok(scratch
-        .repo
-        .commit(None, &signature, &signature, &message, &tree, &[])?)
+    Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
 /// Runs candle's CI commands on every branch, in one export that follows the stack branch by
@@ -277,11 +269,8 @@ fn verify_stack(
         verify::export(repo, previous, tree, &export)?;
         std::fs::write(&record, tree.to_string())?;
         previous = Some(tree);
-        all.push(verify::run(
-            &export,
-            &dir.join("target"),
-            &verify::commands(&crates),
-        )?);
+        let commands = verify::commands(&crates);
+        all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }
     Ok(all)
 }

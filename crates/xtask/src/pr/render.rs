@@ -336,7 +336,6 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     };
     out += &(relation + "\n");
     for (path, state) in &base.files {
-        // The pinned crate that holds the file.
         let holder = pins
             .iter()
             .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)))

@@ -18,7 +18,6 @@ pub enum Parent {
     Entry(usize),
 }
 
-/// One patch of the stack, its branch and its commit.
 #[derive(Debug)]
 pub struct Entry {
     pub patch: Patch,

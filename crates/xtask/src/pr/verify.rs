@@ -26,7 +26,6 @@ impl Command {
     }
 }
 
-/// A command and how it went.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
     pub command: Command,
@@ -51,28 +50,24 @@ pub struct Crates {
 /// of the touched crates that have that feature.
 pub fn commands(crates: &Crates) -> Vec<Command> {
     // `cargo <verb> -p <package>... <flags>`.
-    let command = |verb: &str, packages: Vec<&String>, flags: &str, cross_metal| Command {
+    let command = |verb: &str, packages: &[String], flags: &str, cross_metal| Command {
         args: std::iter::once(verb)
-            .chain(packages.into_iter().flat_map(|p| ["-p", p.as_str()]))
+            .chain(packages.iter().flat_map(|p| ["-p", p.as_str()]))
             .chain(flags.split_whitespace())
             .map(String::from)
             .collect(),
         cross_metal,
     };
+    let linted = [&crates.touched[..], &crates.dependents].concat();
+    let lints = "--tests --examples --benches -- -D warnings";
     let mut commands = vec![
-        command("fmt", Vec::new(), "--all -- --check", false),
-        command(
-            "clippy",
-            crates.touched.iter().chain(&crates.dependents).collect(),
-            "--tests --examples --benches -- -D warnings",
-            false,
-        ),
-        command("test", crates.touched.iter().collect(), "", false),
+        command("fmt", &[], "--all -- --check", false),
+        command("clippy", &linted, lints, false),
+        command("test", &crates.touched, "", false),
     ];
     if !crates.metal.is_empty() {
         let flags = format!("--features metal --target {}", metal::TARGET);
-        let check = command("check", crates.metal.iter().collect(), &flags, true);
-        commands.push(check);
+        commands.push(command("check", &crates.metal, &flags, true));
     }
     commands
 }
