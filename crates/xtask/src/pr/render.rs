@@ -65,12 +65,8 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let titles: Vec<String> = stack
-        .ancestors(index)
-        .into_iter()
-        .rev()
-        .map(|i| format!("\"{}\"", stack.entries[i].message.subject))
-        .collect();
+    let quoted = |&i: &usize| format!("\"{}\"", stack.entries[i].message.subject);
+    let titles: Vec<String> = stack.ancestors(index).iter().rev().map(quoted).collect();
     let depends = match titles.as_slice() {
         [] => None,
         [one] => Some((one.clone(), "that pull request", "its commit")),
@@ -265,10 +261,10 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         1 => " The one row that does not change is left out.".to_string(),
         same => format!(" The {same} rows that do not change are left out."),
     };
-    let rows: String = changed
-        .iter()
-        .map(|(case, before, after)| format!("| `{case}` | {before} | {after} |\n"))
-        .collect();
+    let mut rows = String::new();
+    for (case, before, after) in changed {
+        rows += &format!("| `{case}` | {before} | {after} |\n");
+    }
     format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
@@ -314,12 +310,9 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
             Parent::Base => "on the base alone".to_string(),
             Parent::Entry(parent) => format!("after {}", stack.entries[parent].branch),
         };
-        let (branch, number, subject) =
-            (&entry.branch, entry.patch.number(), &entry.message.subject);
-        out += &format!(
-            "  {}. {branch} ({number}): \"{subject}\", {depends}\n",
-            index + 1
-        );
+        let (n, branch, subject) = (index + 1, &entry.branch, &entry.message.subject);
+        let number = entry.patch.number();
+        out += &format!("  {n}. {branch} ({number}): \"{subject}\", {depends}\n");
     }
     let Some(base) = base else { return out };
     let (commit, label) = (short(&pins[0].commit), pins[0].label());
@@ -338,8 +331,8 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     for (path, state) in &base.files {
         let holder = pins
             .iter()
-            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)))
-            .map_or_else(|| pin::label(pins), Pin::label);
+            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)));
+        let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
         let state = match state {
             FileState::AsPublished => format!("as published in {holder}"),
             FileState::Changed { added, removed } => {
