@@ -73,8 +73,7 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 pub fn parse(text: &str) -> Result<Notes> {
     // The preamble, the sections and the test plan, in that order.
     let mut parts: [Vec<Part>; 3] = Default::default();
-    let mut at = 0;
-    let mut text_lines: Vec<&str> = Vec::new();
+    let (mut at, mut text_lines) = (0, Vec::new());
     let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
         let text = std::mem::take(lines).join("\n");
         if !text.trim().is_empty() {
@@ -121,10 +120,8 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
         let Some(stem) = name.strip_suffix(".md") else {
             continue;
         };
-        if !patches
-            .iter()
-            .any(|p| p.file_name == format!("{stem}.patch"))
-        {
+        let patch = format!("{stem}.patch");
+        if !patches.iter().any(|p| p.file_name == patch) {
             bail!(
                 "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is \
                  not in patches/)"
@@ -159,11 +156,8 @@ pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite
 
 /// `cargo repro --format json`'s table, or `None` (with the reason on stderr) if it could not run.
 fn real_model(layout: &Layout) -> Option<RealModel> {
-    let mut repro = project::cargo();
-    let output = repro
-        .current_dir(&layout.root)
-        .args(["repro", "--format", "json"])
-        .output();
+    let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
+    let output = repro.current_dir(&layout.root).args(args).output();
     let table = match output {
         Ok(output) if output.status.success() => {
             parse_real_model(&String::from_utf8_lossy(&output.stdout))
