@@ -4,7 +4,7 @@
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Marker, Notes, Part, RealModel};
-use super::stack::{Parent, Stack};
+use super::stack::Stack;
 use super::verify::{self, Check};
 use crate::bench_report::data::Report;
 use crate::bench_report::render::{self as report, point, Greedy};
@@ -29,10 +29,9 @@ pub fn body(
     let message = entry.message.body.as_str();
     let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
     // The point that the branch builds on: the published crates, or the branch of a patch.
-    let before = match entry.parent {
-        Parent::Base => shared::PUBLISHED_POINT,
-        Parent::Entry(parent) => stack.entries[parent].patch.number(),
-    };
+    let before = entry
+        .parent
+        .map_or(shared::PUBLISHED_POINT, |p| stack.entries[p].patch.number());
     let text = |parts: &[Part]| -> String {
         let text = |part| part_text(part, facts, pins, before, number) + "\n\n";
         parts.iter().map(text).collect()
@@ -307,8 +306,8 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {
         let depends = match entry.parent {
-            Parent::Base => "on the base alone".to_string(),
-            Parent::Entry(parent) => format!("after {}", stack.entries[parent].branch),
+            None => "on the base alone".to_string(),
+            Some(parent) => format!("after {}", stack.entries[parent].branch),
         };
         let (n, branch, subject) = (index + 1, &entry.branch, &entry.message.subject);
         let number = entry.patch.number();

@@ -9,21 +9,14 @@ use crate::branches::branches;
 use crate::git::short;
 use crate::series::{Message, Patch};
 
-/// Where a patch's branch starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Parent {
-    /// The base: the patch stands alone.
-    Base,
-    /// The branch of the entry at this index, which must be merged first.
-    Entry(usize),
-}
-
 #[derive(Debug)]
 pub struct Entry {
     pub patch: Patch,
     pub message: Message,
     pub branch: String,
-    pub parent: Parent,
+    /// The entry whose branch this one starts from, which must be merged first; `None` for a
+    /// patch that stands alone on the base.
+    pub parent: Option<usize>,
     pub commit: Oid,
 }
 
@@ -35,11 +28,8 @@ pub struct Stack {
 impl Stack {
     /// The entries that `index` needs merged first, nearest first.
     pub fn ancestors(&self, index: usize) -> Vec<usize> {
-        let parent = |i: usize| match self.entries[i].parent {
-            Parent::Entry(parent) => Some(parent),
-            Parent::Base => None,
-        };
-        std::iter::successors(parent(index), |&i| parent(i)).collect()
+        let parent = |&i: &usize| self.entries[i].parent;
+        std::iter::successors(parent(&index), parent).collect()
     }
 }
 
@@ -83,19 +73,16 @@ pub fn build(
     let tree = repo.find_commit(base)?.tree_id();
     let trees = branches(repo, tree, short(&base_name), patches, &series.builds_on)?;
     let mut entries: Vec<Entry> = Vec::new();
-    for ((patch, branch), tree) in patches.iter().zip(&series.branches).zip(trees) {
-        let message = patch.message()?;
-        let (parent, onto) = match tree.parent {
-            None => (Parent::Base, base),
-            Some(index) => (Parent::Entry(index), entries[index].commit),
-        };
+    for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
+        let (message, parent) = (patch.message()?, branch_tree.parent);
+        let onto = parent.map_or(base, |index| entries[index].commit);
         // The contributor's identity, at the time the patch records.
         let author = git2::Signature::new(
             contributor.name().unwrap_or_default(),
             contributor.email().unwrap_or_default(),
             &git2::Time::new(message.time.0, message.time.1),
         )?;
-        let (text, tree) = (message.text(), repo.find_tree(tree.tree)?);
+        let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
         let onto = repo.find_commit(onto)?;
         let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
         entries.push(Entry {
