@@ -27,6 +27,7 @@ use crate::{expected, metal, trees};
 pub use clone::prepare;
 pub use notes::{parse_real_model, Facts};
 use stack::Stack;
+use verify::Check;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -240,11 +241,7 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
 
 /// Runs candle's CI commands on every branch, in one export that follows the stack branch by
 /// branch, so that cargo rebuilds only what each changes.
-fn verify_stack(
-    layout: &Layout,
-    repo: &Repository,
-    stack: &Stack,
-) -> Result<Vec<Vec<verify::Check>>> {
+fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it: only what differs
@@ -283,7 +280,7 @@ fn write_out(
     notes: &[notes::Notes],
     facts: &Facts,
     pins: &[Pin],
-    checks: Option<&[Vec<verify::Check>]>,
+    checks: Option<&[Vec<Check>]>,
 ) -> Result<PathBuf> {
     let target = layout.target();
     std::fs::create_dir_all(&target)?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use git2::{Delta, Oid, Repository};
+use git2::{Delta, Oid, Repository, Tree};
 
 use crate::fsutil::{swap_in, temp_in};
 use crate::{manifest, metal, trees};
@@ -132,12 +132,7 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
 }
 
 /// Whether a Rust file under `dir` names one of `modules` (as in `generation::LogitsProcessor`).
-fn uses_any(
-    repo: &Repository,
-    tree: &git2::Tree<'_>,
-    dir: &str,
-    modules: &[String],
-) -> Result<bool> {
+fn uses_any(repo: &Repository, tree: &Tree, dir: &str, modules: &[String]) -> Result<bool> {
     let Ok(entry) = tree.get_path(Path::new(dir)) else {
         return Ok(false);
     };
@@ -156,7 +151,7 @@ fn uses_any(
 }
 
 /// The workspace members of the root manifest: its `members` list, `dir/*` expanded from `tree`.
-fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<Vec<String>> {
+fn members(repo: &Repository, tree: &Tree, manifest: &str) -> Result<Vec<String>> {
     let mut members = Vec::new();
     for item in manifest::members(manifest) {
         let Some(dir) = item.strip_suffix("/*") else {
