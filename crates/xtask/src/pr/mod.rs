@@ -147,10 +147,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     };
     let (base, call_sites) = found.unzip();
     let facts = notes::compute(layout, &series.notes, call_sites);
-    let checks = options
-        .verify
-        .then(|| verify_stack(layout, &repo, &stack))
-        .transpose()?;
+    let checks = options.verify.then(|| verify_stack(layout, &repo, &stack));
+    let checks = checks.transpose()?;
     let checks = checks.as_deref();
     let out = write_out(layout, &repo, &stack, &series.notes, &facts, &pins, checks)?;
     eprint!(
@@ -190,10 +188,8 @@ impl Series {
         if patches.is_empty() {
             bail!("patches/ holds no patch");
         }
-        let notes = patches
-            .iter()
-            .map(|p| notes::load(&dir, p))
-            .collect::<Result<Vec<_>>>()?;
+        let load = |patch| notes::load(&dir, patch);
+        let notes = patches.iter().map(load).collect::<Result<Vec<_>>>()?;
         Ok(Series {
             branches: branch_names(&options.prefix, &patches)?,
             builds_on: crate::branches::builds_on(&dir)?,

@@ -202,12 +202,8 @@ fn call_sites(sites: &[CallSite]) -> String {
         sites.len(),
         clauses.join("; ")
     );
-    let list = |sites: &[&CallSite]| -> String {
-        sites
-            .iter()
-            .map(|s| format!("- `{}:{}`\n", s.path, s.line))
-            .collect()
-    };
+    let line = |site: &&CallSite| format!("- `{}:{}`\n", site.path, site.line);
+    let list = |sites: &[&CallSite]| sites.iter().map(line).collect::<String>();
     for (group, heading) in [(&none, "Without a guard"), (&caller, "From a caller")] {
         if !group.is_empty() {
             out += &format!("\n{heading}:\n\n{}", list(group));
