@@ -361,10 +361,8 @@ pub fn next_steps(
              branches, checks the base and lists the call sites\n",
         ),
     };
-    text += &format!(
-        "wrote {} (a folder per branch: title.txt, body.md, the patch)\n",
-        out.display()
-    );
+    let wrote = out.display();
+    text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
     if facts.bench.is_none() {
         text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
                  --callgrind`, then pr again\n";

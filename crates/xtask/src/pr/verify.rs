@@ -183,10 +183,9 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
     let new_tree = repo.find_tree(tree)?;
     let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(previous)?), Some(&new_tree), None)?;
     for delta in diff.deltas() {
-        if let Some(old) = delta.old_file().path() {
-            if matches!(delta.status(), Delta::Deleted | Delta::Renamed) {
-                let _ = std::fs::remove_file(dir.join(old));
-            }
+        let gone = matches!(delta.status(), Delta::Deleted | Delta::Renamed);
+        if let Some(old) = delta.old_file().path().filter(|_| gone) {
+            let _ = std::fs::remove_file(dir.join(old));
         }
         let Some(path) = delta.new_file().path() else {
             continue;
