@@ -70,17 +70,20 @@ pub(super) fn relate(
                 let inner = path.strip_prefix(&format!("{}/", krate.pin.path_in_vcs))?;
                 krate.files.iter().find(|f| f.path == inner)
             });
-            let in_base = tree.get_path(Path::new(&path)).ok();
-            let in_base = in_base.map(|e| repo.find_blob(e.id())).transpose()?;
+            let in_base = tree.get_path(Path::new(&path)).ok().map(|e| e.id());
             let state = match (published_file, in_base) {
                 (_, None) => FileState::NotInBase,
                 (None, Some(_)) => FileState::NotPublished,
-                (Some(file), Some(blob)) if blob.content() == file.data => FileState::AsPublished,
-                (Some(file), Some(blob)) => {
-                    let diff =
-                        git2::Patch::from_buffers(&file.data, None, blob.content(), None, None)?;
-                    let (_, added, removed) = diff.line_stats()?;
-                    FileState::Changed { added, removed }
+                (Some(file), Some(id)) => {
+                    let blob = repo.find_blob(id)?;
+                    if blob.content() == file.data.as_slice() {
+                        FileState::AsPublished
+                    } else {
+                        let (old, new) = (&file.data, blob.content());
+                        let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
+                        let (_, added, removed) = diff.line_stats()?;
+                        FileState::Changed { added, removed }
+                    }
                 }
             };
             files.push((path, state));
