@@ -63,9 +63,7 @@ impl Options {
         if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
             bail!("--candle {}: no such folder", clone.display());
         }
-        if let Some(author) = &self.author {
-            parse_author(author)?;
-        }
+        self.author.as_deref().map(parse_author).transpose()?;
         if self.base.is_empty() {
             bail!("--base needs a branch name");
         }
