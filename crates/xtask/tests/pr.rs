@@ -9,10 +9,10 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::Repository;
-use xtask::pr::facts::Facts;
 use xtask::pr::notes::{self, Notes};
 use xtask::pr::render;
-use xtask::pr::stack::{self, Parent};
+use xtask::pr::stack;
+use xtask::pr::Facts;
 use xtask::pr::{self, audit};
 use xtask::series::{self, Patch};
 
@@ -22,8 +22,8 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
     let head_before = repo.head()?.target();
     let prepared = prepare(&repo, "main", false)?;
     let stack = &prepared.stack;
-    let parents: Vec<Parent> = stack.entries.iter().map(|e| e.parent).collect();
-    assert_eq!(parents, [Parent::Base, Parent::Entry(0), Parent::Base]);
+    let parents: Vec<Option<usize>> = stack.entries.iter().map(|e| e.parent).collect();
+    assert_eq!(parents, [None, Some(0), None]);
     let names: Vec<&str> = stack.entries.iter().map(|e| e.branch.as_str()).collect();
     assert_eq!(
         names,
@@ -34,7 +34,8 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
         ]
     );
     assert_eq!(stack.ancestors(1), [0]);
-    assert_eq!(stack.children(0), [1]);
+    let children = (0..3).filter(|&i| stack.entries[i].parent == Some(0));
+    assert_eq!(children.collect::<Vec<_>>(), [1]);
 
     let main = repo.head()?.peel_to_commit()?.id();
     for entry in &stack.entries {
@@ -49,8 +50,8 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
         );
         assert_eq!(commit.author().when().seconds(), 1_700_000_000);
         let parent = match entry.parent {
-            Parent::Base => main,
-            Parent::Entry(i) => stack.entries[i].commit,
+            None => main,
+            Some(i) => stack.entries[i].commit,
         };
         assert_eq!(commit.parent_ids().collect::<Vec<_>>(), [parent]);
     }
@@ -454,8 +455,8 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         &contributor,
         false,
     )?;
-    let parents: Vec<Parent> = prepared.stack.entries.iter().map(|e| e.parent).collect();
-    assert_eq!(parents, [Parent::Base, Parent::Base]);
+    let parents: Vec<Option<usize>> = prepared.stack.entries.iter().map(|e| e.parent).collect();
+    assert_eq!(parents, [None, None]);
     // The second patch alone has nothing to stand on.
     let second = pr::select(all.clone(), &["0002".into()])?;
     let err = format!(

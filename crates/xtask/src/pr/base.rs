@@ -7,6 +7,7 @@ use anyhow::Result;
 use git2::{Oid, Repository};
 
 use crate::published::Published;
+use crate::series::Patch;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaseRelation {
@@ -35,13 +36,13 @@ pub struct BaseReport {
     pub files: Vec<(String, FileState)>,
 }
 
-/// How `base` relates to the first pinned crate's commit, and each touched file against the
-/// published crate that holds it.
+/// How `base` relates to the first pinned crate's commit, and each file the patches change
+/// against the published crate that holds it.
 pub(super) fn relate(
     repo: &Repository,
     base: Oid,
     published: &[Published],
-    touched: &[String],
+    patches: &[Patch],
 ) -> Result<BaseReport> {
     let pinned = Oid::from_str(&published[0].pin.commit)
         .ok()
@@ -55,29 +56,38 @@ pub(super) fn relate(
         Some(_) => BaseRelation::Diverged,
     };
     let tree = repo.find_commit(base)?.tree()?;
-    let mut files = Vec::new();
-    for path in touched {
-        let published_file = published.iter().find_map(|krate| {
-            let inner = path.strip_prefix(&format!("{}/", krate.pin.path_in_vcs))?;
-            krate.files.iter().find(|f| f.path == inner)
-        });
-        let in_base = tree.get_path(Path::new(path)).ok().map(|e| e.id());
-        let state = match (published_file, in_base) {
-            (_, None) => FileState::NotInBase,
-            (None, Some(_)) => FileState::NotPublished,
-            (Some(file), Some(id)) => {
-                let blob = repo.find_blob(id)?;
-                if blob.content() == file.data.as_slice() {
-                    FileState::AsPublished
-                } else {
-                    let diff =
-                        git2::Patch::from_buffers(&file.data, None, blob.content(), None, None)?;
-                    let (_, added, removed) = diff.line_stats()?;
-                    FileState::Changed { added, removed }
-                }
+    let mut files: Vec<(String, FileState)> = Vec::new();
+    for patch in patches {
+        for delta in patch.diff()?.deltas() {
+            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+                continue;
+            };
+            let path = path.display().to_string();
+            if files.iter().any(|(done, _)| *done == path) {
+                continue;
             }
-        };
-        files.push((path.clone(), state));
+            let published_file = published.iter().find_map(|krate| {
+                let inner = path.strip_prefix(&format!("{}/", krate.pin.path_in_vcs))?;
+                krate.files.iter().find(|f| f.path == inner)
+            });
+            let in_base = tree.get_path(Path::new(&path)).ok().map(|e| e.id());
+            let state = match (published_file, in_base) {
+                (_, None) => FileState::NotInBase,
+                (None, Some(_)) => FileState::NotPublished,
+                (Some(file), Some(id)) => {
+                    let blob = repo.find_blob(id)?;
+                    if blob.content() == file.data.as_slice() {
+                        FileState::AsPublished
+                    } else {
+                        let (old, new) = (&file.data, blob.content());
+                        let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
+                        let (_, added, removed) = diff.line_stats()?;
+                        FileState::Changed { added, removed }
+                    }
+                }
+            };
+            files.push((path, state));
+        }
     }
     Ok(BaseReport { relation, files })
 }

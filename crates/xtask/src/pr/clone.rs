@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, base, stack, touched_files, Prepared, Series};
+use super::{audit, base, stack, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
@@ -30,10 +30,23 @@ pub fn prepare(
     }
     let base = resolve_base(repo, base_name)?;
     for branch in &series.branches {
-        check_branch(repo, branch, force_branch)?;
+        let Ok(existing) = repo.find_branch(branch, git2::BranchType::Local) else {
+            continue;
+        };
+        if existing.is_head() {
+            bail!(
+                "branch `{branch}` is checked out in {clone}: pr will not move it; check out \
+                 another branch there, or choose other names with --prefix"
+            );
+        }
+        if !force_branch {
+            bail!(
+                "branch `{branch}` already exists in {clone}: choose other names with --prefix, \
+                 or replace the branches with --force-branch"
+            );
+        }
     }
-    let touched = touched_files(&series.patches)?;
-    let base_report = base::relate(repo, base, published, &touched)?;
+    let base_report = base::relate(repo, base, published, &series.patches)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
@@ -108,25 +121,4 @@ fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
         "{} has no branch `{name}`: fetch it (`git fetch origin {name}`), or name another with --base",
         git::show(repo)
     )
-}
-
-fn check_branch(repo: &Repository, branch: &str, force: bool) -> Result<()> {
-    let Ok(existing) = repo.find_branch(branch, git2::BranchType::Local) else {
-        return Ok(());
-    };
-    if existing.is_head() {
-        bail!(
-            "branch `{branch}` is checked out in {}: pr will not move it; check out another \
-             branch there, or choose other names with --prefix",
-            git::show(repo)
-        );
-    }
-    if !force {
-        bail!(
-            "branch `{branch}` already exists in {}: choose other names with --prefix, or replace \
-             the branches with --force-branch",
-            git::show(repo)
-        );
-    }
-    Ok(())
 }

@@ -6,7 +6,6 @@
 pub mod audit;
 pub mod base;
 mod clone;
-pub mod facts;
 pub mod notes;
 pub mod render;
 pub mod stack;
@@ -26,9 +25,9 @@ use crate::series::{self, Patch};
 use crate::{expected, metal, trees};
 
 pub use clone::prepare;
-pub use facts::parse_real_model;
-use facts::Facts;
+pub use notes::{parse_real_model, Facts};
 use stack::Stack;
+use verify::Check;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -64,9 +63,7 @@ impl Options {
         if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
             bail!("--candle {}: no such folder", clone.display());
         }
-        if let Some(author) = &self.author {
-            parse_author(author)?;
-        }
+        self.author.as_deref().map(parse_author).transpose()?;
         if self.base.is_empty() {
             bail!("--base needs a branch name");
         }
@@ -81,16 +78,14 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    let named = |patch: &Patch, n: &String| patch.number() == n;
-    for number in numbers {
-        if !patches.iter().any(|p| named(p, number)) {
-            bail!("no patch numbered {number} in patches/");
-        }
+    let missing = numbers
+        .iter()
+        .find(|n| !patches.iter().any(|p| p.number() == *n));
+    if let Some(missing) = missing {
+        bail!("no patch numbered {missing} in patches/");
     }
-    Ok(patches
-        .into_iter()
-        .filter(|p| numbers.is_empty() || numbers.iter().any(|n| named(p, n)))
-        .collect())
+    let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
+    Ok(patches.into_iter().filter(named).collect())
 }
 
 /// The branch of each patch, checked for validity and clashes before anything is made.
@@ -125,41 +120,33 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let series = Series::load(layout, options)?;
     let pins = pin::read(&layout.pin())?;
-    let published = pins
-        .iter()
-        .map(|pin| published::load_or_fetch(layout, pin))
-        .collect::<Result<Vec<_>>>()?;
-    let author = options.author.as_deref();
-    let (repo, stack, base, call_sites) = match &options.candle {
-        Some(clone) => {
-            let repo = git::open(clone)?;
-            let contributor = contributor(&repo, author)?;
-            let prepared = prepare(
-                &repo,
-                &published,
-                &series,
-                &options.base,
-                &contributor,
-                options.force_branch,
-            )?;
-            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (repo, prepared.stack, base, call_sites)
+    let fetch = |pin| published::load_or_fetch(layout, pin);
+    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    // Without a clone, the workspace's git identity stands in for the clone's.
+    let identity = match &options.candle {
+        Some(clone) => git::open(clone)?,
+        None => Repository::discover(&layout.root)?,
+    };
+    let contributor = contributor(&identity, options.author.as_deref())?;
+    let (repo, stack, found) = match options.candle {
+        Some(_) => {
+            let (base, force) = (&options.base, options.force_branch);
+            let prepared = prepare(&identity, &published, &series, base, &contributor, force)?;
+            let found = Some((prepared.base, prepared.call_sites));
+            (identity, prepared.stack, found)
         }
-        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
-        // workspace's git identity stands in for the clone's.
+        // For review without a clone: nothing is written anywhere but `target/pr/`.
         None => {
-            let repo = trees::Scratch::new()?.repo;
-            let base = published_commit(&repo, &published)?;
-            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
-            let stack = stack::build(&repo, base, &series, &contributor)?;
-            (repo, stack, None, None)
+            let scratch = trees::Scratch::new()?;
+            let base = published_commit(&scratch, &published)?;
+            let stack = stack::build(&scratch.repo, base, &series, &contributor)?;
+            (scratch.repo, stack, None)
         }
     };
-    let facts = facts::compute(layout, &series.notes, call_sites);
-    let checks = options
-        .verify
-        .then(|| verify_stack(layout, &repo, &stack))
-        .transpose()?;
+    let (base, call_sites) = found.unzip();
+    let facts = notes::compute(layout, &series.notes, call_sites);
+    let checks = options.verify.then(|| verify_stack(layout, &repo, &stack));
+    let checks = checks.transpose()?;
     let checks = checks.as_deref();
     let out = write_out(layout, &repo, &stack, &series.notes, &facts, &pins, checks)?;
     eprint!(
@@ -167,17 +154,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    // "branch: command" for each check that failed.
     let failed: Vec<String> = stack
         .entries
         .iter()
         .zip(checks.unwrap_or_default())
-        .flat_map(|(entry, checks)| {
-            checks
-                .iter()
-                .filter(|c| !c.passed)
-                .map(move |c| format!("{}: {}", entry.branch, c.command.text()))
-        })
+        .flat_map(|(entry, checks)| checks.iter().filter(|c| !c.passed).map(move |c| (entry, c)))
+        .map(|(entry, check)| format!("{}: {}", entry.branch, check.command.text()))
         .collect();
     if !failed.is_empty() {
         bail!("--verify failed: {}", failed.join("; "));
@@ -204,17 +186,13 @@ impl Series {
         if patches.is_empty() {
             bail!("patches/ holds no patch");
         }
-        let notes = patches
-            .iter()
-            .map(|p| notes::load(&dir, p))
-            .collect::<Result<Vec<_>>>()?;
-        let branches = branch_names(&options.prefix, &patches)?;
-        let builds_on = crate::branches::builds_on(&dir)?;
+        let load = |patch| notes::load(&dir, patch);
+        let notes = patches.iter().map(load).collect::<Result<Vec<_>>>()?;
         Ok(Series {
+            branches: branch_names(&options.prefix, &patches)?,
+            builds_on: crate::branches::builds_on(&dir)?,
             patches,
             notes,
-            branches,
-            builds_on,
         })
     }
 }
@@ -222,21 +200,20 @@ impl Series {
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else the identity git uses
 /// in `repo` (`user.name` and `user.email`).
 pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Signature<'static>> {
-    let Some(author) = author else {
-        return repo.signature().map_err(|err| {
-            anyhow::anyhow!(
-                "no git identity in {} ({}): set user.name and user.email there, or pass \
-                 --author \"Name <email>\"",
-                git::show(repo),
-                err.message()
-            )
-        });
-    };
-    let (name, email) = parse_author(author)?;
-    Ok(git2::Signature::now(name, email)?)
+    if let Some(author) = author {
+        let (name, email) = parse_author(author)?;
+        return Ok(git2::Signature::now(name, email)?);
+    }
+    repo.signature().map_err(|err| {
+        anyhow::anyhow!(
+            "no git identity in {} ({}): set user.name and user.email there, or pass --author \
+             \"Name <email>\"",
+            git::show(repo),
+            err.message()
+        )
+    })
 }
 
-/// `Name <email>`, as `--author` takes it.
 fn parse_author(author: &str) -> Result<(&str, &str)> {
     author
         .rsplit_once(" <")
@@ -246,53 +223,23 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
 }
 
 /// A commit holding the published crates at their paths in candle's repository.
-fn published_commit(repo: &Repository, published: &[Published]) -> Result<Oid> {
-    let scratch = trees::Scratch {
-        repo: Repository::from_odb(repo.odb()?)?,
-    };
-    let tree = expected::published_tree(&scratch, published)?;
+fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result<Oid> {
+    let repo = &scratch.repo;
+    let tree = repo.find_tree(expected::published_tree(scratch, published)?)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let signature =
-        git2::Signature::new("published", "published@crates.io", &git2::Time::new(0, 0))?;
-    Ok(repo.commit(
-        None,
-        &signature,
-        &signature,
-        &format!("{} as published", pin::label(&pins)),
-        &repo.find_tree(tree)?,
-        &[],
-    )?)
-}
-
-/// The paths (in candle's repository) that the patches change.
-pub fn touched_files(patches: &[Patch]) -> Result<Vec<String>> {
-    let mut files = Vec::new();
-    for patch in patches {
-        for delta in patch.diff()?.deltas() {
-            if let Some(path) = delta.new_file().path().or(delta.old_file().path()) {
-                let path = path.display().to_string();
-                if !files.contains(&path) {
-                    files.push(path);
-                }
-            }
-        }
-    }
-    Ok(files)
+    let time = git2::Time::new(0, 0);
+    let signature = git2::Signature::new("published", "published@crates.io", &time)?;
+    let message = format!("{} as published", pin::label(&pins));
+    Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
 /// Runs candle's CI commands on every branch, in one export that follows the stack branch by
 /// branch, so that cargo rebuilds only what each changes.
-fn verify_stack(
-    layout: &Layout,
-    repo: &Repository,
-    stack: &Stack,
-) -> Result<Vec<Vec<verify::Check>>> {
+fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
-    let export = dir.join("candle");
-    let target_dir = dir.join("target");
+    let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it: only what differs
     // from it is written, so cargo keeps what it built then.
-    let record = dir.join("exported-tree");
     let mut previous: Option<Oid> = std::fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
@@ -302,23 +249,19 @@ fn verify_stack(
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;
-        eprintln!(
-            "verify {}: {} (and {})",
-            entry.branch,
-            crates.touched.join(", "),
-            if crates.dependents.is_empty() {
-                "no dependents".to_string()
-            } else {
-                crates.dependents.join(", ")
-            }
-        );
+        let dependents = match crates.dependents.is_empty() {
+            true => "no dependents".to_string(),
+            false => crates.dependents.join(", "),
+        };
+        let touched = crates.touched.join(", ");
+        eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
         // Forget the record first: an export cut short leaves a folder that matches no tree.
         let _ = std::fs::remove_file(&record);
         verify::export(repo, previous, tree, &export)?;
         std::fs::write(&record, tree.to_string())?;
         previous = Some(tree);
         let commands = verify::commands(&crates);
-        all.push(verify::run(&export, &target_dir, &commands)?);
+        all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }
     Ok(all)
 }
@@ -331,7 +274,7 @@ fn write_out(
     notes: &[notes::Notes],
     facts: &Facts,
     pins: &[Pin],
-    checks: Option<&[Vec<verify::Check>]>,
+    checks: Option<&[Vec<Check>]>,
 ) -> Result<PathBuf> {
     let target = layout.target();
     std::fs::create_dir_all(&target)?;
@@ -342,8 +285,7 @@ fn write_out(
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
         let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        let title = render::title(stack, index);
-        std::fs::write(dir.join("title.txt"), format!("{title}\n"))?;
+        std::fs::write(dir.join("title.txt"), render::title(stack, index) + "\n")?;
         std::fs::write(dir.join("body.md"), body)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;

@@ -2,36 +2,35 @@
 //! `patches/<patch>.patch`. The commit message gives the Summary (its first paragraph) and the
 //! Fix (the rest); the notes add sections for reviewers only, such as what changes for users,
 //! related pull requests and history, and lines for the Test plan after a `## Test plan` heading.
-//! A marker line there is replaced by what `pr` computes (see `Marker`).
+//! A marker line there is replaced by what `pr` computes (see `Facts`): the call sites (from the
+//! clone), the real-model table (from `cargo repro --format json`) and the benchmark table (from
+//! `cargo xtask bench-report`). Each tool hands its results over as data.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use super::audit::CallSite;
+use crate::bench_report;
+use crate::project::{self, Layout};
 use crate::series::Patch;
 
 /// A line of the notes that `pr` replaces with a table it makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
-    /// `<!-- call-sites -->`: the calls of `from_sampling` in the base and their guards.
+    /// The calls of `from_sampling` in the base and their guards.
     CallSites,
-    /// `<!-- real-model -->`: the real-model table from `cargo repro --format json`.
+    /// The real-model table from `cargo repro --format json`.
     RealModel,
-    /// `<!-- bench -->`: the benchmark table from `cargo xtask bench-report`.
+    /// The benchmark table from `cargo xtask bench-report`.
     Bench,
 }
 
-impl Marker {
-    pub const ALL: [Marker; 3] = [Marker::CallSites, Marker::RealModel, Marker::Bench];
-
-    pub fn line(self) -> &'static str {
-        match self {
-            Marker::CallSites => "<!-- call-sites -->",
-            Marker::RealModel => "<!-- real-model -->",
-            Marker::Bench => "<!-- bench -->",
-        }
-    }
-}
+const MARKERS: [(Marker, &str); 3] = [
+    (Marker::CallSites, "<!-- call-sites -->"),
+    (Marker::RealModel, "<!-- real-model -->"),
+    (Marker::Bench, "<!-- bench -->"),
+];
 
 /// One piece of the notes: Markdown text, or a marker to fill.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,15 +73,12 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 pub fn parse(text: &str) -> Result<Notes> {
     // The preamble, the sections and the test plan, in that order.
     let mut parts: [Vec<Part>; 3] = Default::default();
-    let mut at = 0;
-    let mut text_lines: Vec<&str> = Vec::new();
+    let (mut at, mut text_lines) = (0, Vec::new());
     let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
-        let joined = lines.join("\n");
-        let trimmed = joined.trim_matches('\n');
-        if !trimmed.trim().is_empty() {
-            into.push(Part::Text(trimmed.to_string()));
+        let text = std::mem::take(lines).join("\n");
+        if !text.trim().is_empty() {
+            into.push(Part::Text(text.trim_matches('\n').to_string()));
         }
-        lines.clear();
     };
     for line in text.lines() {
         if at == 0 && line.starts_with("## ") {
@@ -96,13 +92,10 @@ pub fn parse(text: &str) -> Result<Notes> {
             flush(&mut text_lines, &mut parts[at]);
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
-            let Some(marker) = Marker::ALL.into_iter().find(|m| m.line() == line.trim()) else {
-                let known: Vec<&str> = Marker::ALL.iter().map(|m| m.line()).collect();
-                bail!(
-                    "`{}` is not a marker: use one of {}",
-                    line.trim(),
-                    known.join(", ")
-                );
+            let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
+                let known: Vec<&str> = MARKERS.iter().map(|(_, line)| *line).collect();
+                let (line, known) = (line.trim(), known.join(", "));
+                bail!("`{line}` is not a marker: use one of {known}");
             };
             flush(&mut text_lines, &mut parts[at]);
             parts[at].push(Part::Marker(marker));
@@ -127,10 +120,8 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
         let Some(stem) = name.strip_suffix(".md") else {
             continue;
         };
-        if !patches
-            .iter()
-            .any(|p| p.file_name == format!("{stem}.patch"))
-        {
+        let patch = format!("{stem}.patch");
+        if !patches.iter().any(|p| p.file_name == patch) {
             bail!(
                 "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is \
                  not in patches/)"
@@ -138,6 +129,65 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `cargo repro --format json`'s table: each case on the published crate, the patched one and
+/// every point.
+pub use shared::repro::Table as RealModel;
+
+/// What `pr` computed for the markers of the notes; `None` where it could not.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    pub call_sites: Option<Vec<CallSite>>,
+    pub real_model: Option<RealModel>,
+    /// `target/bench-report.json`, written by `cargo xtask bench-report`.
+    pub bench: Option<bench_report::data::Report>,
+}
+
+/// What the notes' markers stand for, computed only where a note asks for it.
+pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite>>) -> Facts {
+    let wants_real_model = notes.iter().any(|n| n.has(Marker::RealModel));
+    Facts {
+        call_sites,
+        real_model: wants_real_model.then(|| real_model(layout)).flatten(),
+        bench: bench(layout),
+    }
+}
+
+/// `cargo repro --format json`'s table, or `None` (with the reason on stderr) if it could not run.
+fn real_model(layout: &Layout) -> Option<RealModel> {
+    let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
+    let output = repro.current_dir(&layout.root).args(args).output();
+    let table = match output {
+        Ok(output) if output.status.success() => {
+            parse_real_model(&String::from_utf8_lossy(&output.stdout))
+                .map_err(|err| format!("cargo repro --format json: {err:#}"))
+        }
+        Ok(output) => Err(format!(
+            "cargo repro failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        )),
+        Err(err) => Err(format!("cannot run cargo repro: {err}")),
+    };
+    table.map_err(|err| eprintln!("{err}")).ok()
+}
+
+pub fn parse_real_model(json: &str) -> Result<RealModel> {
+    serde_json::from_str(json).context("not the JSON of `cargo repro --format json`")
+}
+
+/// `target/bench-report.json`, or `None` (with the reason on stderr) if it is missing or not the
+/// report's.
+fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
+    let path = bench_report::data_path(layout);
+    let text = std::fs::read_to_string(&path).ok()?;
+    let report = bench_report::data::Report::parse(&text).map_err(|err| {
+        eprintln!(
+            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
+            path.display()
+        )
+    });
+    report.ok()
 }
 
 #[cfg(test)]

@@ -1,26 +1,21 @@
 //! Everything `pr` writes for people, in one place: each pull request's title and body in
 //! candle's style (Summary, Fix, the notes' sections, Test plan), and the console report.
 
-use std::fmt::Write;
-
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
-use super::facts::{Facts, RealModel};
-use super::notes::{Marker, Notes, Part};
-use super::stack::{Parent, Stack};
+use super::notes::{Facts, Marker, Notes, Part, RealModel};
+use super::stack::Stack;
 use super::verify::{self, Check};
-use crate::bench_report;
 use crate::bench_report::data::Report;
-use crate::bench_report::render::{point, Greedy};
+use crate::bench_report::render::{self as report, point, Greedy};
 use crate::git::short;
-use crate::pin::Pin;
+use crate::pin::{self, Pin};
 
 /// The title of entry `index`: its subject, as candle squash-merges it (`Title (#N)`).
 pub fn title(stack: &Stack, index: usize) -> String {
     stack.entries[index].message.subject.clone()
 }
 
-/// The body of entry `index`'s pull request.
 pub fn body(
     stack: &Stack,
     index: usize,
@@ -30,35 +25,30 @@ pub fn body(
     checks: Option<&[Check]>,
 ) -> String {
     let entry = &stack.entries[index];
+    let number = entry.patch.number();
     let message = entry.message.body.as_str();
     let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
     // The point that the branch builds on: the published crates, or the branch of a patch.
-    let before = match entry.parent {
-        Parent::Base => shared::PUBLISHED_POINT,
-        Parent::Entry(parent) => stack.entries[parent].patch.number(),
-    };
+    let before = entry
+        .parent
+        .map_or(shared::PUBLISHED_POINT, |p| stack.entries[p].patch.number());
     let text = |parts: &[Part]| -> String {
-        parts
-            .iter()
-            .map(|part| part_text(part, facts, pins, before, entry.patch.number()) + "\n\n")
-            .collect()
+        let text = |part| part_text(part, facts, pins, before, number) + "\n\n";
+        parts.iter().map(text).collect()
     };
-    let mut out = text(&notes.preamble);
-    out += &format!("## Summary\n\n{summary}\n\n");
+    let mut out = text(&notes.preamble) + &format!("## Summary\n\n{summary}\n\n");
     if !fix.is_empty() {
         out += &format!("## Fix\n\n{fix}\n\n");
     }
-    out += &text(&notes.sections);
-    out += "## Test plan\n\n";
+    out += &(text(&notes.sections) + "## Test plan\n\n");
     for (file, tests) in added_tests(&entry.patch.bytes) {
         let names: Vec<String> = tests.iter().map(|t| format!("`{t}`")).collect();
         out += &format!("Tests added to `{file}`: {}.\n\n", names.join(", "));
     }
     match checks {
         Some(checks) => {
-            out +=
-                "candle's CI commands, run on this branch for the crates it changes (clippy also \
-                    for the crates that use the changed modules):\n\n\
+            out += "candle's CI commands, run on this branch for the crates it changes (clippy \
+                    also for the crates that use the changed modules):\n\n\
                     | command | result | time |\n|---|---|---:|\n";
             for check in checks {
                 let result = match (check.passed, check.command.cross_metal) {
@@ -66,33 +56,29 @@ pub fn body(
                     (true, false) => "pass",
                     (false, _) => "**fail**",
                 };
-                out += &format!(
-                    "| `{}` | {result} | {:.0} s |\n",
-                    check.command.text(),
-                    check.seconds
-                );
+                let (command, seconds) = (check.command.text(), check.seconds);
+                out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
             }
             out += &format!("\nNot run: {}.\n\n", verify::NOT_RUN);
         }
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let ancestors = stack.ancestors(index);
-    if !ancestors.is_empty() {
-        let titles: Vec<String> = ancestors
-            .iter()
-            .rev()
-            .map(|&i| format!("\"{}\"", title(stack, i)))
-            .collect();
-        let (one, them) = if ancestors.len() == 1 {
-            ("that pull request", "its commit")
-        } else {
-            ("those pull requests, in this order,", "their commits")
-        };
+    let quoted = |&i: &usize| format!("\"{}\"", stack.entries[i].message.subject);
+    let titles: Vec<String> = stack.ancestors(index).iter().rev().map(quoted).collect();
+    let depends = match titles.as_slice() {
+        [] => None,
+        [one] => Some((one.clone(), "that pull request", "its commit")),
+        [rest @ .., last] => Some((
+            format!("{} and {last}", rest.join(", ")),
+            "those pull requests, in this order,",
+            "their commits",
+        )),
+    };
+    if let Some((titles, one, them)) = depends {
         out += &format!(
-            "## Depends on\n\nThis pull request builds on {}: merge {one} first. Until then its \
-             diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
-            and_list(&titles),
+            "## Depends on\n\nThis pull request builds on {titles}: merge {one} first. Until then \
+             its diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
             entry.message.subject
         );
     }
@@ -124,24 +110,21 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         shared::PUBLISHED_POINT => Greedy::After("this branch"),
         _ => Greedy::BothSides,
     };
-    let counted = step.rows.iter().any(|r| r.instructions.is_some());
+    let counted = match step.rows.iter().any(|r| r.instructions.is_some()) {
+        true => format!(" {}.", report::INSTRUCTIONS),
+        false => String::new(),
+    };
     let mut out = format!(
-        "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n",
+        "This branch against {}: {}. {}.{counted} Measured on {} on {}.\n\n{}",
         point(before),
-        bench_report::render::setting(report, greedy.then_some(greedy_sides)),
-        bench_report::render::COLUMNS,
-        if counted {
-            format!(" {}.", bench_report::render::INSTRUCTIONS)
-        } else {
-            String::new()
-        },
+        report::setting(report, greedy.then_some(greedy_sides)),
+        report::COLUMNS,
         report.machine,
-        report.date
+        report.date,
+        report::patch_table(step)
     );
-    out += &bench_report::render::patch_table(step);
     for decode in &step.decode {
-        let _ = write!(
-            out,
+        out += &format!(
             "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
              the time in `sample`, measured in the loop, goes from {:.1}% of a token's time to \
              {:.1}%; counting the sampler's time alone (a token's time before, less what the \
@@ -208,10 +191,10 @@ fn call_sites(sites: &[CallSite]) -> String {
         ),
     ]
     .into_iter()
-    .filter(|(group, ..)| !group.is_empty())
-    .map(|(group, one, many)| match group.len() {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
+    .filter_map(|(group, one, many)| match group.len() {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {many}")),
     })
     .collect();
     let mut out = format!(
@@ -219,17 +202,12 @@ fn call_sites(sites: &[CallSite]) -> String {
         sites.len(),
         clauses.join("; ")
     );
-    let list = |sites: &[&CallSite]| -> String {
-        sites
-            .iter()
-            .map(|s| format!("- `{}:{}`\n", s.path, s.line))
-            .collect()
-    };
-    if !none.is_empty() {
-        out += &format!("\nWithout a guard:\n\n{}", list(&none));
-    }
-    if !caller.is_empty() {
-        out += &format!("\nFrom a caller:\n\n{}", list(&caller));
+    let line = |site: &&CallSite| format!("- `{}:{}`\n", site.path, site.line);
+    let list = |sites: &[&CallSite]| sites.iter().map(line).collect::<String>();
+    for (group, heading) in [(&none, "Without a guard"), (&caller, "From a caller")] {
+        if !group.is_empty() {
+            out += &format!("\n{heading}:\n\n{}", list(group));
+        }
     }
     if !itself.is_empty() {
         out += &format!(
@@ -247,16 +225,10 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
     };
-    let outcomes: Option<Vec<(&str, &String, &String)>> = table
+    let outcomes: Option<Vec<(&String, &String, &String)>> = table
         .rows
         .iter()
-        .map(|row| {
-            Some((
-                row.case.as_str(),
-                row.points.get(before)?,
-                row.points.get(number)?,
-            ))
-        })
+        .map(|row| Some((&row.case, row.points.get(before)?, row.points.get(number)?)))
         .collect();
     let Some(outcomes) = outcomes else {
         return format!(
@@ -264,73 +236,61 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
              vendor`, then this command again.)"
         );
     };
+    let before = match before {
+        shared::PUBLISHED_POINT => format!("{} as published", pin::label(pins)),
+        number => format!("the branch of {number}"),
+    };
     let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
     if changed.is_empty() {
         return format!(
-            "On a real model, {}, none of the {} cases of the bug report changes from {} to this \
-             branch (seed {}, the last-position logits after {:?}, {computed}).",
+            "On a real model, {}, none of the {} cases of the bug report changes from {before} to \
+             this branch (seed {}, the last-position logits after {:?}, {computed}).",
             table.model,
             outcomes.len(),
-            point_of(before, pins),
             table.seed,
             table.prompt
         );
     }
-    let mut out = format!(
+    let unchanged = match outcomes.len() - changed.len() {
+        0 => String::new(),
+        1 => " The one row that does not change is left out.".to_string(),
+        same => format!(" The {same} rows that do not change are left out."),
+    };
+    let mut rows = String::new();
+    for (case, before, after) in changed {
+        rows += &format!("| `{case}` | {before} | {after} |\n");
+    }
+    format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {}, after is this branch.{}\n\n\
-         | call | before | after |\n|---|---|---|\n",
+         before is {before}, after is this branch.{unchanged}\n\n\
+         | call | before | after |\n|---|---|---|\n{}",
         table.model,
         table.prompt,
         table.seed,
-        point_of(before, pins),
-        match outcomes.len() - changed.len() {
-            0 => String::new(),
-            1 => " The one row that does not change is left out.".to_string(),
-            same => format!(" The {same} rows that do not change are left out."),
-        }
-    );
-    for (case, before, after) in changed {
-        let _ = writeln!(out, "| `{case}` | {before} | {after} |");
-    }
-    out.trim_end().to_string()
-}
-
-/// A point in a body's words: the published crates by their pin.
-fn point_of(name: &str, pins: &[Pin]) -> String {
-    match name {
-        shared::PUBLISHED_POINT => format!("{} as published", crate::pin::label(pins)),
-        number => format!("the branch of {number}"),
-    }
+        rows.trim_end()
+    )
 }
 
 /// The tests a patch adds, per file: functions on added lines after a `#[test]`, which git's diff
 /// often leaves as a context line when a test is added after another.
 pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
-    let text = String::from_utf8_lossy(patch);
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
     let mut after_test_attribute = false;
-    for line in text.lines() {
+    for line in String::from_utf8_lossy(patch).lines() {
         if let Some(path) = line.strip_prefix("+++ b/") {
             files.push((path.to_string(), Vec::new()));
             after_test_attribute = false;
             continue;
         }
-        let Some(added) = line.strip_prefix('+') else {
-            after_test_attribute = line.strip_prefix(' ').map(str::trim) == Some("#[test]");
-            continue;
-        };
-        let added = added.trim();
-        if after_test_attribute {
-            if let (Some(name), Some((_, tests))) = (
-                added.strip_prefix("fn ").and_then(|r| r.split('(').next()),
-                files.last_mut(),
-            ) {
-                tests.push(name.to_string());
-            }
+        let added = line.strip_prefix('+').map(str::trim);
+        let name = added.and_then(|a| a.strip_prefix("fn ")?.split('(').next());
+        if let (true, Some(name), Some((_, tests))) = (after_test_attribute, name, files.last_mut())
+        {
+            tests.push(name.to_string());
         }
-        after_test_attribute = added == "#[test]";
+        let code = added.or(line.strip_prefix(' ').map(str::trim));
+        after_test_attribute = code == Some("#[test]");
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
@@ -342,60 +302,43 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {
         let depends = match entry.parent {
-            Parent::Base => "on the base alone".to_string(),
-            Parent::Entry(parent) => format!("after {}", stack.entries[parent].branch),
+            None => "on the base alone".to_string(),
+            Some(parent) => format!("after {}", stack.entries[parent].branch),
         };
-        let _ = writeln!(
-            out,
-            "  {}. {} ({}): \"{}\", {depends}",
-            index + 1,
-            entry.branch,
-            entry.patch.number(),
-            entry.message.subject
-        );
+        let (n, branch, subject) = (index + 1, &entry.branch, &entry.message.subject);
+        let number = entry.patch.number();
+        out += &format!("  {n}. {branch} ({number}): \"{subject}\", {depends}\n");
     }
-    // The pinned crate a file of candle's repository belongs to.
-    let holder = |path: &str| {
-        pins.iter()
-            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)))
-            .map_or_else(|| crate::pin::label(pins), Pin::label)
-    };
-    if let Some(base) = base {
-        let (commit, label) = (short(&pins[0].commit), pins[0].label());
-        let relation = match base.relation {
-            BaseRelation::Pinned => format!("The base is the commit {label} was published from."),
-            BaseRelation::After { commits } => {
-                format!("The base is {commits} commits after {commit} ({label}).")
-            }
-            BaseRelation::Diverged => format!("The base does not descend from {commit} ({label})."),
-            BaseRelation::PinNotInClone => format!(
-                "Commit {commit} ({label}) is not in the clone; the base's files are compared \
-                 with the published crate's:"
-            ),
-        };
-        let _ = writeln!(out, "{relation}");
-        for (path, state) in &base.files {
-            let state = match state {
-                FileState::AsPublished => format!("as published in {}", holder(path)),
-                FileState::Changed { added, removed } => {
-                    format!("changed since {} (+{added} -{removed} lines)", holder(path))
-                }
-                FileState::NotInBase => "not in the base".to_string(),
-                FileState::NotPublished => "not in the published crate".to_string(),
-            };
-            let _ = writeln!(out, "  {path}: {state}");
+    let Some(base) = base else { return out };
+    let (commit, label) = (short(&pins[0].commit), pins[0].label());
+    let relation = match base.relation {
+        BaseRelation::Pinned => format!("The base is the commit {label} was published from."),
+        BaseRelation::After { commits } => {
+            format!("The base is {commits} commits after {commit} ({label}).")
         }
+        BaseRelation::Diverged => format!("The base does not descend from {commit} ({label})."),
+        BaseRelation::PinNotInClone => format!(
+            "Commit {commit} ({label}) is not in the clone; the base's files are compared with \
+             the published crate's:"
+        ),
+    };
+    out += &(relation + "\n");
+    for (path, state) in &base.files {
+        let holder = pins
+            .iter()
+            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)));
+        let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
+        let state = match state {
+            FileState::AsPublished => format!("as published in {holder}"),
+            FileState::Changed { added, removed } => {
+                format!("changed since {holder} (+{added} -{removed} lines)")
+            }
+            FileState::NotInBase => "not in the base".to_string(),
+            FileState::NotPublished => "not in the published crate".to_string(),
+        };
+        out += &format!("  {path}: {state}\n");
     }
     out
-}
-
-/// "a", "a and b", "a, b and c".
-fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 /// What was made and what is left to do, for the contributor.
@@ -418,11 +361,8 @@ pub fn next_steps(
              branches, checks the base and lists the call sites\n",
         ),
     };
-    let _ = writeln!(
-        text,
-        "wrote {} (a folder per branch: title.txt, body.md, the patch)",
-        out.display()
-    );
+    let wrote = out.display();
+    text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
     if facts.bench.is_none() {
         text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
                  --callgrind`, then pr again\n";

@@ -9,22 +9,14 @@ use crate::branches::branches;
 use crate::git::short;
 use crate::series::{Message, Patch};
 
-/// Where a patch's branch starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Parent {
-    /// The base: the patch stands alone.
-    Base,
-    /// The branch of the entry at this index, which must be merged first.
-    Entry(usize),
-}
-
-/// One patch of the stack, its branch and its commit.
 #[derive(Debug)]
 pub struct Entry {
     pub patch: Patch,
     pub message: Message,
     pub branch: String,
-    pub parent: Parent,
+    /// The entry whose branch this one starts from, which must be merged first; `None` for a
+    /// patch that stands alone on the base.
+    pub parent: Option<usize>,
     pub commit: Oid,
 }
 
@@ -36,20 +28,8 @@ pub struct Stack {
 impl Stack {
     /// The entries that `index` needs merged first, nearest first.
     pub fn ancestors(&self, index: usize) -> Vec<usize> {
-        let mut found = Vec::new();
-        let mut at = self.entries[index].parent;
-        while let Parent::Entry(parent) = at {
-            found.push(parent);
-            at = self.entries[parent].parent;
-        }
-        found
-    }
-
-    /// The entries branched directly from `index`.
-    pub fn children(&self, index: usize) -> Vec<usize> {
-        (0..self.entries.len())
-            .filter(|&i| self.entries[i].parent == Parent::Entry(index))
-            .collect()
+        let parent = |&i: &usize| self.entries[i].parent;
+        std::iter::successors(parent(&index), parent).collect()
     }
 }
 
@@ -60,13 +40,16 @@ pub const MAX_BRANCH: usize = 40;
 /// joined by `-`, as many whole words as fit in `MAX_BRANCH` characters:
 /// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0".
 pub fn branch_name(prefix: &str, message: &Message) -> String {
-    let subject = without_area(&message.subject).replace('\'', "");
+    let subject = match message.subject.split_once(": ") {
+        Some((area, rest)) if !area.contains(' ') => rest,
+        _ => &message.subject,
+    };
+    let subject = subject.replace('\'', "").to_ascii_lowercase();
     let mut name = String::new();
     let words = subject.split(|c: char| !c.is_ascii_alphanumeric());
     for word in words.filter(|w| !w.is_empty()) {
-        let word = word.to_ascii_lowercase();
         let joined = match name.is_empty() {
-            true => word,
+            true => word.to_string(),
             false => format!("{name}-{word}"),
         };
         if joined.len() > MAX_BRANCH {
@@ -75,14 +58,6 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
         name = joined;
     }
     format!("{prefix}{name}")
-}
-
-/// "generation: Sample greedily" -> "Sample greedily".
-pub fn without_area(subject: &str) -> &str {
-    match subject.split_once(": ") {
-        Some((area, rest)) if !area.contains(' ') => rest,
-        _ => subject,
-    }
 }
 
 /// Commits each patch onto its parent in `repo`'s object database, nothing written to any
@@ -95,35 +70,21 @@ pub fn build(
     contributor: &git2::Signature<'_>,
 ) -> Result<Stack> {
     let (patches, base_name) = (&series.patches, base.to_string());
-    let base_tree = repo.find_commit(base)?.tree_id();
-    let trees = branches(
-        repo,
-        base_tree,
-        short(&base_name),
-        patches,
-        &series.builds_on,
-    )?;
+    let tree = repo.find_commit(base)?.tree_id();
+    let trees = branches(repo, tree, short(&base_name), patches, &series.builds_on)?;
     let mut entries: Vec<Entry> = Vec::new();
-    for ((patch, branch), tree) in patches.iter().zip(&series.branches).zip(trees) {
-        let message = patch.message()?;
-        let (parent, onto) = match tree.parent {
-            None => (Parent::Base, base),
-            Some(index) => (Parent::Entry(index), entries[index].commit),
-        };
+    for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
+        let (message, parent) = (patch.message()?, branch_tree.parent);
+        let onto = parent.map_or(base, |index| entries[index].commit);
         // The contributor's identity, at the time the patch records.
         let author = git2::Signature::new(
             contributor.name().unwrap_or_default(),
             contributor.email().unwrap_or_default(),
             &git2::Time::new(message.time.0, message.time.1),
         )?;
-        let commit = repo.commit(
-            None,
-            &author,
-            contributor,
-            &message.text(),
-            &repo.find_tree(tree.tree)?,
-            &[&repo.find_commit(onto)?],
-        )?;
+        let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
+        let onto = repo.find_commit(onto)?;
+        let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
         entries.push(Entry {
             patch: patch.clone(),
             message,

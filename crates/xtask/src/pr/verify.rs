@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use git2::{Delta, Oid, Repository};
+use git2::{Delta, Oid, Repository, Tree};
 
-use crate::fsutil::temp_in;
+use crate::fsutil::{swap_in, temp_in};
 use crate::{manifest, metal, trees};
 
 /// A cargo command of candle's CI.
@@ -26,7 +26,6 @@ impl Command {
     }
 }
 
-/// A command and how it went.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
     pub command: Command,
@@ -51,28 +50,24 @@ pub struct Crates {
 /// of the touched crates that have that feature.
 pub fn commands(crates: &Crates) -> Vec<Command> {
     // `cargo <verb> -p <package>... <flags>`.
-    let command = |verb: &str, packages: Vec<&String>, flags: &str, cross_metal| Command {
+    let command = |verb: &str, packages: &[String], flags: &str, cross_metal| Command {
         args: std::iter::once(verb)
-            .chain(packages.into_iter().flat_map(|p| ["-p", p.as_str()]))
+            .chain(packages.iter().flat_map(|p| ["-p", p.as_str()]))
             .chain(flags.split_whitespace())
             .map(String::from)
             .collect(),
         cross_metal,
     };
+    let linted = [&crates.touched[..], &crates.dependents].concat();
+    let lints = "--tests --examples --benches -- -D warnings";
     let mut commands = vec![
-        command("fmt", Vec::new(), "--all -- --check", false),
-        command(
-            "clippy",
-            crates.touched.iter().chain(&crates.dependents).collect(),
-            "--tests --examples --benches -- -D warnings",
-            false,
-        ),
-        command("test", crates.touched.iter().collect(), "", false),
+        command("fmt", &[], "--all -- --check", false),
+        command("clippy", &linted, lints, false),
+        command("test", &crates.touched, "", false),
     ];
     if !crates.metal.is_empty() {
         let flags = format!("--features metal --target {}", metal::TARGET);
-        let check = command("check", crates.metal.iter().collect(), &flags, true);
-        commands.push(check);
+        commands.push(command("check", &crates.metal, &flags, true));
     }
     commands
 }
@@ -86,56 +81,45 @@ pub const NOT_RUN: &str = "candle's macOS, CUDA and Windows jobs (Metal is check
 pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
     let tree_obj = repo.find_tree(tree)?;
     let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(from)?), Some(&tree_obj), None)?;
-    let read = |path: &str| -> Option<String> {
-        let entry = tree_obj.get_path(Path::new(path)).ok()?;
+    let read = |dir: &Path| -> Option<String> {
+        let entry = tree_obj.get_path(&dir.join("Cargo.toml")).ok()?;
         let blob = repo.find_blob(entry.id()).ok()?;
         Some(String::from_utf8_lossy(blob.content()).into_owned())
     };
-    let mut touched = Vec::new();
-    let mut metal = Vec::new();
-    let mut modules = Vec::new();
+    // The manifest in `dir`, with the name of its package.
+    let package = |dir: &Path| read(dir).and_then(|t| Some((manifest::package_name(&t)?, t)));
+    let (mut crates, mut modules) = (Crates::default(), Vec::new());
     for delta in diff.deltas() {
         let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
             continue;
         };
-        let path = path.to_string_lossy().into_owned();
         // The nearest folder above the file with a manifest is its crate.
-        for dir in Path::new(&path).ancestors().skip(1) {
-            let text = read(&dir.join("Cargo.toml").to_string_lossy()).unwrap_or_default();
-            let Some(name) = manifest::package_name(&text) else {
-                continue;
-            };
-            if !touched.contains(&name) {
-                if manifest::has_feature(&text, "metal") {
-                    metal.push(name.clone());
-                }
-                touched.push(name);
+        let mut dirs = path.ancestors().skip(1);
+        let Some((dir, (name, text))) = dirs.find_map(|dir| Some((dir, package(dir)?))) else {
+            continue;
+        };
+        if !crates.touched.contains(&name) {
+            if manifest::has_feature(&text, "metal") {
+                crates.metal.push(name.clone());
             }
-            modules.extend(module_of(&path, &dir.to_string_lossy()));
-            break;
+            crates.touched.push(name);
         }
+        modules.extend(module_of(&path.to_string_lossy(), &dir.to_string_lossy()));
     }
-    let mut dependents = Vec::new();
-    for member in members(repo, &tree_obj, &read("Cargo.toml").unwrap_or_default())? {
-        let Some(manifest) = read(&format!("{member}/Cargo.toml")) else {
+    let root = read(Path::new("")).unwrap_or_default();
+    for member in members(repo, &tree_obj, &root)? {
+        let Some((name, text)) = package(Path::new(&member)) else {
             continue;
         };
-        let Some(name) = manifest::package_name(&manifest) else {
-            continue;
-        };
-        if touched.contains(&name)
-            || !touched.iter().any(|t| manifest::depends_on(&manifest, t))
-            || !uses_any(repo, &tree_obj, &member, &modules)?
+        let touched = &crates.touched;
+        if !touched.contains(&name)
+            && touched.iter().any(|t| manifest::depends_on(&text, t))
+            && uses_any(repo, &tree_obj, &member, &modules)?
         {
-            continue;
+            crates.dependents.push(name);
         }
-        dependents.push(name);
     }
-    Ok(Crates {
-        touched,
-        dependents,
-        metal,
-    })
+    Ok(crates)
 }
 
 /// `candle-transformers/src/generation/mod.rs` in `candle-transformers` -> `generation::`.
@@ -143,55 +127,43 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
     let inner = path.strip_prefix(&format!("{crate_dir}/src/"))?;
     let inner = inner.strip_suffix(".rs")?;
     let inner = inner.strip_suffix("/mod").unwrap_or(inner);
-    if inner == "lib" || inner == "main" {
-        return None;
-    }
-    Some(format!("{}::", inner.replace('/', "::")))
+    let lib = inner == "lib" || inner == "main";
+    (!lib).then(|| format!("{}::", inner.replace('/', "::")))
 }
 
 /// Whether a Rust file under `dir` names one of `modules` (as in `generation::LogitsProcessor`).
-fn uses_any(
-    repo: &Repository,
-    tree: &git2::Tree<'_>,
-    dir: &str,
-    modules: &[String],
-) -> Result<bool> {
+fn uses_any(repo: &Repository, tree: &Tree, dir: &str, modules: &[String]) -> Result<bool> {
     let Ok(entry) = tree.get_path(Path::new(dir)) else {
         return Ok(false);
     };
-    let sub = repo.find_tree(entry.id())?;
     let mut found = false;
-    sub.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-        if entry.name().is_ok_and(|n| n.ends_with(".rs")) {
-            if let Ok(blob) = repo.find_blob(entry.id()) {
-                let text = String::from_utf8_lossy(blob.content());
-                if modules.iter().any(|m| text.contains(m.as_str())) {
-                    found = true;
-                    return git2::TreeWalkResult::Abort;
+    repo.find_tree(entry.id())?
+        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+            if !found && entry.name().is_ok_and(|n| n.ends_with(".rs")) {
+                if let Ok(blob) = repo.find_blob(entry.id()) {
+                    let text = String::from_utf8_lossy(blob.content());
+                    found = modules.iter().any(|m| text.contains(m.as_str()));
                 }
             }
-        }
-        git2::TreeWalkResult::Ok
-    })
-    .or_else(|err| if found { Ok(()) } else { Err(err) })?;
+            git2::TreeWalkResult::Ok
+        })?;
     Ok(found)
 }
 
 /// The workspace members of the root manifest: its `members` list, `dir/*` expanded from `tree`.
-fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<Vec<String>> {
+fn members(repo: &Repository, tree: &Tree, manifest: &str) -> Result<Vec<String>> {
     let mut members = Vec::new();
     for item in manifest::members(manifest) {
-        match item.strip_suffix("/*") {
-            Some(dir) => {
-                if let Ok(entry) = tree.get_path(Path::new(dir)) {
-                    for child in repo.find_tree(entry.id())?.iter() {
-                        if child.kind() == Some(git2::ObjectType::Tree) {
-                            members.push(format!("{dir}/{}", child.name().unwrap_or_default()));
-                        }
-                    }
+        let Some(dir) = item.strip_suffix("/*") else {
+            members.push(item);
+            continue;
+        };
+        if let Ok(entry) = tree.get_path(Path::new(dir)) {
+            for child in repo.find_tree(entry.id())?.iter() {
+                if child.kind() == Some(git2::ObjectType::Tree) {
+                    members.push(format!("{dir}/{}", child.name().unwrap_or_default()));
                 }
             }
-            None => members.push(item),
         }
     }
     Ok(members)
@@ -201,37 +173,29 @@ fn members(repo: &Repository, tree: &git2::Tree<'_>, manifest: &str) -> Result<V
 /// differs from `previous`, so that cargo rebuilds only the crates a branch changes.
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
     let Some(previous) = previous.filter(|_| dir.is_dir()) else {
-        if dir.exists() {
-            std::fs::remove_dir_all(dir)?;
-        }
         let parent = dir.parent().context("the export has no parent folder")?;
         std::fs::create_dir_all(parent)?;
         let temp = temp_in(parent, "export")?;
         let staged = temp.path().join("tree");
         trees::write_tree(repo, tree, &staged)?;
-        std::fs::rename(&staged, dir)?;
-        return Ok(());
+        return swap_in(&[(staged, dir.to_path_buf())]);
     };
     let new_tree = repo.find_tree(tree)?;
     let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(previous)?), Some(&new_tree), None)?;
     for delta in diff.deltas() {
-        if let Some(old) = delta.old_file().path() {
-            if matches!(delta.status(), Delta::Deleted | Delta::Renamed) {
-                let _ = std::fs::remove_file(dir.join(old));
-            }
-        }
-        if delta.status() == Delta::Deleted {
-            continue;
+        let gone = matches!(delta.status(), Delta::Deleted | Delta::Renamed);
+        if let Some(old) = delta.old_file().path().filter(|_| gone) {
+            let _ = std::fs::remove_file(dir.join(old));
         }
         let Some(path) = delta.new_file().path() else {
             continue;
         };
-        let entry = new_tree.get_path(path)?;
-        let target = dir.join(path);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
+        if delta.status() != Delta::Deleted {
+            let target = dir.join(path);
+            std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
+            let blob = repo.find_blob(new_tree.get_path(path)?.id())?;
+            std::fs::write(&target, blob.content())?;
         }
-        std::fs::write(&target, repo.find_blob(entry.id())?.content())?;
     }
     Ok(())
 }
@@ -258,8 +222,9 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
         let seconds = started.elapsed().as_secs_f64();
         let result = if passed { "pass" } else { "FAIL" };
         eprintln!("{result}  {} ({seconds:.1} s)", command.text());
+        let command = command.clone();
         checks.push(Check {
-            command: command.clone(),
+            command,
             passed,
             seconds,
         });
