@@ -1,20 +1,22 @@
 //! The report as Markdown: the whole series against the published crates, one table per patch,
-//! the decode loop, and upstream's cost profile. Every table is made from one list of columns.
+//! the decode loop, and upstream's cost profile.
 
 use shared::bench::{TOP_K, TOP_P};
 
-use super::data::{Decode, PatchStep, Report};
-use super::stats::{CONFIDENCE, UNRESOLVED_WIDTH};
+use super::data::{Decode, PatchStep, Report, Step};
+use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
 use super::Row;
 
-/// A Markdown table: a header and an alignment per column, then each row's cells.
-fn table(columns: &[(&str, &str)], rows: impl IntoIterator<Item = Vec<String>>) -> String {
-    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
-    let aligns: Vec<&str> = columns.iter().map(|(_, align)| *align).collect();
-    let mut out = format!("| {} |\n|{}|\n", names.join(" | "), aligns.join("|"));
+/// A table's column: its header, its alignment and its cell for each row.
+type Column<T> = (&'static str, &'static str, fn(&T) -> String);
+
+fn table<T>(rows: &[T], columns: &[Column<T>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(columns.iter().map(|c| c.0.to_string()).collect());
+    let aligns: Vec<&str> = columns.iter().map(|c| c.1).collect();
+    out += &format!("|{}|\n", aligns.join("|"));
     for row in rows {
-        debug_assert_eq!(row.len(), columns.len());
-        out += &format!("| {} |\n", row.join(" | "));
+        out += &line(columns.iter().map(|c| (c.2)(row)).collect());
     }
     out
 }
@@ -50,10 +52,13 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
         out += "What each step of a `sample` call costs alone: the floor for the next \
                 performance work.\n\n";
-        let rows = profile
-            .iter()
-            .map(|(step, ns)| vec![step.clone(), show_time(*ns)]);
-        out += &table(&[("step", "---"), ("median", "---:")], rows);
+        out += &table(
+            profile,
+            &[
+                ("step", "---", |(step, _)| step.clone()),
+                ("median", "---:", |(_, ns)| show_time(*ns)),
+            ],
+        );
     }
     out
 }
@@ -135,36 +140,47 @@ pub(crate) const INSTRUCTIONS: &str =
 /// callgrind counted.
 pub(crate) fn patch_table(step: &PatchStep) -> String {
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    let mut columns = vec![
-        ("variant", "---"),
-        ("before", "---:"),
-        ("after", "---:"),
-        ("after / before", "---"),
+    let columns: [Column<Step>; 6] = [
+        ("variant", "---", |r| format!("`{}`", r.comparison)),
+        ("before", "---:", |r| show_time(r.before_ns)),
+        ("after", "---:", |r| show_time(r.after_ns)),
+        ("after / before", "---", |r| r.paired.interval()),
+        ("instructions", "---:", |r| {
+            r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
+        }),
+        ("verdict", "---", |r| r.paired.verdict_text()),
     ];
-    if counted {
-        columns.push(("instructions", "---:"));
-    }
-    columns.push(("verdict", "---"));
-    let rows = step.rows.iter().map(|row| {
-        let mut cells = vec![
-            format!("`{}`", row.comparison),
-            show_time(row.before_ns),
-            show_time(row.after_ns),
-            row.paired.interval(),
-        ];
-        if counted {
-            cells.push(row.instructions.map_or("-".into(), |r| format!("{r:.4}")));
-        }
-        cells.push(row.paired.verdict_text());
-        cells
-    });
-    table(&columns, rows)
+    let columns: Vec<_> = columns
+        .into_iter()
+        .filter(|c| counted || c.0 != "instructions")
+        .collect();
+    table(&step.rows, &columns)
 }
 
-/// The table of the whole series against the published crates, at every vocabulary.
+/// The table of the whole series against the published crates, at every vocabulary, after
+/// which devices the rows measured, so that a table without a device's rows never reads as
+/// complete.
 fn whole_series(rows: &[Row], report: &Report) -> String {
-    let mut out = "### The whole series\n\n".to_string();
-    out += &devices_line(rows);
+    let devices: Vec<String> = [
+        ("cpu", "`cargo bench`"),
+        (
+            "cuda",
+            "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
+        ),
+        ("metal", "`cargo bench --features metal` on a Mac"),
+    ]
+    .iter()
+    .map(
+        |(device, how)| match rows.iter().any(|row| row.device == *device) {
+            true => format!("{device} measured"),
+            false => format!("**{device} not run** ({how})"),
+        },
+    )
+    .collect();
+    let mut out = format!(
+        "### The whole series\n\nDevices: {}.\n\n",
+        devices.join("; ")
+    );
     out += &format!(
         "The published crates against all {} patches: {}, and on vocabularies drawn from those \
          logits. published, series, floor: criterion's medians of one call; floor: what any \
@@ -174,40 +190,38 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
         report.patches.len(),
         setting(report, Some(Greedy::After("the series")))
     );
-    let cells = rows.iter().map(|row| {
-        let (ratio, verdict) = match &row.paired {
-            Some(p) => (p.interval(), p.verdict_text()),
-            None => Default::default(),
-        };
-        vec![
-            row.comparison.clone(),
-            row.vocab.clone(),
-            row.device.clone(),
-            show_time(row.published_ns),
-            show_time(row.series_ns),
-            row.floor_ns.map_or(String::new(), show_time),
-            ratio,
-            verdict,
-            row.instructions
-                .map_or(String::new(), |r| format!("{r:.4}")),
-            row.floor_ns.map_or(String::new(), |floor| {
-                format!("{:.1}", row.series_ns / floor)
+    out + &table(
+        rows,
+        &[
+            ("comparison", "---", |r| r.comparison.clone()),
+            ("vocab", "---:", |r| r.vocab.clone()),
+            ("device", "---", |r| r.device.clone()),
+            ("published", "---:", |r| show_time(r.published_ns)),
+            ("series", "---:", |r| show_time(r.series_ns)),
+            ("floor", "---:", |r| {
+                r.floor_ns.map(show_time).unwrap_or_default()
             }),
-        ]
-    });
-    let columns = [
-        ("comparison", "---"),
-        ("vocab", "---:"),
-        ("device", "---"),
-        ("published", "---:"),
-        ("series", "---:"),
-        ("floor", "---:"),
-        ("series / published", "---"),
-        ("verdict", "---"),
-        ("instructions", "---:"),
-        ("series / floor", "---:"),
-    ];
-    out + &table(&columns, cells)
+            ("series / published", "---", |r| {
+                r.paired.as_ref().map(Paired::interval).unwrap_or_default()
+            }),
+            ("verdict", "---", |r| {
+                r.paired
+                    .as_ref()
+                    .map(Paired::verdict_text)
+                    .unwrap_or_default()
+            }),
+            ("instructions", "---:", |r| {
+                r.instructions
+                    .map(|r| format!("{r:.4}"))
+                    .unwrap_or_default()
+            }),
+            ("series / floor", "---:", |r| {
+                r.floor_ns
+                    .map(|f| format!("{:.1}", r.series_ns / f))
+                    .unwrap_or_default()
+            }),
+        ],
+    )
 }
 
 /// "In a generation loop": the decode loop, the whole series and then each patch that makes a
@@ -239,50 +253,21 @@ fn decode_section(report: &Report) -> String {
 }
 
 /// One decode table: a row per comparison.
-pub(crate) fn decode_table(decodes: &[Decode]) -> String {
-    let side = |ms: f64, share: f64| format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0);
-    let rows = decodes.iter().map(|d| {
-        vec![
-            format!("`{}`", d.comparison),
-            side(d.before_ms, d.before_share),
-            side(d.after_ms, d.after_share),
-            d.per_token.interval(),
-            d.sampler_only.interval(),
-            d.sampler_only.verdict_text(),
-        ]
-    });
-    let columns = [
-        ("variant", "---"),
-        ("before", "---"),
-        ("after", "---"),
-        ("after / before per token", "---"),
-        ("sampler's time only", "---"),
-        ("verdict", "---"),
-    ];
-    table(&columns, rows)
-}
-
-/// candle's devices, as the benches prefix their groups, and what measures one.
-const DEVICES: [(&str, &str); 3] = [
-    ("cpu", "`cargo bench`"),
-    (
-        "cuda",
-        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
-    ),
-    ("metal", "`cargo bench --features metal` on a Mac"),
-];
-
-/// Which devices the rows measured and which were not run, so that a table without a device's
-/// rows never reads as complete.
-pub(crate) fn devices_line(rows: &[Row]) -> String {
-    let parts: Vec<String> = DEVICES
-        .iter()
-        .map(
-            |(device, how)| match rows.iter().any(|row| row.device == *device) {
-                true => format!("{device} measured"),
-                false => format!("**{device} not run** ({how})"),
-            },
-        )
-        .collect();
-    format!("Devices: {}.\n\n", parts.join("; "))
+fn decode_table(decodes: &[Decode]) -> String {
+    fn side(ms: f64, share: f64) -> String {
+        format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
+    }
+    table(
+        decodes,
+        &[
+            ("variant", "---", |d| format!("`{}`", d.comparison)),
+            ("before", "---", |d| side(d.before_ms, d.before_share)),
+            ("after", "---", |d| side(d.after_ms, d.after_share)),
+            ("after / before per token", "---", |d| {
+                d.per_token.interval()
+            }),
+            ("sampler's time only", "---", |d| d.sampler_only.interval()),
+            ("verdict", "---", |d| d.sampler_only.verdict_text()),
+        ],
+    )
 }
