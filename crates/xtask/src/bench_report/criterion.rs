@@ -17,7 +17,7 @@ pub struct Measurement {
     pub criterion_median_ns: f64,
 }
 
-/// The parts of criterion's `benchmark.json`, `sample.json` and `estimates.json` read here.
+/// The parts of criterion's `benchmark.json` and `sample.json` read here.
 #[derive(Deserialize)]
 struct Benchmark {
     group_id: String,
@@ -31,69 +31,55 @@ struct Sample {
     times: Vec<f64>,
 }
 
-#[derive(Deserialize)]
-struct Estimates {
-    median: Estimate,
+fn read<T: serde::de::DeserializeOwned>(path: PathBuf) -> Result<T> {
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not criterion's JSON", path.display()))
 }
 
-#[derive(Deserialize)]
-struct Estimate {
-    point_estimate: f64,
-}
-
-/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` run.
+/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` folder that
+/// holds a `benchmark.json`.
 pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
-    let mut found = Vec::new();
-    collect_runs(dir, &mut found)?;
-    found.sort();
-    let mut measurements = Vec::new();
-    for run in found {
-        fn read<T: serde::de::DeserializeOwned>(path: PathBuf) -> Result<T> {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{} is not criterion's JSON", path.display()))
-        }
-        let benchmark: Benchmark = read(run.join("benchmark.json"))?;
-        let sample: Sample = read(run.join("sample.json"))?;
-        let estimates: Estimates = read(run.join("estimates.json"))?;
-        if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
-            bail!(
-                "{}: sample.json's iters and times do not pair up",
-                run.display()
-            );
-        }
-        measurements.push(Measurement {
-            group: benchmark.group_id,
-            function: benchmark.function_id.unwrap_or_default(),
-            value: benchmark.value_str,
-            per_iteration_ns: sample
-                .times
-                .iter()
-                .zip(&sample.iters)
-                .map(|(t, i)| t / i)
-                .collect(),
-            criterion_median_ns: estimates.median.point_estimate,
-        });
-    }
-    Ok(measurements)
-}
-
-/// The folders `…/new` that hold a `benchmark.json`.
-fn collect_runs(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let path = entry?.path();
-        let name = path.file_name().unwrap_or_default();
-        if !path.is_dir() || name == "report" || name == "base" {
-            continue;
-        }
-        if name == "new" && path.join("benchmark.json").is_file() {
-            found.push(path);
-        } else {
-            collect_runs(&path, found)?;
+    let (mut dirs, mut runs) = (vec![dir.to_path_buf()], Vec::new());
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            let name = path.file_name().unwrap_or_default();
+            if !path.is_dir() || name == "report" || name == "base" {
+                continue;
+            }
+            match name == "new" && path.join("benchmark.json").is_file() {
+                true => runs.push(path),
+                false => dirs.push(path),
+            }
         }
     }
-    Ok(())
+    runs.sort();
+    runs.into_iter()
+        .map(|run| {
+            let benchmark: Benchmark = read(run.join("benchmark.json"))?;
+            let sample: Sample = read(run.join("sample.json"))?;
+            let estimates = run.join("estimates.json");
+            let median = read::<serde_json::Value>(estimates.clone())?["median"]["point_estimate"]
+                .as_f64()
+                .with_context(|| format!("{} is not criterion's JSON", estimates.display()))?;
+            if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
+                bail!(
+                    "{}: sample.json's iters and times do not pair up",
+                    run.display()
+                );
+            }
+            let times = sample.times.iter().zip(&sample.iters);
+            Ok(Measurement {
+                group: benchmark.group_id,
+                function: benchmark.function_id.unwrap_or_default(),
+                value: benchmark.value_str,
+                per_iteration_ns: times.map(|(t, i)| t / i).collect(),
+                criterion_median_ns: median,
+            })
+        })
+        .collect()
 }

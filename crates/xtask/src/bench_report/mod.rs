@@ -125,10 +125,8 @@ pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRoun
         .enumerate()
         .filter(|(i, _)| rounds.iter().all(|r| !r[*i].is_nan()))
         .map(|(i, point)| {
-            (
-                point.clone(),
-                rounds.iter().map(|r| r[i] / calls as f64).collect(),
-            )
+            let times = rounds.iter().map(|r| r[i] / calls as f64).collect();
+            (point.clone(), times)
         })
         .collect())
 }
@@ -251,15 +249,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let status = project::cargo()
         .current_dir(&layout.root)
-        .args([
-            "build",
-            "--release",
-            "-q",
-            "-p",
-            "benches",
-            "--bin",
-            "bench-driver",
-        ])
+        .args(["build", "--release", "-q"])
+        .args(["-p", "benches", "--bin", "bench-driver"])
         .status()?;
     if !status.success() {
         bail!("cannot build bench-driver");
@@ -290,12 +281,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let points = if at_real { &all[..] } else { &ends[..] };
         let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
         let (comparison, vocab, device) = (&row.comparison, &row.vocab, &row.device);
-        let args = format!("pair {comparison} {vocab} {ROUNDS} {calls} {device}");
-        let measured = per_call(
-            points,
-            &driver_rounds(layout, &driver, &args, points)?,
-            calls,
-        )?;
+        let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
+        let args = ["pair", comparison, vocab, &rounds, &count, device];
+        let output = driver_rounds(layout, &driver, &args, points)?;
+        let measured = per_call(points, &output, calls)?;
         let side = |name: &str| {
             let rounds = measured.get(name);
             rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
@@ -325,7 +314,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut whole = Vec::new();
     for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
         let points = decode_points(comparison, &patches);
-        let args = format!("decode {comparison} {DECODE_ROUNDS} {tokens}");
+        let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
+        let args = ["decode", comparison, &rounds, &count];
         let output = driver_rounds(layout, &driver, &args, &points)?;
         eprintln!("decode {comparison}: {} measured", points.join(", "));
         let rounds = parse_rounds(&output, 2 * points.len())?;
@@ -383,15 +373,21 @@ pub fn data_path(layout: &Layout) -> PathBuf {
 /// Runs `bench-driver` with `args` then `points`, and keeps what it printed in
 /// `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced to
 /// their rounds.
-fn driver_rounds(layout: &Layout, driver: &Path, args: &str, points: &[String]) -> Result<String> {
-    let args = format!("{args} {}", points.join(" "));
+fn driver_rounds(
+    layout: &Layout,
+    driver: &Path,
+    args: &[&str],
+    points: &[String],
+) -> Result<String> {
+    let line = format!("{} {}", args.join(" "), points.join(" "));
+    let mut command = Command::new(driver);
     let output = stdout_of(
-        &format!("bench-driver {args}"),
-        Command::new(driver).args(args.split(' ')),
+        &format!("bench-driver {line}"),
+        command.args(args).args(points),
     )?;
     let dir = layout.target().join("bench-driver");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{args}.txt")), &output)?;
+    std::fs::write(dir.join(format!("{line}.txt")), &output)?;
     Ok(output)
 }
 
