@@ -29,40 +29,6 @@ pub fn show_time(ns: f64) -> String {
     }
 }
 
-/// The whole report.
-pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
-    let mut out = "## Sampling cost\n\n".to_string();
-    out += &format!(
-        "{}; workspace commit {}; {}. Machine: {}.\n\n",
-        report.crate_label, report.commit, report.date, report.machine
-    );
-    out += &whole_series(rows, report);
-    out += "\n### Patch by patch\n\n";
-    out += &format!(
-        "Each patch's branch against the branch it builds on, or against the published crates: \
-         {}. {COLUMNS}. {INSTRUCTIONS}.\n",
-        setting(report, Some(Greedy::After("every branch that has 0001")))
-    );
-    for step in &report.patches {
-        out += &step_heading(step, "");
-        out += &patch_table(step);
-    }
-    out += &decode_section(report);
-    if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n";
-        out += &table(
-            profile,
-            &[
-                ("step", "---", |(step, _)| step.clone()),
-                ("median", "---:", |(_, ns)| show_time(*ns)),
-            ],
-        );
-    }
-    out
-}
-
 /// A patch's heading and what its table sets against what, `what` added to that sentence.
 fn step_heading(step: &PatchStep, what: &str) -> String {
     format!(
@@ -157,40 +123,43 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
     table(&step.rows, &columns)
 }
 
-/// The table of the whole series against the published crates, at every vocabulary, after
-/// which devices the rows measured, so that a table without a device's rows never reads as
-/// complete.
-fn whole_series(rows: &[Row], report: &Report) -> String {
-    let devices: Vec<String> = [
-        ("cpu", "`cargo bench`"),
-        (
-            "cuda",
-            "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
-        ),
-        ("metal", "`cargo bench --features metal` on a Mac"),
-    ]
-    .iter()
-    .map(
-        |(device, how)| match rows.iter().any(|row| row.device == *device) {
-            true => format!("{device} measured"),
-            false => format!("**{device} not run** ({how})"),
-        },
-    )
-    .collect();
+/// candle's devices, as the benches prefix their groups, and what measures one.
+const DEVICES: [(&str, &str); 3] = [
+    ("cpu", "`cargo bench`"),
+    (
+        "cuda",
+        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
+    ),
+    ("metal", "`cargo bench --features metal` on a Mac"),
+];
+
+/// The whole report.
+pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
+    let devices: Vec<String> = DEVICES
+        .iter()
+        .map(
+            |(device, how)| match rows.iter().any(|row| row.device == *device) {
+                true => format!("{device} measured"),
+                false => format!("**{device} not run** ({how})"),
+            },
+        )
+        .collect();
     let mut out = format!(
-        "### The whole series\n\nDevices: {}.\n\n",
-        devices.join("; ")
-    );
-    out += &format!(
-        "The published crates against all {} patches: {}, and on vocabularies drawn from those \
-         logits. published, series, floor: criterion's medians of one call; floor: what any \
-         implementation that returns the same tokens must compute, written plainly on logits \
-         already on the host (for `gumbel_softmax`, whose stream is new, one generator draw per \
-         logit and one pass). {INSTRUCTIONS}.\n\n",
+        "## Sampling cost\n\n{}; workspace commit {}; {}. Machine: {}.\n\n### The whole \
+         series\n\nDevices: {}.\n\nThe published crates against all {} patches: {}, and on \
+         vocabularies drawn from those logits. published, series, floor: criterion's medians of \
+         one call; floor: what any implementation that returns the same tokens must compute, \
+         written plainly on logits already on the host (for `gumbel_softmax`, whose stream is \
+         new, one generator draw per logit and one pass). {INSTRUCTIONS}.\n\n",
+        report.crate_label,
+        report.commit,
+        report.date,
+        report.machine,
+        devices.join("; "),
         report.patches.len(),
         setting(report, Some(Greedy::After("the series")))
     );
-    out + &table(
+    out += &table(
         rows,
         &[
             ("comparison", "---", |r| r.comparison.clone()),
@@ -221,33 +190,52 @@ fn whole_series(rows: &[Row], report: &Report) -> String {
                     .unwrap_or_default()
             }),
         ],
-    )
-}
-
-/// "In a generation loop": the decode loop, the whole series and then each patch that makes a
-/// comparison faster per call.
-fn decode_section(report: &Report) -> String {
-    let mut out = "\n### In a generation loop\n\n".to_string();
-    let Some(whole) = &report.decode else {
-        return out + "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
-    };
-    out += &format!(
-        "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
-         `sample` from the model's logits; the prefill is not timed. Medians over {} paired \
-         rounds, each generating once per side, rotating which goes first; ratios per token with \
-         their 95% bootstrap interval. Each token costs its side one forward pass at the same \
-         position, so \"sampler's time only\" compares a token's time before with that time less \
-         what the sampler saves, which leaves out the forward pass, whose time varies from one \
-         generation to the next, even within a round, by far more than a sampler's share of a \
-         token; the verdict, by the same rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
-         sampler's share of a token.\n\n",
-        report.model, report.decode_tokens, report.decode_rounds
     );
-    out += "The published crates against the whole series:\n\n";
-    out += &decode_table(whole);
-    for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
-        out += &step_heading(step, ", for what it makes faster per call");
-        out += &decode_table(&step.decode);
+    out += &format!(
+        "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
+         the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
+        setting(report, Some(Greedy::After("every branch that has 0001")))
+    );
+    for step in &report.patches {
+        out += &step_heading(step, "");
+        out += &patch_table(step);
+    }
+    out += "\n### In a generation loop\n\n";
+    match &report.decode {
+        None => out += "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n",
+        Some(whole) => {
+            out += &format!(
+                "{} decoding {} tokens after the report's prompt on the CPU, each picked by one \
+                 side's `sample` from the model's logits; the prefill is not timed. Medians over \
+                 {} paired rounds, each generating once per side, rotating which goes first; \
+                 ratios per token with their 95% bootstrap interval. Each token costs its side one \
+                 forward pass at the same position, so \"sampler's time only\" compares a token's \
+                 time before with that time less what the sampler saves, which leaves out the \
+                 forward pass, whose time varies from one generation to the next, even within a \
+                 round, by far more than a sampler's share of a token; the verdict, by the same \
+                 rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
+                 sampler's share of a token.\n\n",
+                report.model, report.decode_tokens, report.decode_rounds
+            );
+            out += "The published crates against the whole series:\n\n";
+            out += &decode_table(whole);
+            for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
+                out += &step_heading(step, ", for what it makes faster per call");
+                out += &decode_table(&step.decode);
+            }
+        }
+    }
+    if !profile.is_empty() {
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
+        out += "What each step of a `sample` call costs alone: the floor for the next \
+                performance work.\n\n";
+        out += &table(
+            profile,
+            &[
+                ("step", "---", |(step, _)| step.clone()),
+                ("median", "---:", |(_, ns)| show_time(*ns)),
+            ],
+        );
     }
     out
 }

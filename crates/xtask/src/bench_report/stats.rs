@@ -16,13 +16,12 @@ pub fn median<T: Borrow<f64>>(values: impl IntoIterator<Item = T>) -> f64 {
     }
 }
 
-/// Bootstrap resamples of the rounds, and the interval they give.
+/// Bootstrap resamples of the rounds, and the confidence of their interval.
 const RESAMPLES: usize = 2000;
 pub const CONFIDENCE: f64 = 0.95;
 
 /// What a ratio's interval says of the time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The interval lies within ±1%, or contains 1.0 and is at most `UNRESOLVED_WIDTH` wide.
     NoMeasurableCost,
@@ -30,21 +29,6 @@ pub enum Verdict {
     NotResolved,
     Slower,
     Faster,
-}
-
-impl Verdict {
-    pub fn of(low: f64, high: f64) -> Verdict {
-        let holds_one = low <= 1.0 && 1.0 <= high;
-        if (low >= 0.99 && high <= 1.01) || (holds_one && high - low <= UNRESOLVED_WIDTH) {
-            Verdict::NoMeasurableCost
-        } else if holds_one {
-            Verdict::NotResolved
-        } else if low > 1.0 {
-            Verdict::Slower
-        } else {
-            Verdict::Faster
-        }
-    }
 }
 
 /// Wider than this, an interval that holds 1.0 is `NotResolved`: a whole token's time in the
@@ -79,10 +63,7 @@ pub struct Paired {
 impl Paired {
     /// From rounds of (before, after) times.
     pub fn of(rounds: &[(f64, f64)]) -> Paired {
-        let ratios: Vec<f64> = rounds
-            .iter()
-            .map(|(before, after)| after / before)
-            .collect();
+        let ratios: Vec<f64> = rounds.iter().map(|(b, a)| a / b).collect();
         // SplitMix64, seeded, so that a report's intervals can be reproduced.
         let mut state = 0x5eed_u64;
         let mut below = |n: usize| {
@@ -107,13 +88,10 @@ impl Paired {
 
     /// From each side's times, round by round.
     pub fn between(before: &[f64], after: &[f64]) -> Paired {
-        Paired::of(
-            &before
-                .iter()
-                .copied()
-                .zip(after.iter().copied())
-                .collect::<Vec<_>>(),
-        )
+        let rounds: Vec<_> = std::iter::zip(before, after)
+            .map(|(b, a)| (*b, *a))
+            .collect();
+        Paired::of(&rounds)
     }
 
     /// Sets `work` from the instruction ratio (after over before), where it says the time is
@@ -142,7 +120,17 @@ impl Paired {
 
     /// Derived, so that a report written before a rule changed reads by the rule of today.
     pub fn verdict(&self) -> Verdict {
-        Verdict::of(self.low, self.high)
+        let (low, high) = (self.low, self.high);
+        let holds_one = low <= 1.0 && 1.0 <= high;
+        if (low >= 0.99 && high <= 1.01) || (holds_one && high - low <= UNRESOLVED_WIDTH) {
+            Verdict::NoMeasurableCost
+        } else if holds_one {
+            Verdict::NotResolved
+        } else if low > 1.0 {
+            Verdict::Slower
+        } else {
+            Verdict::Faster
+        }
     }
 
     /// "no measurable cost", "within ±1%: slower by 0.4%", "slower by 3.0%", "same instructions;
