@@ -1,15 +1,13 @@
-//! `cargo xtask bench-report [--callgrind]`: what the series costs and gains, from `cargo
-//! bench`'s medians and from paired rounds of `bench-driver` on the points of
-//! `crates/vendor/points`: the whole series against the published crates at every vocabulary,
-//! with floors and the scaling chart (`target/bench-scaling.svg`); each patch against the branch
-//! it builds on; and the decode loop. Printed and written to `target/bench-report.md`, and as
-//! `data::Report` to `target/bench-report.json`, from which `cargo xtask pr` writes evidence.
-//!
-//! Why paired rounds: on a shared machine two criterion measurements taken a minute apart
-//! drift by 10% and more. `bench-driver pair` times the sides back to back, rotating which goes
-//! first; the ratio within a round cancels the drift.
+//! `cargo xtask bench-report [--callgrind]`: the whole series against the published crates at
+//! every vocabulary (with floors and `target/bench-scaling.svg`), each patch against the branch
+//! it builds on, and the decode loop, from `cargo bench`'s medians and paired rounds of
+//! `bench-driver`; written to `target/bench-report.md` and, for `cargo xtask pr`, as
+//! `data::Report` to `target/bench-report.json`. Paired, because on a shared machine two
+//! criterion runs a minute apart drift by 10% and more: `bench-driver pair` times the sides back
+//! to back, rotating which goes first, and the ratio within a round cancels the drift.
 
 use std::collections::BTreeMap;
+use std::env::consts::{ARCH, OS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -233,19 +231,14 @@ pub struct Options {
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let dir = layout.target().join("criterion");
+    let shown = dir.display();
     if !dir.is_dir() {
-        bail!(
-            "no criterion results in {}: run `cargo bench` first",
-            dir.display()
-        );
+        bail!("no criterion results in {shown}: run `cargo bench` first");
     }
     let measurements = read_criterion(&dir)?;
     let mut rows = rows(&measurements);
     if rows.is_empty() {
-        bail!(
-            "{} has no published/series pairs: run `cargo bench`",
-            dir.display()
-        );
+        bail!("{shown} has no published/series pairs: run `cargo bench`");
     }
     let status = project::cargo()
         .current_dir(&layout.root)
@@ -256,10 +249,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         bail!("cannot build bench-driver");
     }
     let driver = layout.target().join("release").join("bench-driver");
-    let settings = stdout_of(
-        "bench-driver settings",
-        Command::new(&driver).arg("settings"),
-    )?;
+    let mut command = Command::new(&driver);
+    let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
     let settings: Settings =
         serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")?;
     let mut patches = patches(layout)?;
@@ -297,9 +288,34 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
         row.paired = Some(paired);
     }
+    // Instructions per call of each point timed at the real vocabulary, from callgrind's totals
+    // at each count of `COUNTED_CALLS`.
     let mut counts = Counts::new();
     if options.callgrind {
-        counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
+        let out = layout.target().join("callgrind");
+        std::fs::create_dir_all(&out)?;
+        for (comparison, points) in &point_rounds {
+            for point in points.keys() {
+                let total = |calls: u64| -> Result<f64> {
+                    let file = out.join(format!("{comparison}-{point}-{calls}.out"));
+                    stdout_of(
+                        "valgrind --tool=callgrind",
+                        Command::new("valgrind")
+                            .arg("--tool=callgrind")
+                            .arg(format!("--callgrind-out-file={}", file.display()))
+                            .arg(&driver)
+                            .args(["count", point, comparison, &real_vocab, &calls.to_string()])
+                            .env("RAYON_NUM_THREADS", "1"),
+                    )?;
+                    Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
+                };
+                let [few, many] = COUNTED_CALLS;
+                let few_total = total(few)?;
+                let per_call = (total(many)? - few_total) / (many - few) as f64;
+                eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
+                counts.insert((comparison.clone(), point.clone()), per_call);
+            }
+        }
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
@@ -355,13 +371,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
     print!("{markdown}");
-    let json = data_path(layout);
-    eprintln!(
-        "wrote {}, {} and {}",
-        path.display(),
-        json.display(),
-        chart.display()
-    );
+    let (md, json, svg) = (path.display(), data_path(layout), chart.display());
+    eprintln!("wrote {md}, {} and {svg}", json.display());
     Ok(())
 }
 
@@ -380,51 +391,12 @@ fn driver_rounds(
     points: &[String],
 ) -> Result<String> {
     let line = format!("{} {}", args.join(" "), points.join(" "));
-    let mut command = Command::new(driver);
-    let output = stdout_of(
-        &format!("bench-driver {line}"),
-        command.args(args).args(points),
-    )?;
+    let (name, mut command) = (format!("bench-driver {line}"), Command::new(driver));
+    let output = stdout_of(&name, command.args(args).args(points))?;
     let dir = layout.target().join("bench-driver");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(dir.join(format!("{line}.txt")), &output)?;
     Ok(output)
-}
-
-/// Instructions per call of each point that was timed for each CPU comparison at the real
-/// vocabulary (`timed`), from callgrind's totals at each count of `COUNTED_CALLS`.
-fn count_instructions(
-    layout: &Layout,
-    driver: &Path,
-    timed: &BTreeMap<String, PointRounds>,
-    vocab: &str,
-) -> Result<Counts> {
-    let out = layout.target().join("callgrind");
-    std::fs::create_dir_all(&out)?;
-    let mut counts = Counts::new();
-    for (comparison, points) in timed {
-        for point in points.keys() {
-            let total = |calls: u64| -> Result<f64> {
-                let file = out.join(format!("{comparison}-{point}-{calls}.out"));
-                stdout_of(
-                    "valgrind --tool=callgrind",
-                    Command::new("valgrind")
-                        .arg("--tool=callgrind")
-                        .arg(format!("--callgrind-out-file={}", file.display()))
-                        .arg(driver)
-                        .args(["count", point, comparison, vocab, &calls.to_string()])
-                        .env("RAYON_NUM_THREADS", "1"),
-                )?;
-                Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
-            };
-            let [few, many] = COUNTED_CALLS;
-            let few_total = total(few)?;
-            let per_call = (total(many)? - few_total) / (many - few) as f64;
-            eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
-            counts.insert((comparison.clone(), point.clone()), per_call);
-        }
-    }
-    Ok(counts)
 }
 
 /// What `command` prints, or an error with what it said on stderr; `name` says what ran.
@@ -446,12 +418,8 @@ fn machine() -> String {
         Some(name.trim_start_matches([' ', '\t', ':']))
     });
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!(
-        "{}, {threads} threads, {} {}",
-        cpu.unwrap_or("unknown processor"),
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )
+    let (cpu, os, arch) = (cpu.unwrap_or("unknown processor"), OS, ARCH);
+    format!("{cpu}, {threads} threads, {os} {arch}")
 }
 
 /// The workspace's commit, and whether its tree had uncommitted changes.
@@ -460,11 +428,9 @@ fn commit(layout: &Layout) -> Result<String> {
         return Ok("unknown".to_string());
     };
     let head = repo.head()?.peel_to_commit()?.id().to_string();
-    let dirty = !crate::git::uncommitted(&repo, None)?.is_empty();
-    let note = if dirty {
-        " with uncommitted changes"
-    } else {
-        ""
-    };
-    Ok(format!("{}{note}", crate::git::short(&head)))
+    let mut label = crate::git::short(&head).to_string();
+    if !crate::git::uncommitted(&repo, None)?.is_empty() {
+        label += " with uncommitted changes";
+    }
+    Ok(label)
 }

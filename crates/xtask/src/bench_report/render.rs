@@ -31,13 +31,9 @@ pub fn show_time(ns: f64) -> String {
 
 /// A patch's heading and what its table sets against what, `what` added to that sentence.
 fn step_heading(step: &PatchStep, what: &str) -> String {
-    format!(
-        "\n#### {} {}\n\nThis is {} against {}{what}.\n\n",
-        step.patch,
-        step.subject,
-        point(&step.patch),
-        point(&step.before)
-    )
+    let (patch, subject, before) = (&step.patch, &step.subject, point(&step.before));
+    let after = point(patch);
+    format!("\n#### {patch} {subject}\n\nThis is {after} against {before}{what}.\n\n")
 }
 
 /// What a point is, in words.
@@ -61,21 +57,17 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
             Greedy::BothSides => format!("; `temperature_0`: {top_k} on both sides"),
         }
     });
+    let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
+    let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
     format!(
-        "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} (`top_k`: k \
-         {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
-         same candle-core; ratios are after over before, the median of the ratios of {} rounds, \
-         each timing every build measured there in turn, rotating which goes first, with its {}% \
-         bootstrap interval, rounded outwards; \"no measurable cost\" means that interval \
-         contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \"within ±1%\" that it lies \
-         there without containing 1.0, too small a difference to count, \"not resolved\" that it \
-         contains 1.0 but is wider",
-        report.model,
-        report.vocab,
-        report.seed,
-        report.temperature,
-        report.rounds,
-        CONFIDENCE * 100.0
+        "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
+         {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
+         both sides linking the same candle-core; ratios are after over before, the median of the \
+         ratios of {rounds} rounds, each timing every build measured there in turn, rotating which \
+         goes first, with its {confidence}% bootstrap interval, rounded outwards; \"no measurable \
+         cost\" means that interval contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \
+         \"within ±1%\" that it lies there without containing 1.0, too small a difference to \
+         count, \"not resolved\" that it contains 1.0 but is wider"
     )
 }
 
@@ -135,29 +127,26 @@ const DEVICES: [(&str, &str); 3] = [
 
 /// The whole report.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
+    let measured = |device: &str| rows.iter().any(|row| row.device == device);
     let devices: Vec<String> = DEVICES
         .iter()
-        .map(
-            |(device, how)| match rows.iter().any(|row| row.device == *device) {
-                true => format!("{device} measured"),
-                false => format!("**{device} not run** ({how})"),
-            },
-        )
+        .map(|(device, how)| match measured(device) {
+            true => format!("{device} measured"),
+            false => format!("**{device} not run** ({how})"),
+        })
         .collect();
+    let (devices, patches) = (devices.join("; "), report.patches.len());
+    let (crate_label, commit) = (&report.crate_label, &report.commit);
+    let (date, machine) = (&report.date, &report.machine);
+    let measured_as = setting(report, Some(Greedy::After("the series")));
     let mut out = format!(
-        "## Sampling cost\n\n{}; workspace commit {}; {}. Machine: {}.\n\n### The whole \
-         series\n\nDevices: {}.\n\nThe published crates against all {} patches: {}, and on \
-         vocabularies drawn from those logits. published, series, floor: criterion's medians of \
-         one call; floor: what any implementation that returns the same tokens must compute, \
-         written plainly on logits already on the host (for `gumbel_softmax`, whose stream is \
-         new, one generator draw per logit and one pass). {INSTRUCTIONS}.\n\n",
-        report.crate_label,
-        report.commit,
-        report.date,
-        report.machine,
-        devices.join("; "),
-        report.patches.len(),
-        setting(report, Some(Greedy::After("the series")))
+        "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
+         {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
+         all {patches} patches: {measured_as}, and on vocabularies drawn from those logits. \
+         published, series, floor: criterion's medians of one call; floor: what any implementation \
+         that returns the same tokens must compute, written plainly on logits already on the host \
+         (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
+         {INSTRUCTIONS}.\n\n"
     );
     out += &table(
         rows,
