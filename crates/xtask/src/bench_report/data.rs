@@ -36,11 +36,9 @@ impl Report {
             for row in &mut step.rows {
                 row.paired.weigh(row.instructions);
             }
-            let decode = std::mem::take(&mut step.decode);
-            step.decode = decode
-                .into_iter()
-                .filter(|d| super::faster(step, &d.comparison))
-                .collect();
+            let mut decode = std::mem::take(&mut step.decode);
+            decode.retain(|d| super::faster(step, &d.comparison));
+            step.decode = decode;
         }
         Ok(report)
     }

@@ -28,9 +28,8 @@ pub use criterion::{read_criterion, Measurement};
 use data::{Decode, PatchStep, Report, Step};
 use stats::{median, parse_rounds, Paired, Verdict};
 
-/// One comparison at one vocabulary: criterion's medians of one call on the published point,
-/// the whole series and the floor (on the CPU); series over published from paired rounds, and
-/// in instructions per call where callgrind counted them.
+/// One comparison at one vocabulary: criterion's medians of one call on each side and the floor
+/// (on the CPU), and series over published from paired rounds and callgrind's counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
@@ -138,9 +137,8 @@ fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &st
     Some(count(after)? / count(before)?)
 }
 
-/// Fills each patch's rows from the points' rounds of every comparison, weighed by their
-/// instruction counts where callgrind ran; a comparison that one of the two points cannot run
-/// is left out.
+/// Fills each patch's rows from the points' rounds and instruction counts of every comparison
+/// that both its points could run.
 pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, counts: &Counts) {
     for step in patches {
         step.rows = rounds
@@ -288,8 +286,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
         row.paired = Some(paired);
     }
-    // Instructions per call of each point timed at the real vocabulary, from callgrind's totals
-    // at each count of `COUNTED_CALLS`.
+    // Instructions per call of each point timed at the real vocabulary.
     let mut counts = Counts::new();
     if options.callgrind {
         let out = layout.target().join("callgrind");

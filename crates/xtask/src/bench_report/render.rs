@@ -125,7 +125,6 @@ const DEVICES: [(&str, &str); 3] = [
     ("metal", "`cargo bench --features metal` on a Mac"),
 ];
 
-/// The whole report.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
     let measured = |device: &str| rows.iter().any(|row| row.device == device);
     let devices: Vec<String> = DEVICES
@@ -229,7 +228,6 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     out
 }
 
-/// One decode table: a row per comparison.
 fn decode_table(decodes: &[Decode]) -> String {
     fn side(ms: f64, share: f64) -> String {
         format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
