@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use xtask::bench_report::data::Report;
+use xtask::bench_report::data::{PatchStep, Report};
 use xtask::bench_report::stats::median;
-use xtask::bench_report::{self, Patch, PointRounds};
+use xtask::bench_report::{self, PointRounds};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -59,11 +59,13 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
 }
 
 /// The series as it was when the rounds were captured: each patch and the point it builds on.
-fn captured_series() -> Vec<Patch> {
-    let patch = |number: &str, subject: &str, before: &str| Patch {
-        number: number.to_string(),
+fn captured_series() -> Vec<PatchStep> {
+    let patch = |number: &str, subject: &str, before: &str| PatchStep {
+        patch: number.to_string(),
         subject: subject.to_string(),
         before: before.to_string(),
+        rows: Vec::new(),
+        decode: Vec::new(),
     };
     vec![
         patch(
@@ -129,7 +131,6 @@ fn captured(mode: &str) -> Result<Vec<(Vec<String>, String)>> {
 
 /// The report as `bench-report` assembles it, from the captured rounds.
 fn report_of(with_model: bool) -> Result<Report> {
-    let patches = captured_series();
     let mut rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for (args, output) in captured("pair")? {
         // pair <comparison> <vocab> <rounds> <calls> <device> <point>...
@@ -139,7 +140,8 @@ fn report_of(with_model: bool) -> Result<Report> {
             bench_report::per_call(&args[6..], &output, calls)?,
         );
     }
-    let mut steps = bench_report::steps(&patches, &rounds, &BTreeMap::new())?;
+    let mut steps = captured_series();
+    bench_report::steps(&mut steps, &rounds, &BTreeMap::new());
     let mut whole = Vec::new();
     for (args, output) in captured("decode")? {
         // decode <comparison> <rounds> <tokens> <point>...
@@ -300,7 +302,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
 /// decode loop runs for it, and a body shows no decode line for it.
 #[test]
 fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
-    use xtask::bench_report::data::{PatchStep, Step};
+    use xtask::bench_report::data::Step;
     use xtask::bench_report::stats::{Paired, Work};
     let rounds: Vec<(f64, f64)> = (0..21)
         .map(|i| (100.0, 97.0 + (i % 3) as f64 * 0.1))

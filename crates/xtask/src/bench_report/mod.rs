@@ -1,59 +1,120 @@
-//! `cargo xtask bench-report [--callgrind]`: what the series costs and gains, from `cargo
-//! bench`'s medians and from paired rounds of `bench-driver` on the points of
-//! `crates/vendor/points`:
-//!
-//! - the whole series against the published crates at every vocabulary, with floors and the
-//!   scaling chart (`target/bench-scaling.svg`);
-//! - one table per patch: its branch against the branch it builds on, at the real vocabulary;
-//! - the decode loop: the whole series, and each patch that makes a comparison faster per call.
-//!
-//! Printed and written to `target/bench-report.md`, and as data to `target/bench-report.json`
-//! (`data::Report`), from which `cargo xtask pr` writes each pull request's evidence.
-//!
-//! Why paired rounds: on a shared machine two criterion measurements taken a minute apart
-//! drift by 10% and more, so the ratio of their medians, with an interval from the samples of
-//! each, claims differences that are not there. `bench-driver pair` times the sides back to
-//! back, rotating which goes first; the ratio within a round cancels the drift.
+//! `cargo xtask bench-report [--callgrind]`: the whole series against the published crates at
+//! every vocabulary (with floors and `target/bench-scaling.svg`), each patch against the branch
+//! it builds on, and the decode loop, from `cargo bench`'s medians and paired rounds of
+//! `bench-driver`; written to `target/bench-report.md` and, for `cargo xtask pr`, as
+//! `data::Report` to `target/bench-report.json`. Paired, because on a shared machine two
+//! criterion runs a minute apart drift by 10% and more: `bench-driver pair` times the sides back
+//! to back, rotating which goes first, and the ratio within a round cancels the drift.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::env::consts::{ARCH, OS};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use serde::Deserialize;
 use shared::bench::Settings;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
-use crate::project::Layout;
+use crate::project::{self, Layout};
 
 pub mod chart;
-mod criterion;
 pub mod data;
-mod measure;
 pub mod render;
 pub mod stats;
 
-use measure::{
-    build_driver, commit, count_instructions, machine, measure_decode, measure_pairs, stdout_of,
-};
-
 pub use chart::svg as chart_svg;
-pub use criterion::{read_criterion, Measurement};
 use data::{Decode, PatchStep, Report, Step};
 use stats::{median, parse_rounds, Paired, Verdict};
 
-/// One comparison at one vocabulary size: the published point against the whole series.
+/// One benchmark's samples, as criterion saved them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub group: String,
+    pub function: String,
+    pub value: Option<String>,
+    /// The time of one iteration in each sample, in nanoseconds.
+    pub per_iteration_ns: Vec<f64>,
+    /// criterion's own median estimate, to check ours against.
+    pub criterion_median_ns: f64,
+}
+
+/// The parts of criterion's `benchmark.json` and `sample.json` read here.
+#[derive(Deserialize)]
+struct Benchmark {
+    group_id: String,
+    function_id: Option<String>,
+    value_str: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Sample {
+    iters: Vec<f64>,
+    times: Vec<f64>,
+}
+
+/// One of criterion's JSON files.
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
+    serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
+}
+
+/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` folder that
+/// holds a `benchmark.json`.
+pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
+    let (mut dirs, mut runs) = (vec![dir.to_path_buf()], Vec::new());
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        for entry in entries {
+            let path = entry?.path();
+            let name = path.file_name().unwrap_or_default();
+            if !path.is_dir() || name == "report" || name == "base" {
+                continue;
+            }
+            match name == "new" && path.join("benchmark.json").is_file() {
+                true => runs.push(path),
+                false => dirs.push(path),
+            }
+        }
+    }
+    runs.sort();
+    runs.into_iter()
+        .map(|run| {
+            let benchmark: Benchmark = read(&run.join("benchmark.json"))?;
+            let sample: Sample = read(&run.join("sample.json"))?;
+            let estimates = run.join("estimates.json");
+            let median = read::<serde_json::Value>(&estimates)?["median"]["point_estimate"]
+                .as_f64()
+                .with_context(|| format!("{} is not criterion's JSON", estimates.display()))?;
+            if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
+                let shown = run.display();
+                bail!("{shown}: sample.json's iters and times do not pair up");
+            }
+            let times = sample.times.iter().zip(&sample.iters);
+            Ok(Measurement {
+                group: benchmark.group_id,
+                function: benchmark.function_id.unwrap_or_default(),
+                value: benchmark.value_str,
+                per_iteration_ns: times.map(|(t, i)| t / i).collect(),
+                criterion_median_ns: median,
+            })
+        })
+        .collect()
+}
+
+/// One comparison at one vocabulary: criterion's medians of one call on each side and the floor
+/// (on the CPU), and series over published from paired rounds and callgrind's counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
     pub comparison: String,
     pub vocab: String,
-    /// criterion's medians of one call: the published point, the whole series, and the
-    /// comparison's floor (on the CPU).
     pub published_ns: f64,
     pub series_ns: f64,
     pub floor_ns: Option<f64>,
-    /// Series over published, from paired rounds, once measured.
     pub paired: Option<Paired>,
-    /// Series over published instructions per call, where callgrind counted them.
     pub instructions: Option<f64>,
 }
 
@@ -66,13 +127,13 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
         .filter(|m| m.function == PUBLISHED_POINT && !m.group.ends_with("_decode"))
         .filter_map(|published| {
             let beside = |function: &str| {
-                measurements.iter().find(|m| {
+                let m = measurements.iter().find(|m| {
                     m.function == function
                         && m.group == published.group
                         && m.value == published.value
-                })
+                })?;
+                Some(median(&m.per_iteration_ns))
             };
-            let series = beside(SERIES_POINT)?;
             let (device, comparison) = published
                 .group
                 .split_once('_')
@@ -82,8 +143,8 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 comparison: comparison.to_string(),
                 vocab: published.value.clone().unwrap_or_default(),
                 published_ns: median(&published.per_iteration_ns),
-                series_ns: median(&series.per_iteration_ns),
-                floor_ns: beside("floor").map(|m| median(&m.per_iteration_ns)),
+                series_ns: beside(SERIES_POINT)?,
+                floor_ns: beside("floor"),
                 paired: None,
                 instructions: None,
             })
@@ -105,27 +166,21 @@ const COUNTED_CALLS: [u64; 2] = [4, 16];
 /// How many paired rounds of the decode loop `bench-report` runs per comparison.
 pub const DECODE_ROUNDS: usize = 11;
 
-/// A patch: its number (its point), its subject and the point it builds on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Patch {
-    pub number: String,
-    pub subject: String,
-    pub before: String,
-}
-
-/// The series' patches as the report measures them.
-pub fn patches(layout: &Layout) -> Result<Vec<Patch>> {
+/// The series' patches, each against the point it builds on, not measured yet.
+pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
     let builds_on = crate::branches::builds_on(&layout.patches())?;
     crate::series::load(&layout.patches())?
         .iter()
         .map(|p| {
-            Ok(Patch {
-                number: p.number().to_string(),
+            Ok(PatchStep {
+                patch: p.number().to_string(),
                 subject: p.message()?.subject,
                 before: builds_on
                     .get(p.number())
                     .cloned()
                     .unwrap_or_else(|| PUBLISHED_POINT.to_string()),
+                rows: Vec::new(),
+                decode: Vec::new(),
             })
         })
         .collect()
@@ -158,39 +213,27 @@ fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &st
     Some(count(after)? / count(before)?)
 }
 
-/// Each patch's step from the points' rounds of every comparison, and their instruction counts
-/// per call where callgrind ran.
-pub fn steps(
-    patches: &[Patch],
-    rounds: &BTreeMap<String, PointRounds>,
-    counts: &Counts,
-) -> Result<Vec<PatchStep>> {
-    let step = |patch: &Patch| {
-        // A comparison that one of the two points cannot run is left out of the step.
-        let rows = rounds.iter().filter_map(|(comparison, points)| {
-            let (before, after) = (points.get(&patch.before)?, points.get(&patch.number)?);
-            let pairs: Vec<(f64, f64)> =
-                before.iter().copied().zip(after.iter().copied()).collect();
-            let instructions = instruction_ratio(counts, comparison, &patch.before, &patch.number);
-            let mut paired = Paired::of(&pairs);
-            paired.weigh(instructions);
-            Some(Step {
-                comparison: comparison.clone(),
-                before_ns: median(before),
-                after_ns: median(after),
-                paired,
-                instructions,
+/// Fills each patch's rows from the points' rounds and instruction counts of every comparison
+/// that both its points could run.
+pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, counts: &Counts) {
+    for step in patches {
+        step.rows = rounds
+            .iter()
+            .filter_map(|(comparison, points)| {
+                let (before, after) = (points.get(&step.before)?, points.get(&step.patch)?);
+                let instructions = instruction_ratio(counts, comparison, &step.before, &step.patch);
+                let mut paired = Paired::between(before, after);
+                paired.weigh(instructions);
+                Some(Step {
+                    comparison: comparison.clone(),
+                    before_ns: median(before),
+                    after_ns: median(after),
+                    paired,
+                    instructions,
+                })
             })
-        });
-        PatchStep {
-            patch: patch.number.clone(),
-            subject: patch.subject.clone(),
-            before: patch.before.clone(),
-            rows: rows.collect(),
-            decode: Vec::new(),
-        }
-    };
-    Ok(patches.iter().map(step).collect())
+            .collect();
+    }
 }
 
 /// Whether `step` makes `comparison` faster per call: faster in time, and with fewer
@@ -229,28 +272,15 @@ pub fn decode_between(
     after: &str,
 ) -> Result<Decode> {
     let index = |name: &str| {
-        points
-            .iter()
-            .position(|p| p == name)
-            .with_context(|| format!("the decode loop did not run the point {name}"))
+        let i = points.iter().position(|p| p == name).map(|i| 2 * i);
+        i.with_context(|| format!("the decode loop did not run the point {name}"))
     };
     let (b, a) = (index(before)?, index(after)?);
-    let per_token = |side: usize| {
-        median(&rounds.iter().map(|r| r[2 * side]).collect::<Vec<_>>()) / tokens as f64 / 1e6
+    let per_token = |s: usize| median(rounds.iter().map(|r| r[s])) / tokens as f64 / 1e6;
+    let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
+    let paired = |after: &dyn Fn(&[f64]) -> f64| {
+        Paired::of(&rounds.iter().map(|r| (r[b], after(r))).collect::<Vec<_>>())
     };
-    let share = |side: usize| {
-        median(
-            &rounds
-                .iter()
-                .map(|r| r[2 * side + 1] / r[2 * side])
-                .collect::<Vec<_>>(),
-        )
-    };
-    let totals: Vec<(f64, f64)> = rounds.iter().map(|r| (r[2 * b], r[2 * a])).collect();
-    let saved: Vec<(f64, f64)> = rounds
-        .iter()
-        .map(|r| (r[2 * b], r[2 * b] - (r[2 * b + 1] - r[2 * a + 1])))
-        .collect();
     Ok(Decode {
         comparison: comparison.to_string(),
         before: before.to_string(),
@@ -259,8 +289,9 @@ pub fn decode_between(
         after_ms: per_token(a),
         before_share: share(b),
         after_share: share(a),
-        per_token: Paired::of(&totals),
-        sampler_only: Paired::of(&saved),
+        per_token: paired(&|r| r[a]),
+        // A token's time before, less what the sampler saves.
+        sampler_only: paired(&|r| r[b] - (r[b + 1] - r[a + 1])),
     })
 }
 
@@ -274,32 +305,34 @@ pub struct Options {
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let dir = layout.target().join("criterion");
+    let shown = dir.display();
     if !dir.is_dir() {
-        bail!(
-            "no criterion results in {}: run `cargo bench` first",
-            dir.display()
-        );
+        bail!("no criterion results in {shown}: run `cargo bench` first");
     }
     let measurements = read_criterion(&dir)?;
     let mut rows = rows(&measurements);
     if rows.is_empty() {
-        bail!(
-            "{} has no published/series pairs: run `cargo bench`",
-            dir.display()
-        );
+        bail!("{shown} has no published/series pairs: run `cargo bench`");
     }
-    let driver = build_driver(layout)?;
-    let settings: Settings = serde_json::from_str(&stdout_of(
-        "bench-driver settings",
-        std::process::Command::new(&driver).arg("settings"),
-    )?)
-    .context("bench-driver settings: not the settings' JSON")?;
-    let patches = patches(layout)?;
+    let status = project::cargo()
+        .current_dir(&layout.root)
+        .args(["build", "--release", "-q"])
+        .args(["-p", "benches", "--bin", "bench-driver"])
+        .status()?;
+    if !status.success() {
+        bail!("cannot build bench-driver");
+    }
+    let driver = layout.target().join("release").join("bench-driver");
+    let mut command = Command::new(&driver);
+    let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
+    let settings: Settings =
+        serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")?;
+    let mut patches = patches(layout)?;
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
-    let mut all = vec![PUBLISHED_POINT.to_string()];
-    all.extend(patches.iter().map(|p| p.number.clone()));
-    all.push(SERIES_POINT.to_string());
+    let ends = [PUBLISHED_POINT, SERIES_POINT].map(String::from);
+    let numbers: Vec<String> = patches.iter().map(|p| p.patch.clone()).collect();
+    let all = [&ends[..1], &numbers, &ends[1..]].concat();
     if let Some(point) = all.iter().find(|point| !settings.points.contains(point)) {
         bail!(
             "bench-driver has no point {point} (it has {}): run `cargo xtask vendor`",
@@ -310,18 +343,52 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for row in &mut rows {
         let at_real = row.device == "cpu" && row.vocab == real_vocab;
-        let points = match at_real {
-            true => all.clone(),
-            false => vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()],
+        let points = if at_real { &all[..] } else { &ends[..] };
+        let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
+        let (comparison, vocab, device) = (&row.comparison, &row.vocab, &row.device);
+        let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
+        let args = ["pair", comparison, vocab, &rounds, &count, device];
+        let output = driver_rounds(layout, &driver, &args, points)?;
+        let measured = per_call(points, &output, calls)?;
+        let side = |name: &str| {
+            let rounds = measured.get(name);
+            rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
         };
-        let measured = measure_pairs(layout, &driver, row, &points)?;
+        let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
+        let (interval, verdict) = (paired.interval(), paired.verdict_text());
+        eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
         if at_real {
-            point_rounds.insert(row.comparison.clone(), measured);
+            point_rounds.insert(comparison.clone(), measured);
         }
+        row.paired = Some(paired);
     }
+    // Instructions per call of each point timed at the real vocabulary.
     let mut counts = Counts::new();
     if options.callgrind {
-        counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
+        let out = layout.target().join("callgrind");
+        std::fs::create_dir_all(&out)?;
+        for (comparison, points) in &point_rounds {
+            for point in points.keys() {
+                let total = |calls: u64| -> Result<f64> {
+                    let file = out.join(format!("{comparison}-{point}-{calls}.out"));
+                    stdout_of(
+                        "valgrind --tool=callgrind",
+                        Command::new("valgrind")
+                            .arg("--tool=callgrind")
+                            .arg(format!("--callgrind-out-file={}", file.display()))
+                            .arg(&driver)
+                            .args(["count", point, comparison, &real_vocab, &calls.to_string()])
+                            .env("RAYON_NUM_THREADS", "1"),
+                    )?;
+                    Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
+                };
+                let [few, many] = COUNTED_CALLS;
+                let few_total = total(few)?;
+                let per_call = (total(many)? - few_total) / (many - few) as f64;
+                eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
+                counts.insert((comparison.clone(), point.clone()), per_call);
+            }
+        }
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
@@ -331,28 +398,24 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             }
         }
     }
-    let mut steps = steps(&patches, &point_rounds, &counts)?;
-    let decode = match settings.model_on_disk {
-        false => None,
-        true => {
-            let mut whole = Vec::new();
-            for comparison in point_rounds.keys() {
-                let points = decode_points(comparison, &steps);
-                let rounds = measure_decode(layout, &driver, comparison, &points, &settings)?;
-                let tokens = settings.decode_tokens;
-                let between = |before: &str, after: &str| {
-                    decode_between(comparison, &points, &rounds, tokens, before, after)
-                };
-                whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
-                for step in steps.iter_mut() {
-                    if faster(step, comparison) {
-                        step.decode.push(between(&step.before, &step.patch)?);
-                    }
-                }
-            }
-            Some(whole)
+    steps(&mut patches, &point_rounds, &counts);
+    let tokens = settings.decode_tokens;
+    let mut whole = Vec::new();
+    for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
+        let points = decode_points(comparison, &patches);
+        let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
+        let args = ["decode", comparison, &rounds, &count];
+        let output = driver_rounds(layout, &driver, &args, &points)?;
+        eprintln!("decode {comparison}: {} measured", points.join(", "));
+        let rounds = parse_rounds(&output, 2 * points.len())?;
+        let between = |before: &str, after: &str| {
+            decode_between(comparison, &points, &rounds, tokens, before, after)
+        };
+        whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
+        for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
+            step.decode.push(between(&step.before, &step.patch)?);
         }
-    };
+    }
     let report = Report {
         machine: machine(),
         date: crate::date::today(),
@@ -363,10 +426,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         seed: settings.seed,
         temperature: settings.temperature,
         rounds: ROUNDS,
-        decode_tokens: settings.decode_tokens,
+        decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
-        patches: steps,
-        decode,
+        patches,
+        decode: settings.model_on_disk.then_some(whole),
     };
     let profile: Vec<(String, f64)> = measurements
         .iter()
@@ -376,23 +439,71 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &markdown)?;
-    std::fs::write(
-        data_path(layout),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
+    let json = serde_json::to_string_pretty(&report)? + "\n";
+    std::fs::write(data_path(layout), json)?;
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
     print!("{markdown}");
-    eprintln!(
-        "wrote {}, {} and {}",
-        path.display(),
-        data_path(layout).display(),
-        chart.display()
-    );
+    let (md, json, svg) = (path.display(), data_path(layout), chart.display());
+    eprintln!("wrote {md}, {} and {svg}", json.display());
     Ok(())
 }
 
 /// Where `run` writes what it measured as data, for `cargo xtask pr`.
 pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
+}
+
+/// Runs `bench-driver` with `args` then `points`, and keeps what it printed in
+/// `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced to
+/// their rounds.
+fn driver_rounds(
+    layout: &Layout,
+    driver: &Path,
+    args: &[&str],
+    points: &[String],
+) -> Result<String> {
+    let line = format!("{} {}", args.join(" "), points.join(" "));
+    let (name, mut command) = (format!("bench-driver {line}"), Command::new(driver));
+    let output = stdout_of(&name, command.args(args).args(points))?;
+    let dir = layout.target().join("bench-driver");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{line}.txt")), &output)?;
+    Ok(output)
+}
+
+/// What `command` prints, or an error with what it said on stderr; `name` says what ran.
+fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("cannot run {name}"))?;
+    if !output.status.success() {
+        bail!("{name} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The processor, its threads and the system.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo.lines().find_map(|l| {
+        let name = l.strip_prefix("model name")?;
+        Some(name.trim_start_matches([' ', '\t', ':']))
+    });
+    let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let (cpu, os, arch) = (cpu.unwrap_or("unknown processor"), OS, ARCH);
+    format!("{cpu}, {threads} threads, {os} {arch}")
+}
+
+/// The workspace's commit, and whether its tree had uncommitted changes.
+fn commit(layout: &Layout) -> Result<String> {
+    let Ok(repo) = git2::Repository::discover(&layout.root) else {
+        return Ok("unknown".to_string());
+    };
+    let head = repo.head()?.peel_to_commit()?.id().to_string();
+    let mut label = crate::git::short(&head).to_string();
+    if !crate::git::uncommitted(&repo, None)?.is_empty() {
+        label += " with uncommitted changes";
+    }
+    Ok(label)
 }

@@ -1,20 +1,22 @@
 //! The report as Markdown: the whole series against the published crates, one table per patch,
-//! the decode loop, and upstream's cost profile. Every table is made from one list of columns.
+//! the decode loop, and upstream's cost profile.
 
 use shared::bench::{TOP_K, TOP_P};
 
-use super::data::{Decode, PatchStep, Report};
-use super::stats::{CONFIDENCE, UNRESOLVED_WIDTH};
+use super::data::{Decode, PatchStep, Report, Step};
+use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
 use super::Row;
 
-/// A Markdown table: a header and an alignment per column, then each row's cells.
-fn table(columns: &[(&str, &str)], rows: impl IntoIterator<Item = Vec<String>>) -> String {
-    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
-    let aligns: Vec<&str> = columns.iter().map(|(_, align)| *align).collect();
-    let mut out = format!("| {} |\n|{}|\n", names.join(" | "), aligns.join("|"));
+/// A table's column: its header, its alignment and its cell for each row.
+type Column<T> = (&'static str, &'static str, fn(&T) -> String);
+
+fn table<T>(rows: &[T], columns: &[Column<T>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(columns.iter().map(|c| c.0.to_string()).collect());
+    let aligns: Vec<&str> = columns.iter().map(|c| c.1).collect();
+    out += &format!("|{}|\n", aligns.join("|"));
     for row in rows {
-        debug_assert_eq!(row.len(), columns.len());
-        out += &format!("| {} |\n", row.join(" | "));
+        out += &line(columns.iter().map(|c| (c.2)(row)).collect());
     }
     out
 }
@@ -27,46 +29,11 @@ pub fn show_time(ns: f64) -> String {
     }
 }
 
-/// The whole report.
-pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
-    let mut out = "## Sampling cost\n\n".to_string();
-    out += &format!(
-        "{}; workspace commit {}; {}. Machine: {}.\n\n",
-        report.crate_label, report.commit, report.date, report.machine
-    );
-    out += &whole_series(rows, report);
-    out += "\n### Patch by patch\n\n";
-    out += &format!(
-        "Each patch's branch against the branch it builds on, or against the published crates: \
-         {}. {COLUMNS}. {INSTRUCTIONS}.\n",
-        setting(report, Some(Greedy::After("every branch that has 0001")))
-    );
-    for step in &report.patches {
-        out += &step_heading(step, "");
-        out += &patch_table(step);
-    }
-    out += &decode_section(report);
-    if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n";
-        let rows = profile
-            .iter()
-            .map(|(step, ns)| vec![step.clone(), show_time(*ns)]);
-        out += &table(&[("step", "---"), ("median", "---:")], rows);
-    }
-    out
-}
-
 /// A patch's heading and what its table sets against what, `what` added to that sentence.
 fn step_heading(step: &PatchStep, what: &str) -> String {
-    format!(
-        "\n#### {} {}\n\nThis is {} against {}{what}.\n\n",
-        step.patch,
-        step.subject,
-        point(&step.patch),
-        point(&step.before)
-    )
+    let (patch, subject, before) = (&step.patch, &step.subject, point(&step.before));
+    let after = point(patch);
+    format!("\n#### {patch} {subject}\n\nThis is {after} against {before}{what}.\n\n")
 }
 
 /// What a point is, in words.
@@ -90,21 +57,17 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
             Greedy::BothSides => format!("; `temperature_0`: {top_k} on both sides"),
         }
     });
+    let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
+    let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
     format!(
-        "one `sample` call on {}'s real logits ({} tokens), seed {}, temperature {} (`top_k`: k \
-         {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), both sides linking the \
-         same candle-core; ratios are after over before, the median of the ratios of {} rounds, \
-         each timing every build measured there in turn, rotating which goes first, with its {}% \
-         bootstrap interval, rounded outwards; \"no measurable cost\" means that interval \
-         contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \"within ±1%\" that it lies \
-         there without containing 1.0, too small a difference to count, \"not resolved\" that it \
-         contains 1.0 but is wider",
-        report.model,
-        report.vocab,
-        report.seed,
-        report.temperature,
-        report.rounds,
-        CONFIDENCE * 100.0
+        "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
+         {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
+         both sides linking the same candle-core; ratios are after over before, the median of the \
+         ratios of {rounds} rounds, each timing every build measured there in turn, rotating which \
+         goes first, with its {confidence}% bootstrap interval, rounded outwards; \"no measurable \
+         cost\" means that interval contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \
+         \"within ±1%\" that it lies there without containing 1.0, too small a difference to \
+         count, \"not resolved\" that it contains 1.0 but is wider"
     )
 }
 
@@ -135,131 +98,21 @@ pub(crate) const INSTRUCTIONS: &str =
 /// callgrind counted.
 pub(crate) fn patch_table(step: &PatchStep) -> String {
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    let mut columns = vec![
-        ("variant", "---"),
-        ("before", "---:"),
-        ("after", "---:"),
-        ("after / before", "---"),
+    let columns: [Column<Step>; 6] = [
+        ("variant", "---", |r| format!("`{}`", r.comparison)),
+        ("before", "---:", |r| show_time(r.before_ns)),
+        ("after", "---:", |r| show_time(r.after_ns)),
+        ("after / before", "---", |r| r.paired.interval()),
+        ("instructions", "---:", |r| {
+            r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
+        }),
+        ("verdict", "---", |r| r.paired.verdict_text()),
     ];
-    if counted {
-        columns.push(("instructions", "---:"));
-    }
-    columns.push(("verdict", "---"));
-    let rows = step.rows.iter().map(|row| {
-        let mut cells = vec![
-            format!("`{}`", row.comparison),
-            show_time(row.before_ns),
-            show_time(row.after_ns),
-            row.paired.interval(),
-        ];
-        if counted {
-            cells.push(row.instructions.map_or("-".into(), |r| format!("{r:.4}")));
-        }
-        cells.push(row.paired.verdict_text());
-        cells
-    });
-    table(&columns, rows)
-}
-
-/// The table of the whole series against the published crates, at every vocabulary.
-fn whole_series(rows: &[Row], report: &Report) -> String {
-    let mut out = "### The whole series\n\n".to_string();
-    out += &devices_line(rows);
-    out += &format!(
-        "The published crates against all {} patches: {}, and on vocabularies drawn from those \
-         logits. published, series, floor: criterion's medians of one call; floor: what any \
-         implementation that returns the same tokens must compute, written plainly on logits \
-         already on the host (for `gumbel_softmax`, whose stream is new, one generator draw per \
-         logit and one pass). {INSTRUCTIONS}.\n\n",
-        report.patches.len(),
-        setting(report, Some(Greedy::After("the series")))
-    );
-    let cells = rows.iter().map(|row| {
-        let (ratio, verdict) = match &row.paired {
-            Some(p) => (p.interval(), p.verdict_text()),
-            None => Default::default(),
-        };
-        vec![
-            row.comparison.clone(),
-            row.vocab.clone(),
-            row.device.clone(),
-            show_time(row.published_ns),
-            show_time(row.series_ns),
-            row.floor_ns.map_or(String::new(), show_time),
-            ratio,
-            verdict,
-            row.instructions
-                .map_or(String::new(), |r| format!("{r:.4}")),
-            row.floor_ns.map_or(String::new(), |floor| {
-                format!("{:.1}", row.series_ns / floor)
-            }),
-        ]
-    });
-    let columns = [
-        ("comparison", "---"),
-        ("vocab", "---:"),
-        ("device", "---"),
-        ("published", "---:"),
-        ("series", "---:"),
-        ("floor", "---:"),
-        ("series / published", "---"),
-        ("verdict", "---"),
-        ("instructions", "---:"),
-        ("series / floor", "---:"),
-    ];
-    out + &table(&columns, cells)
-}
-
-/// "In a generation loop": the decode loop, the whole series and then each patch that makes a
-/// comparison faster per call.
-fn decode_section(report: &Report) -> String {
-    let mut out = "\n### In a generation loop\n\n".to_string();
-    let Some(whole) = &report.decode else {
-        return out + "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
-    };
-    out += &format!(
-        "{} decoding {} tokens after the report's prompt on the CPU, each picked by one side's \
-         `sample` from the model's logits; the prefill is not timed. Medians over {} paired \
-         rounds, each generating once per side, rotating which goes first; ratios per token with \
-         their 95% bootstrap interval. Each token costs its side one forward pass at the same \
-         position, so \"sampler's time only\" compares a token's time before with that time less \
-         what the sampler saves, which leaves out the forward pass, whose time varies from one \
-         generation to the next, even within a round, by far more than a sampler's share of a \
-         token; the verdict, by the same rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
-         sampler's share of a token.\n\n",
-        report.model, report.decode_tokens, report.decode_rounds
-    );
-    out += "The published crates against the whole series:\n\n";
-    out += &decode_table(whole);
-    for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
-        out += &step_heading(step, ", for what it makes faster per call");
-        out += &decode_table(&step.decode);
-    }
-    out
-}
-
-/// One decode table: a row per comparison.
-pub(crate) fn decode_table(decodes: &[Decode]) -> String {
-    let side = |ms: f64, share: f64| format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0);
-    let rows = decodes.iter().map(|d| {
-        vec![
-            format!("`{}`", d.comparison),
-            side(d.before_ms, d.before_share),
-            side(d.after_ms, d.after_share),
-            d.per_token.interval(),
-            d.sampler_only.interval(),
-            d.sampler_only.verdict_text(),
-        ]
-    });
-    let columns = [
-        ("variant", "---"),
-        ("before", "---"),
-        ("after", "---"),
-        ("after / before per token", "---"),
-        ("sampler's time only", "---"),
-        ("verdict", "---"),
-    ];
-    table(&columns, rows)
+    let columns: Vec<_> = columns
+        .into_iter()
+        .filter(|c| counted || c.0 != "instructions")
+        .collect();
+    table(&step.rows, &columns)
 }
 
 /// candle's devices, as the benches prefix their groups, and what measures one.
@@ -272,17 +125,124 @@ const DEVICES: [(&str, &str); 3] = [
     ("metal", "`cargo bench --features metal` on a Mac"),
 ];
 
-/// Which devices the rows measured and which were not run, so that a table without a device's
-/// rows never reads as complete.
-pub(crate) fn devices_line(rows: &[Row]) -> String {
-    let parts: Vec<String> = DEVICES
+pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
+    let measured = |device: &str| rows.iter().any(|row| row.device == device);
+    let devices: Vec<String> = DEVICES
         .iter()
-        .map(
-            |(device, how)| match rows.iter().any(|row| row.device == *device) {
-                true => format!("{device} measured"),
-                false => format!("**{device} not run** ({how})"),
-            },
-        )
+        .map(|(device, how)| match measured(device) {
+            true => format!("{device} measured"),
+            false => format!("**{device} not run** ({how})"),
+        })
         .collect();
-    format!("Devices: {}.\n\n", parts.join("; "))
+    let (devices, patches) = (devices.join("; "), report.patches.len());
+    let (crate_label, commit) = (&report.crate_label, &report.commit);
+    let (date, machine) = (&report.date, &report.machine);
+    let measured_as = setting(report, Some(Greedy::After("the series")));
+    let mut out = format!(
+        "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
+         {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
+         all {patches} patches: {measured_as}, and on vocabularies drawn from those logits. \
+         published, series, floor: criterion's medians of one call; floor: what any implementation \
+         that returns the same tokens must compute, written plainly on logits already on the host \
+         (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
+         {INSTRUCTIONS}.\n\n"
+    );
+    out += &table(
+        rows,
+        &[
+            ("comparison", "---", |r| r.comparison.clone()),
+            ("vocab", "---:", |r| r.vocab.clone()),
+            ("device", "---", |r| r.device.clone()),
+            ("published", "---:", |r| show_time(r.published_ns)),
+            ("series", "---:", |r| show_time(r.series_ns)),
+            ("floor", "---:", |r| {
+                r.floor_ns.map(show_time).unwrap_or_default()
+            }),
+            ("series / published", "---", |r| {
+                r.paired.as_ref().map(Paired::interval).unwrap_or_default()
+            }),
+            ("verdict", "---", |r| {
+                r.paired
+                    .as_ref()
+                    .map(Paired::verdict_text)
+                    .unwrap_or_default()
+            }),
+            ("instructions", "---:", |r| {
+                r.instructions
+                    .map(|r| format!("{r:.4}"))
+                    .unwrap_or_default()
+            }),
+            ("series / floor", "---:", |r| {
+                r.floor_ns
+                    .map(|f| format!("{:.1}", r.series_ns / f))
+                    .unwrap_or_default()
+            }),
+        ],
+    );
+    out += &format!(
+        "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
+         the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
+        setting(report, Some(Greedy::After("every branch that has 0001")))
+    );
+    for step in &report.patches {
+        out += &step_heading(step, "");
+        out += &patch_table(step);
+    }
+    out += "\n### In a generation loop\n\n";
+    match &report.decode {
+        None => out += "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n",
+        Some(whole) => {
+            out += &format!(
+                "{} decoding {} tokens after the report's prompt on the CPU, each picked by one \
+                 side's `sample` from the model's logits; the prefill is not timed. Medians over \
+                 {} paired rounds, each generating once per side, rotating which goes first; \
+                 ratios per token with their 95% bootstrap interval. Each token costs its side one \
+                 forward pass at the same position, so \"sampler's time only\" compares a token's \
+                 time before with that time less what the sampler saves, which leaves out the \
+                 forward pass, whose time varies from one generation to the next, even within a \
+                 round, by far more than a sampler's share of a token; the verdict, by the same \
+                 rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
+                 sampler's share of a token.\n\n",
+                report.model, report.decode_tokens, report.decode_rounds
+            );
+            out += "The published crates against the whole series:\n\n";
+            out += &decode_table(whole);
+            for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
+                out += &step_heading(step, ", for what it makes faster per call");
+                out += &decode_table(&step.decode);
+            }
+        }
+    }
+    if !profile.is_empty() {
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
+        out += "What each step of a `sample` call costs alone: the floor for the next \
+                performance work.\n\n";
+        out += &table(
+            profile,
+            &[
+                ("step", "---", |(step, _)| step.clone()),
+                ("median", "---:", |(_, ns)| show_time(*ns)),
+            ],
+        );
+    }
+    out
+}
+
+fn decode_table(decodes: &[Decode]) -> String {
+    fn side(ms: f64, share: f64) -> String {
+        format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
+    }
+    table(
+        decodes,
+        &[
+            ("variant", "---", |d| format!("`{}`", d.comparison)),
+            ("before", "---", |d| side(d.before_ms, d.before_share)),
+            ("after", "---", |d| side(d.after_ms, d.after_share)),
+            ("after / before per token", "---", |d| {
+                d.per_token.interval()
+            }),
+            ("sampler's time only", "---", |d| d.sampler_only.interval()),
+            ("verdict", "---", |d| d.sampler_only.verdict_text()),
+        ],
+    )
 }

@@ -1,92 +1,59 @@
 //! The statistics of the report: medians, paired ratios with bootstrap intervals, and the
 //! verdict rule.
 
+use std::borrow::Borrow;
+
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
+pub fn median<T: Borrow<f64>>(values: impl IntoIterator<Item = T>) -> f64 {
+    let mut sorted: Vec<f64> = values.into_iter().map(|v| *v.borrow()).collect();
     sorted.sort_by(f64::total_cmp);
     let middle = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) {
-        (sorted[middle - 1] + sorted[middle]) / 2.0
-    } else {
-        sorted[middle]
+    match sorted.len() % 2 {
+        0 => (sorted[middle - 1] + sorted[middle]) / 2.0,
+        _ => sorted[middle],
     }
 }
 
-/// SplitMix64: a seeded generator, so that a report's intervals can be reproduced.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) % n as u64) as usize
-    }
-}
-
-/// Bootstrap resamples of the rounds, and the interval they give.
+/// Bootstrap resamples of the rounds, and the confidence of their interval.
 const RESAMPLES: usize = 2000;
 pub const CONFIDENCE: f64 = 0.95;
 
 /// What a ratio's interval says of the time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// The interval lies within ±1%, or contains 1.0 and is at most `UNRESOLVED_WIDTH` wide.
     NoMeasurableCost,
-    /// The interval contains 1.0 but is wider than `UNRESOLVED_WIDTH`: the rounds cannot tell,
-    /// which is not the same as the sides being alike.
+    /// Wider: the rounds cannot tell, which is not the same as the sides being alike.
     NotResolved,
     Slower,
     Faster,
-}
-
-impl Verdict {
-    pub fn of(low: f64, high: f64) -> Verdict {
-        let holds_one = low <= 1.0 && 1.0 <= high;
-        if (low >= 0.99 && high <= 1.01) || (holds_one && high - low <= UNRESOLVED_WIDTH) {
-            Verdict::NoMeasurableCost
-        } else if holds_one {
-            Verdict::NotResolved
-        } else if low > 1.0 {
-            Verdict::Slower
-        } else {
-            Verdict::Faster
-        }
-    }
 }
 
 /// Wider than this, an interval that holds 1.0 is `NotResolved`: a whole token's time in the
 /// decode loop swings by far more than a sampler's share.
 pub const UNRESOLVED_WIDTH: f64 = 0.10;
 
-/// What instruction counts say of the work where the time alone would mislead.
+/// What instruction counts say where the time alone would mislead: the same instructions
+/// (within `SAME_INSTRUCTIONS`), fewer on the slower side, or more on the faster.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
-    /// The two sides execute the same instructions, within `SAME_INSTRUCTIONS`.
     SameInstructions,
-    /// The slower side executes fewer instructions.
     FewerInstructions,
-    /// The faster side executes more instructions.
     MoreInstructions,
 }
 
-/// Instruction ratios within this of 1.0 count as the same work: callgrind's counts move by a
-/// few hundredths of a percent between runs.
+/// Callgrind's counts move by a few hundredths of a percent between runs.
 pub const SAME_INSTRUCTIONS: f64 = 0.001;
 
-/// The ratio of one comparison from paired rounds: after over before.
+/// The ratio of one comparison from paired rounds: after over before, the median of the rounds'
+/// ratios with its percentile-bootstrap interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Paired {
     pub rounds: usize,
-    /// The median of the rounds' ratios.
     pub ratio: f64,
-    /// Its 95% percentile-bootstrap interval over rounds.
     pub low: f64,
     pub high: f64,
     /// Set where callgrind counted the instructions and they tell the time apart from the work.
@@ -96,47 +63,48 @@ pub struct Paired {
 impl Paired {
     /// From rounds of (before, after) times.
     pub fn of(rounds: &[(f64, f64)]) -> Paired {
-        let ratios: Vec<f64> = rounds
-            .iter()
-            .map(|(before, after)| after / before)
-            .collect();
-        let mut rng = SplitMix(0x5eed);
+        let ratios: Vec<f64> = rounds.iter().map(|(b, a)| a / b).collect();
+        // SplitMix64, seeded, so that a report's intervals can be reproduced.
+        let mut state = 0x5eed_u64;
+        let mut below = |n: usize| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (state ^ (state >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % n as u64) as usize
+        };
         let mut medians: Vec<f64> = (0..RESAMPLES)
-            .map(|_| {
-                let drawn: Vec<f64> = (0..ratios.len())
-                    .map(|_| ratios[rng.below(ratios.len())])
-                    .collect();
-                median(&drawn)
-            })
+            .map(|_| median((0..ratios.len()).map(|_| ratios[below(ratios.len())])))
             .collect();
         medians.sort_by(f64::total_cmp);
-        // The percentile interval: the resamples cut off on each side.
         let tail = ((1.0 - CONFIDENCE) / 2.0 * RESAMPLES as f64).round() as usize;
-        let (low, high) = (medians[tail], medians[RESAMPLES - 1 - tail]);
         Paired {
             rounds: rounds.len(),
             ratio: median(&ratios),
-            low,
-            high,
+            low: medians[tail],
+            high: medians[RESAMPLES - 1 - tail],
             work: None,
         }
     }
 
+    /// From each side's times, round by round.
+    pub fn between(before: &[f64], after: &[f64]) -> Paired {
+        let rounds: Vec<_> = std::iter::zip(before, after)
+            .map(|(b, a)| (*b, *a))
+            .collect();
+        Paired::of(&rounds)
+    }
+
     /// Sets `work` from the instruction ratio (after over before), where it says the time is
-    /// not work: the same instructions but a measurable difference, fewer but slower, or more
-    /// but faster.
+    /// not work.
     pub fn weigh(&mut self, instructions: Option<f64>) {
-        self.work = match instructions {
-            Some(r)
-                if (r - 1.0).abs() <= SAME_INSTRUCTIONS
-                    && matches!(self.verdict(), Verdict::Slower | Verdict::Faster) =>
+        self.work = match (instructions, self.verdict()) {
+            (Some(r), Verdict::Slower | Verdict::Faster)
+                if (r - 1.0).abs() <= SAME_INSTRUCTIONS =>
             {
                 Some(Work::SameInstructions)
             }
-            Some(r) if r < 1.0 && self.verdict() == Verdict::Slower => {
-                Some(Work::FewerInstructions)
-            }
-            Some(r) if r > 1.0 && self.verdict() == Verdict::Faster => Some(Work::MoreInstructions),
+            (Some(r), Verdict::Slower) if r < 1.0 => Some(Work::FewerInstructions),
+            (Some(r), Verdict::Faster) if r > 1.0 => Some(Work::MoreInstructions),
             _ => None,
         };
     }
@@ -150,10 +118,19 @@ impl Paired {
         format!("{:.3} ({low:.3} to {high:.3})", self.ratio)
     }
 
-    /// What the interval says; derived, so that a report written before a rule changed reads
-    /// by the rule of today.
+    /// Derived, so that a report written before a rule changed reads by the rule of today.
     pub fn verdict(&self) -> Verdict {
-        Verdict::of(self.low, self.high)
+        let (low, high) = (self.low, self.high);
+        let holds_one = low <= 1.0 && 1.0 <= high;
+        if (low >= 0.99 && high <= 1.01) || (holds_one && high - low <= UNRESOLVED_WIDTH) {
+            Verdict::NoMeasurableCost
+        } else if holds_one {
+            Verdict::NotResolved
+        } else if low > 1.0 {
+            Verdict::Slower
+        } else {
+            Verdict::Faster
+        }
     }
 
     /// "no measurable cost", "within ±1%: slower by 0.4%", "slower by 3.0%", "same instructions;
@@ -173,12 +150,13 @@ impl Paired {
             Verdict::NoMeasurableCost => "no measurable cost".to_string(),
             Verdict::Slower | Verdict::Faster => change,
         };
-        match self.work {
-            None => time,
-            Some(Work::SameInstructions) => format!("same instructions; {time} in time"),
-            Some(Work::FewerInstructions) => format!("fewer instructions; {time} in time"),
-            Some(Work::MoreInstructions) => format!("more instructions; {time} in time"),
-        }
+        let work = match self.work {
+            None => return time,
+            Some(Work::SameInstructions) => "same",
+            Some(Work::FewerInstructions) => "fewer",
+            Some(Work::MoreInstructions) => "more",
+        };
+        format!("{work} instructions; {time} in time")
     }
 }
 
