@@ -2,12 +2,11 @@
 //! cargo builds the patched crate. Offline: it needs the `.crate` in cargo's cache.
 
 use anyhow::{bail, Context, Result};
-use git2::Oid;
 
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Generated, Layout, FUZZ_MANIFEST, GITATTRIBUTES_LINE};
+use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -67,7 +66,8 @@ fn check_fuzz_lock(layout: &Layout) -> Result<()> {
 }
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
-/// `layout` holds the tree that `published` and the patches give.
+/// `layout` holds the tree that `published` and the patches give, the generated root holds
+/// nothing else, and `.gitattributes` marks it (and only it) generated.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     for patch in &patches {
@@ -75,9 +75,39 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     let scratch = Scratch::new()?;
     let generated = expected::generated(layout, &scratch, published, &patches)?;
-    let mut problems = root_problems(layout, &generated)?;
+    let mut problems = Vec::new();
+    let root = GENERATED_ROOT;
+    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
+        for entry in entries {
+            let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
+            if !generated.iter().any(|(g, _)| g.dir == path) {
+                problems.push(format!(
+                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
+                     move it out or delete it"
+                ));
+            }
+        }
+    }
+    let attributes =
+        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
+    let marked: Vec<&str> = attributes
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.contains("linguist-generated"))
+        .collect();
+    if marked != [GITATTRIBUTES_LINE] {
+        problems.push(format!(
+            ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
+        ));
+    }
     for (generated, expected) in &generated {
         let dir = layout.root.join(&generated.dir);
+        if !generated.dir.starts_with(&format!("{root}/")) {
+            problems.push(format!(
+                "{} is generated but not under {root}",
+                generated.dir
+            ));
+        }
         if !dir.is_dir() {
             problems.push(format!("{} is missing", generated.dir));
             continue;
@@ -108,42 +138,4 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// What is wrong with the generated root as a whole: a folder in it that `vendor` does not
-/// write, a generated folder outside it, or `.gitattributes` not marking it (and only it)
-/// generated.
-fn root_problems(layout: &Layout, generated: &[(Generated, Oid)]) -> Result<Vec<String>> {
-    let mut problems = Vec::new();
-    let root = project::GENERATED_ROOT;
-    for (g, _) in generated {
-        if !g.dir.starts_with(&format!("{root}/")) {
-            problems.push(format!("{} is generated but not under {root}", g.dir));
-        }
-    }
-    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
-        for entry in entries {
-            let name = entry?.file_name().to_string_lossy().into_owned();
-            let path = format!("{root}/{name}");
-            if !generated.iter().any(|(g, _)| g.dir == path) {
-                problems.push(format!(
-                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
-                     move it out or delete it"
-                ));
-            }
-        }
-    }
-    let attributes =
-        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
-    let marked: Vec<&str> = attributes
-        .lines()
-        .map(str::trim)
-        .filter(|line| line.contains("linguist-generated"))
-        .collect();
-    if marked != [GITATTRIBUTES_LINE] {
-        problems.push(format!(
-            ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
-        ));
-    }
-    Ok(problems)
 }
