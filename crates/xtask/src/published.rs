@@ -2,6 +2,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
@@ -25,40 +26,35 @@ pub struct Published {
 
 pub use shared::sha256_hex;
 
-/// Where cargo keeps downloaded `.crate` files: one folder per registry index.
-fn cache() -> PathBuf {
-    let home = std::env::var_os("HOME").unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map_or_else(|| Path::new(&home).join(".cargo"), PathBuf::from);
-    cargo_home.join("registry").join("cache")
-}
-
-/// The `.crate` in cargo's cache, if any.
+/// The `.crate` in cargo's cache, if any: cargo keeps them in one folder per registry index.
 fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cache())
+    std::fs::read_dir(cache())
         .into_iter()
         .flatten()
         .flatten()
-        .map(|entry| entry.path())
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .map(|dir| dir.join(format!("{name}-{version}.crate")))
-        .find(|path| path.is_file())
+        .map(|entry| entry.path().join(format!("{name}-{version}.crate")))
+        .filter(|path| path.is_file())
+        .min()
+}
+
+fn cache() -> PathBuf {
+    let home = Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cargo");
+    let cargo_home = std::env::var_os("CARGO_HOME").map_or(home, PathBuf::from);
+    cargo_home.join("registry").join("cache")
 }
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let Some(path) = find_cached(&pin.name, &pin.version) else {
-        bail!(
+    let path = find_cached(&pin.name, &pin.version).with_context(|| {
+        format!(
             "{} is not in cargo's cache (no {}-{}.crate under {}): run `cargo xtask fetch` once \
              while online",
             pin.label(),
             pin.name,
             pin.version,
             cache().display()
-        );
-    };
+        )
+    })?;
     let published = read_archive(&path, &pin.name, &pin.version)?;
     if published.pin.sha256 != pin.sha256 {
         bail!(
@@ -217,8 +213,18 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
+    // Only the host's dependencies: `rustc -vV` names the host.
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .context("cannot run rustc")?;
+    let host = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
+        .context("`rustc -vV` printed no host")?;
     let status = project::cargo()
-        .args(["fetch", "--target", &host_triple()?, "--manifest-path"])
+        .args(["fetch", "--target", &host, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
         .context("cannot run cargo")?;
@@ -230,19 +236,6 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
             "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"
         )
     })
-}
-
-fn host_triple() -> Result<String> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let output = std::process::Command::new(rustc)
-        .arg("-vV")
-        .output()
-        .context("cannot run rustc")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
-        .find_map(|line| line.strip_prefix("host: "))
-        .map(str::to_string)
-        .context("`rustc -vV` printed no host")
 }
 
 /// A `.crate` made from `files`, for tests.

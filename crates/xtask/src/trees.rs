@@ -32,27 +32,25 @@ impl Scratch {
         let mut index = Index::new()?;
         for (prefix, files) in crates {
             for file in files.iter() {
-                let id = self.repo.blob(&file.data)?;
-                index.add(&entry(&join(prefix, &file.path), id, file.executable))?;
+                let path = match prefix {
+                    &"" => file.path.clone(),
+                    _ => format!("{prefix}/{}", file.path),
+                };
+                index.add(&IndexEntry {
+                    ctime: IndexTime::new(0, 0),
+                    mtime: IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: if file.executable { 0o100755 } else { 0o100644 },
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: self.repo.blob(&file.data)?,
+                    flags: path.len().min(0xfff) as u16,
+                    flags_extended: 0,
+                    path: path.into_bytes(),
+                })?;
             }
-        }
-        Ok(index.write_tree_to(&self.repo)?)
-    }
-
-    /// The tree that holds each of `trees` at its path and each of `files` (a path and its
-    /// bytes).
-    pub fn compose(&self, trees: &[(String, Oid)], files: &[(String, &[u8])]) -> Result<Oid> {
-        let mut index = Index::new()?;
-        for (prefix, tree) in trees {
-            for (path, item) in walk(&self.repo, *tree)? {
-                if item.kind() == Some(ObjectType::Blob) {
-                    let executable = item.filemode() == i32::from(FileMode::BlobExecutable);
-                    index.add(&entry(&join(prefix, &path), item.id(), executable))?;
-                }
-            }
-        }
-        for (path, data) in files {
-            index.add(&entry(path, self.repo.blob(data)?, false))?;
         }
         Ok(index.write_tree_to(&self.repo)?)
     }
@@ -188,32 +186,6 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> 
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(())
-}
-
-fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() {
-        path.to_string()
-    } else {
-        format!("{prefix}/{path}")
-    }
-}
-
-/// An index entry; git writes a tree from the path, id and mode alone.
-fn entry(path: &str, id: Oid, executable: bool) -> IndexEntry {
-    IndexEntry {
-        ctime: IndexTime::new(0, 0),
-        mtime: IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode: if executable { 0o100755 } else { 0o100644 },
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        flags: path.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: path.as_bytes().to_vec(),
-    }
 }
 
 #[cfg(test)]

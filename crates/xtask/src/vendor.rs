@@ -154,49 +154,38 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
     Ok((document.to_string(), count))
 }
 
-/// Writes every generated folder of the crates `published` holds, from them and the patches.
-/// Everything is built in temporary folders first; a patch that does not apply leaves the
-/// workspace as it was.
+/// Writes every generated folder of the crates `published` holds, from them and the patches,
+/// and marks them generated in `.gitattributes`. Everything is built in a temporary folder first,
+/// so a patch that does not apply leaves the workspace as it was.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     let scratch = Scratch::new()?;
     let generated = expected::generated(layout, &scratch, published, &patches)?;
-    // Each tree is written into a temporary folder beside its target (the same file system,
-    // so that a rename moves it), then all of them are swapped in together.
-    let mut temps = Vec::new();
+    // Every generated folder sits in the generated root, so a folder there is on the same file
+    // system and a rename moves it.
+    let root = layout.root.join(GENERATED_ROOT);
+    std::fs::create_dir_all(&root)?;
+    let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
-    for (generated, tree) in &generated {
-        let target = layout.root.join(&generated.dir);
-        let parent = target
-            .parent()
-            .context("a generated folder has no parent")?;
-        std::fs::create_dir_all(parent)?;
-        let temp = temp_in(parent, "vendor")?;
-        let new = temp.path().join("tree");
+    for (i, (generated, tree)) in generated.iter().enumerate() {
+        let new = temp.path().join(i.to_string());
         write_tree(&scratch.repo, *tree, &new)?;
-        pairs.push((new, target));
-        temps.push(temp);
+        pairs.push((new, layout.root.join(&generated.dir)));
     }
     swap_in(&pairs)?;
-    mark_generated(layout)?;
+    let path = layout.root.join(".gitattributes");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
+            .with_context(|| format!("cannot write {}", layout.show(&path)))?;
+    }
     for (generated, tree) in &generated {
         eprintln!("wrote {} (tree {tree})", generated.dir);
     }
     Ok(())
-}
-
-/// Adds `GITATTRIBUTES_LINE` to `.gitattributes` if it lacks it.
-fn mark_generated(layout: &Layout) -> Result<()> {
-    let path = layout.root.join(".gitattributes");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
-    if text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
-        return Ok(());
-    }
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
-        .with_context(|| format!("cannot write {}", layout.show(&path)))
 }
 
 #[cfg(test)]
