@@ -29,12 +29,8 @@ pub fn run(layout: &Layout) -> Result<()> {
             layout.show(&vendored)
         );
     }
-    check_fuzz_lock(layout)
-}
-
-/// The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
-/// `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
-fn check_fuzz_lock(layout: &Layout) -> Result<()> {
+    // The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
+    // `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
     let manifest = layout.root.join(FUZZ_MANIFEST);
     if !manifest.is_file() {
         return Ok(());

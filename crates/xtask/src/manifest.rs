@@ -46,9 +46,9 @@ pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
 
 /// The folders of the root manifest's `[workspace] members` list.
 pub(crate) fn members(manifest: &str) -> Vec<String> {
-    let document = parse(manifest);
-    let members = document.get("workspace").and_then(|w| w.get("members"));
-    members
+    parse(manifest)
+        .get("workspace")
+        .and_then(|w| w.get("members"))
         .and_then(Item::as_array)
         .into_iter()
         .flatten()

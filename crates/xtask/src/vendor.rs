@@ -88,13 +88,11 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
 /// vendored crates are dependencies, not members. Comments and order stay as they are.
 pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<String> {
     let mut document: DocumentMut = manifest.parse()?;
+    let mut implicit = toml_edit::Table::new();
+    implicit.set_implicit(true);
     let patch = document
         .entry("patch")
-        .or_insert_with(|| {
-            let mut table = toml_edit::Table::new();
-            table.set_implicit(true);
-            Item::Table(table)
-        })
+        .or_insert(Item::Table(implicit))
         .as_table_mut()
         .context("`patch` is not a table")?
         .entry("crates-io")
