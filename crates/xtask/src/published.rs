@@ -174,8 +174,7 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
     })
 }
 
-/// What `cargo package` records in `.cargo_vcs_info.json`: the commit it packaged, and the
-/// crate's folder in the repository (absent for a crate at the root).
+/// What `cargo package` records in `.cargo_vcs_info.json` (no `path_in_vcs` for a root crate).
 #[derive(serde::Deserialize)]
 struct VcsInfo {
     git: VcsGit,
@@ -188,10 +187,9 @@ struct VcsGit {
     sha1: String,
 }
 
-/// The `.crate` of `name` `version` in cargo's cache, which cargo downloads first if it is not
-/// there, through whatever registry and proxy settings the user has. Cargo has no command for
-/// one crate, so this fetches a throwaway package that depends on it exactly, seeded with the
-/// workspace's lock file so that nothing else is resolved anew.
+/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (and so through the
+/// user's registry and proxy settings) if need be. Cargo has no command for one crate, so this
+/// fetches a throwaway package that depends on it exactly, with the workspace's lock file.
 pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     if let Some(path) = find_cached(name, version) {
         return Ok(path);

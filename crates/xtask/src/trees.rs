@@ -1,10 +1,12 @@
 //! Git trees for whole folders: built from files or from disk in a scratch repository, so that
 //! "is this folder exactly that?" is one comparison of tree ids.
 
+#[cfg(unix)]
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
-use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, TreeWalkMode};
+use anyhow::{bail, Context, Result};
+use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -73,10 +75,7 @@ impl Scratch {
                 }
             } else if kind.is_file() {
                 #[cfg(unix)]
-                let executable = {
-                    use std::os::unix::fs::PermissionsExt;
-                    kind.permissions().mode() & 0o111 != 0
-                };
+                let executable = kind.permissions().mode() & 0o111 != 0;
                 #[cfg(not(unix))]
                 let executable = false;
                 let mode = if executable { 0o100755 } else { 0o100644 };
@@ -139,29 +138,17 @@ impl Scratch {
     }
 }
 
-/// Every entry under `tree` with its path, each folder before what it holds.
-fn walk(repo: &Repository, tree: Oid) -> Result<Vec<(String, git2::TreeEntry<'static>)>> {
-    let mut entries = Vec::new();
-    repo.find_tree(tree)?
-        .walk(TreeWalkMode::PreOrder, |parent, item| {
-            let path = format!("{parent}{}", item.name().unwrap_or_default());
-            entries.push((path, item.to_owned()));
-            git2::TreeWalkResult::Ok
-        })?;
-    Ok(entries)
-}
-
 /// Writes `tree` of `repo` into the new folder `dir`.
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (path, item) in walk(repo, tree)? {
-        let path = dir.join(path);
-        let written = match item.kind() {
-            Some(ObjectType::Tree) => std::fs::create_dir(&path).map_err(anyhow::Error::from),
-            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path),
-            _ => Err(anyhow!("unexpected entry")),
-        };
-        written.with_context(|| format!("cannot write {}", path.display()))?;
+    for item in repo.find_tree(tree)?.iter() {
+        let path = dir.join(item.name().unwrap_or_default());
+        match item.kind() {
+            Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
+            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+            _ => bail!("cannot write {}: unexpected entry", path.display()),
+        }
     }
     Ok(())
 }
@@ -182,7 +169,6 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> 
     std::fs::write(path, blob.content())?;
     #[cfg(unix)]
     if mode == i32::from(FileMode::BlobExecutable) {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(())

@@ -128,12 +128,8 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
         .and_then(|w| w.get_mut("dependencies"))
         .and_then(Item::as_table_like_mut);
     for (key, item) in dependencies.into_iter().flat_map(|d| d.iter_mut()) {
-        let package = item
-            .get("package")
-            .and_then(Item::as_str)
-            .unwrap_or(key.get())
-            .to_string();
-        if !CANDLE_CRATES.contains(&package.as_str()) {
+        let package = item.get("package").and_then(Item::as_str);
+        if !CANDLE_CRATES.contains(&package.unwrap_or(key.get())) {
             continue;
         }
         let version = match item.as_table_like_mut() {
