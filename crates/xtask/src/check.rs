@@ -18,7 +18,8 @@ pub fn run(layout: &Layout) -> Result<()> {
         .map(published::load_pinned)
         .collect::<Result<Vec<_>>>()?;
     check_generated(layout, &published)?;
-    let lock = std::fs::read_to_string(layout.lockfile()).context("cannot read Cargo.lock")?;
+    let lock = std::fs::read_to_string(layout.root.join("Cargo.lock"))
+        .context("cannot read Cargo.lock")?;
     for pin in &pins {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
         patch_use::check_lock(&lock, &pin.name, &pin.version)?;

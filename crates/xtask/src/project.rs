@@ -91,7 +91,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// This workspace.
     pub fn workspace() -> Layout {
         Layout::at(shared::root())
     }
@@ -106,10 +105,6 @@ impl Layout {
 
     pub fn pin(&self) -> PathBuf {
         shared::pin::file(&self.root)
-    }
-
-    pub fn lockfile(&self) -> PathBuf {
-        self.root.join("Cargo.lock")
     }
 
     /// Cargo's target folder, where the tools keep their scratch files and reports.

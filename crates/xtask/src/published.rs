@@ -207,7 +207,7 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         ),
     )?;
     std::fs::write(dir.join("src").join("lib.rs"), "")?;
-    if let Ok(lock) = std::fs::read(layout.lockfile()) {
+    if let Ok(lock) = std::fs::read(layout.root.join("Cargo.lock")) {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
