@@ -246,7 +246,6 @@ pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
         let mut header = tar::Header::new_gnu();
         header.set_size(file.data.len() as u64);
         header.set_mode(if file.executable { 0o755 } else { 0o644 });
-        header.set_cksum();
         let path = format!("{name}-{version}/{}", file.path);
         builder.append_data(&mut header, path, file.data.as_slice())?;
     }
