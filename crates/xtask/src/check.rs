@@ -1,7 +1,7 @@
 //! `cargo xtask check`: the generated folders are exactly the published crate + `patches/`, and
 //! cargo builds the patched crate. Offline: it needs the `.crate` in cargo's cache.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::expected;
 use crate::patch_use;
@@ -127,12 +127,11 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             changes.join("\n    ")
         ));
     }
-    if !problems.is_empty() {
-        bail!(
-            "{}\nrun `cargo xtask vendor` to regenerate them; a change made there by hand \
+    ensure!(
+        problems.is_empty(),
+        "{}\nrun `cargo xtask vendor` to regenerate them; a change made there by hand \
              belongs in a patch (README: \"After review comments\")",
-            problems.join("\n")
-        );
-    }
+        problems.join("\n")
+    );
     Ok(())
 }

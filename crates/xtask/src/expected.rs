@@ -1,6 +1,6 @@
 //! Published crates + patches: the trees that `vendor` writes and `check` expects.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{ensure, Context, Result};
 use git2::Oid;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -40,15 +40,14 @@ pub(crate) fn generated(
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
                 continue;
             };
-            if !pins.iter().any(|p| path.starts_with(&p.path_in_vcs)) {
-                bail!(
-                    "{} changes {}, which is in none of the pinned crates ({}): add its crate to \
+            ensure!(
+                pins.iter().any(|p| path.starts_with(&p.path_in_vcs)),
+                "{} changes {}, which is in none of the pinned crates ({}): add its crate to \
                      patches/upstream.toml",
-                    patch.file_name,
-                    path.display(),
-                    label
-                );
-            }
+                patch.file_name,
+                path.display(),
+                label
+            );
         }
         let tree = series::apply(&scratch.repo, trees[trees.len() - 1], patch)
             .with_context(|| format!("patching {label}"))?;

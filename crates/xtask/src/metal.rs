@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::manifest;
 use crate::pin;
@@ -64,12 +64,11 @@ pub fn preflight(onig: bool) -> Result<()> {
             missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
         }
     }
-    if !missing.is_empty() {
-        bail!(
-            "the Metal cross-check for {TARGET} needs {}",
-            missing.join(", ")
-        );
-    }
+    ensure!(
+        missing.is_empty(),
+        "the Metal cross-check for {TARGET} needs {}",
+        missing.join(", ")
+    );
     Ok(())
 }
 
@@ -122,12 +121,11 @@ pub fn run(layout: &Layout) -> Result<()> {
             .envs(cross_env())
             .status()
             .context("cannot run cargo clippy")?;
-        if !status.success() {
-            bail!(
-                "cargo clippy for {TARGET} with `metal` failed on {}",
-                crates.join(", ")
-            );
-        }
+        ensure!(
+            status.success(),
+            "cargo clippy for {TARGET} with `metal` failed on {}",
+            crates.join(", ")
+        );
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::pin::Pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST};
@@ -56,29 +56,27 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
         )
     })?;
     let published = read_archive(&path, &pin.name, &pin.version)?;
-    if published.pin.sha256 != pin.sha256 {
-        bail!(
-            "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
+    ensure!(
+        published.pin.sha256 == pin.sha256,
+        "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
              `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version {}` \
              records the published crate again",
-            path.display(),
-            published.pin.sha256,
-            pin.sha256,
-            pin.version
-        );
-    }
-    if published.pin != *pin {
-        bail!(
-            "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
+        path.display(),
+        published.pin.sha256,
+        pin.sha256,
+        pin.version
+    );
+    ensure!(
+        published.pin == *pin,
+        "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
              `{}`: run `cargo xtask vendor --version {}` to record it again",
-            path.display(),
-            published.pin.commit,
-            published.pin.path_in_vcs,
-            pin.commit,
-            pin.path_in_vcs,
-            pin.version
-        );
-    }
+        path.display(),
+        published.pin.commit,
+        published.pin.path_in_vcs,
+        pin.commit,
+        pin.path_in_vcs,
+        pin.version
+    );
     Ok(published)
 }
 
@@ -100,12 +98,11 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
             .arg(&fuzz)
             .status()
             .context("cannot run `cargo fetch`")?;
-        if !status.success() {
-            bail!(
-                "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
+        ensure!(
+            status.success(),
+            "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
                  updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
-            );
-        }
+        );
         eprintln!("ok: the dependencies of {FUZZ_MANIFEST} are in cargo's cache");
     }
     Ok(())
@@ -134,9 +131,7 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         if kind.is_dir() {
             continue;
         }
-        if !kind.is_file() {
-            bail!("`{path}` is not a plain file");
-        }
+        ensure!(kind.is_file(), "`{path}` is not a plain file");
         let Some(relative) = path.strip_prefix(&prefix) else {
             bail!("`{path}` is outside `{prefix}`");
         };

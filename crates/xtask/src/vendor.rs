@@ -2,7 +2,7 @@
 //! `generation` module from the published crates and `patches/`, and pins the crates that
 //! `patches/upstream.toml` lists.
 
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
@@ -62,12 +62,11 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
         .with_context(|| format!("cannot read {}", layout.show(&manifest)))?;
     let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
-    if count == 0 && old_version != new_version {
-        anyhow::bail!(
-            "{} names no candle crate at version {old_version}: set the versions by hand",
-            layout.show(&manifest)
-        );
-    }
+    ensure!(
+        count > 0 || old_version == new_version,
+        "{} names no candle crate at version {old_version}: set the versions by hand",
+        layout.show(&manifest)
+    );
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
