@@ -135,12 +135,12 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         let Some(relative) = path.strip_prefix(&prefix) else {
             bail!("`{path}` is outside `{prefix}`");
         };
-        if relative
-            .split('/')
-            .any(|part| part.is_empty() || part == "..")
-        {
-            bail!("`{path}` is not a plain relative path");
-        }
+        ensure!(
+            relative
+                .split('/')
+                .all(|part| !part.is_empty() && part != ".."),
+            "`{path}` is not a plain relative path"
+        );
         let executable = entry.header().mode()? & 0o111 != 0;
         let mut data = Vec::new();
         entry.read_to_end(&mut data)?;
