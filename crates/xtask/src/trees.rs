@@ -34,9 +34,10 @@ impl Scratch {
         let mut index = Index::new()?;
         for (prefix, files) in crates {
             for file in files.iter() {
-                let path = match prefix {
-                    &"" => file.path.clone(),
-                    _ => format!("{prefix}/{}", file.path),
+                let path = if prefix.is_empty() {
+                    file.path.clone()
+                } else {
+                    format!("{prefix}/{}", file.path)
                 };
                 index.add(&IndexEntry {
                     ctime: IndexTime::new(0, 0),
@@ -63,8 +64,8 @@ impl Scratch {
         let entries =
             std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
         for entry in entries {
-            let (entry, path) = entry.map(|e| (e.file_name(), e.path()))?;
-            let Some(name) = entry.to_str() else {
+            let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
+            let Some(name) = name.to_str() else {
                 bail!("{}: the name is not UTF-8", path.display());
             };
             let kind = std::fs::symlink_metadata(&path)?;
