@@ -1,13 +1,12 @@
 //! `cargo xtask check`: the generated folders are exactly the published crate + `patches/`, and
 //! cargo builds the patched crate. Offline: it needs the `.crate` in cargo's cache.
 
-use anyhow::{bail, Context, Result};
-use git2::Oid;
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::expected;
 use crate::patch_use;
 use crate::pin;
-use crate::project::{self, Generated, Layout, FUZZ_MANIFEST, GITATTRIBUTES_LINE};
+use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
 use crate::trees::Scratch;
@@ -19,7 +18,8 @@ pub fn run(layout: &Layout) -> Result<()> {
         .map(published::load_pinned)
         .collect::<Result<Vec<_>>>()?;
     check_generated(layout, &published)?;
-    let lock = std::fs::read_to_string(layout.lockfile()).context("cannot read Cargo.lock")?;
+    let lock = std::fs::read_to_string(layout.root.join("Cargo.lock"))
+        .context("cannot read Cargo.lock")?;
     for pin in &pins {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
         patch_use::check_lock(&lock, &pin.name, &pin.version)?;
@@ -30,12 +30,8 @@ pub fn run(layout: &Layout) -> Result<()> {
             layout.show(&vendored)
         );
     }
-    check_fuzz_lock(layout)
-}
-
-/// The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
-/// `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
-fn check_fuzz_lock(layout: &Layout) -> Result<()> {
+    // The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
+    // `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
     let manifest = layout.root.join(FUZZ_MANIFEST);
     if !manifest.is_file() {
         return Ok(());
@@ -67,7 +63,8 @@ fn check_fuzz_lock(layout: &Layout) -> Result<()> {
 }
 
 /// Fails, naming what differs and the command that fixes it, unless every generated folder of
-/// `layout` holds the tree that `published` and the patches give.
+/// `layout` holds the tree that `published` and the patches give, the generated root holds
+/// nothing else, and `.gitattributes` marks it (and only it) generated.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     for patch in &patches {
@@ -75,9 +72,39 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     let scratch = Scratch::new()?;
     let generated = expected::generated(layout, &scratch, published, &patches)?;
-    let mut problems = root_problems(layout, &generated)?;
+    let mut problems = Vec::new();
+    let root = GENERATED_ROOT;
+    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
+        for entry in entries {
+            let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
+            if !generated.iter().any(|(g, _)| g.dir == path) {
+                problems.push(format!(
+                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
+                     move it out or delete it"
+                ));
+            }
+        }
+    }
+    let attributes =
+        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
+    let marked: Vec<&str> = attributes
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.contains("linguist-generated"))
+        .collect();
+    if marked != [GITATTRIBUTES_LINE] {
+        problems.push(format!(
+            ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
+        ));
+    }
     for (generated, expected) in &generated {
         let dir = layout.root.join(&generated.dir);
+        if !generated.dir.starts_with(&format!("{root}/")) {
+            problems.push(format!(
+                "{} is generated but not under {root}",
+                generated.dir
+            ));
+        }
         if !dir.is_dir() {
             problems.push(format!("{} is missing", generated.dir));
             continue;
@@ -100,50 +127,11 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             changes.join("\n    ")
         ));
     }
-    if !problems.is_empty() {
-        bail!(
-            "{}\nrun `cargo xtask vendor` to regenerate them; a change made there by hand \
+    ensure!(
+        problems.is_empty(),
+        "{}\nrun `cargo xtask vendor` to regenerate them; a change made there by hand \
              belongs in a patch (README: \"After review comments\")",
-            problems.join("\n")
-        );
-    }
+        problems.join("\n")
+    );
     Ok(())
-}
-
-/// What is wrong with the generated root as a whole: a folder in it that `vendor` does not
-/// write, a generated folder outside it, or `.gitattributes` not marking it (and only it)
-/// generated.
-fn root_problems(layout: &Layout, generated: &[(Generated, Oid)]) -> Result<Vec<String>> {
-    let mut problems = Vec::new();
-    let root = project::GENERATED_ROOT;
-    for (g, _) in generated {
-        if !g.dir.starts_with(&format!("{root}/")) {
-            problems.push(format!("{} is generated but not under {root}", g.dir));
-        }
-    }
-    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
-        for entry in entries {
-            let name = entry?.file_name().to_string_lossy().into_owned();
-            let path = format!("{root}/{name}");
-            if !generated.iter().any(|(g, _)| g.dir == path) {
-                problems.push(format!(
-                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
-                     move it out or delete it"
-                ));
-            }
-        }
-    }
-    let attributes =
-        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
-    let marked: Vec<&str> = attributes
-        .lines()
-        .map(str::trim)
-        .filter(|line| line.contains("linguist-generated"))
-        .collect();
-    if marked != [GITATTRIBUTES_LINE] {
-        problems.push(format!(
-            ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
-        ));
-    }
-    Ok(problems)
 }

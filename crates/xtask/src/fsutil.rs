@@ -17,40 +17,32 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
 /// same file system. Every target is moved aside first; if a move fails, the ones already
 /// made are undone, so the targets end up all new or all as they were.
 pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
-    let mut moved: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
-    let result = (|| -> Result<()> {
-        for (new, target) in pairs {
-            let aside = target.with_file_name(format!(
-                ".{}.xtask-old",
-                target.file_name().unwrap_or_default().to_string_lossy()
-            ));
-            if aside.exists() {
-                std::fs::remove_dir_all(&aside)?;
-            }
-            let old = if target.exists() {
-                std::fs::rename(target, &aside)
-                    .with_context(|| format!("cannot move {} aside", target.display()))?;
-                Some(aside)
-            } else {
-                None
-            };
-            moved.push((target.clone(), old));
-            std::fs::rename(new, target)
-                .with_context(|| format!("cannot move {} into place", target.display()))?;
+    let aside = |target: &Path| {
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        target.with_file_name(format!(".{name}.xtask-old"))
+    };
+    let mut moved = Vec::new();
+    let result = pairs.iter().try_for_each(|(new, target)| -> Result<()> {
+        let old = aside(target);
+        if old.exists() {
+            std::fs::remove_dir_all(&old)?;
         }
-        Ok(())
-    })();
-    if let Err(err) = result {
-        for (target, old) in moved.into_iter().rev() {
-            let _ = std::fs::remove_dir_all(&target);
-            if let Some(old) = old {
-                let _ = std::fs::rename(old, &target);
-            }
+        if target.exists() {
+            std::fs::rename(target, &old)
+                .with_context(|| format!("cannot move {} aside", target.display()))?;
         }
-        return Err(err);
+        moved.push(target);
+        std::fs::rename(new, target)
+            .with_context(|| format!("cannot move {} into place", target.display()))
+    });
+    for target in moved.into_iter().rev() {
+        let old = aside(target);
+        if result.is_err() {
+            let _ = std::fs::remove_dir_all(target);
+            let _ = std::fs::rename(old, target);
+        } else if old.exists() {
+            std::fs::remove_dir_all(old)?;
+        }
     }
-    for old in moved.into_iter().filter_map(|(_, old)| old) {
-        std::fs::remove_dir_all(old)?;
-    }
-    Ok(())
+    result
 }

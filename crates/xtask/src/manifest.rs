@@ -7,7 +7,6 @@ fn parse(manifest: &str) -> DocumentMut {
     manifest.parse().unwrap_or_default()
 }
 
-/// `name` of the `[package]` table.
 pub(crate) fn package_name(manifest: &str) -> Option<String> {
     parse(manifest)
         .get("package")?
@@ -36,7 +35,6 @@ pub(crate) fn depends_on(manifest: &str, package: &str) -> bool {
             .is_some_and(|targets| targets.iter().any(|(_, target)| in_scope(target)))
 }
 
-/// Whether the manifest's `[features]` table has `feature`.
 pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
     parse(manifest)
         .get("features")
@@ -46,9 +44,9 @@ pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
 
 /// The folders of the root manifest's `[workspace] members` list.
 pub(crate) fn members(manifest: &str) -> Vec<String> {
-    let document = parse(manifest);
-    let members = document.get("workspace").and_then(|w| w.get("members"));
-    members
+    parse(manifest)
+        .get("workspace")
+        .and_then(|w| w.get("members"))
         .and_then(Item::as_array)
         .into_iter()
         .flatten()

@@ -1,12 +1,9 @@
 //! Metal, type-checked on Linux: candle's `metal` feature only builds for Apple's targets, and
-//! nothing here can link or run it, but `cargo check` and `cargo clippy` for
-//! `aarch64-apple-darwin` compile every line of it. `cargo xtask metal-check` does it for the
-//! workspace's crates that have a `metal` feature (and so for the vendored candle crates they
-//! build), and `cargo xtask pr --verify` for the crates each patch touches.
+//! nothing here can link or run it, but clippy for `aarch64-apple-darwin` compiles every line.
 
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::manifest;
 use crate::pin;
@@ -44,19 +41,17 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 pub fn preflight(onig: bool) -> Result<()> {
     let mut missing: Vec<String> = NEEDS
         .into_iter()
-        .filter(|(tool, _)| which(tool).is_none())
+        .filter(|(tool, _)| Command::new(tool).arg("--version").output().is_err())
         .map(|(tool, install)| format!("{tool} ({install})"))
         .collect();
     let installed = Command::new("rustup")
         .args(["target", "list", "--installed"])
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| l.trim() == TARGET)
-        })
-        .unwrap_or(false);
-    if !installed {
+        .output();
+    if !installed.is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l.trim() == TARGET)
+    }) {
         missing.push(format!(
             "the {TARGET} standard library (rustup target add {TARGET})"
         ));
@@ -64,26 +59,17 @@ pub fn preflight(onig: bool) -> Result<()> {
     if onig {
         let found = Command::new("pkg-config")
             .args(["--exists", "oniguruma"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
+            .status();
+        if !found.is_ok_and(|s| s.success()) {
             missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
         }
     }
-    if !missing.is_empty() {
-        bail!(
-            "the Metal cross-check for {TARGET} needs {}",
-            missing.join(", ")
-        );
-    }
+    ensure!(
+        missing.is_empty(),
+        "the Metal cross-check for {TARGET} needs {}",
+        missing.join(", ")
+    );
     Ok(())
-}
-
-fn which(tool: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(tool))
-        .find(|candidate| candidate.is_file())
 }
 
 /// Of the crates in `dirs`, the names of those that have a `metal` feature, sorted.
@@ -122,25 +108,24 @@ pub fn run(layout: &Layout) -> Result<()> {
     let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
     let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
-        let mut command = project::cargo();
-        command
+        eprintln!(
+            "metal-check: {} ({targets}) for {TARGET}, type-checked, not linked or run",
+            crates.join(", ")
+        );
+        let status = project::cargo()
             .current_dir(&layout.root)
             .args(["clippy", "--locked"])
             .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
             .args(["--features", &features.join(",")])
             .args([targets, "--target", TARGET, "--", "-D", "warnings"])
-            .envs(cross_env());
-        eprintln!(
-            "metal-check: {} ({targets}) for {TARGET}, type-checked, not linked or run",
+            .envs(cross_env())
+            .status()
+            .context("cannot run cargo clippy")?;
+        ensure!(
+            status.success(),
+            "cargo clippy for {TARGET} with `metal` failed on {}",
             crates.join(", ")
         );
-        let status = command.status().context("cannot run cargo clippy")?;
-        if !status.success() {
-            bail!(
-                "cargo clippy for {TARGET} with `metal` failed on {}",
-                crates.join(", ")
-            );
-        }
     }
     Ok(())
 }

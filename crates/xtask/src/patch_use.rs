@@ -1,27 +1,21 @@
 //! Is `[patch.crates-io]` used? Cargo only warns when it is not, and then builds the published
 //! crate in its place, so every test would quietly run on unpatched code.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
 use crate::project;
 
-/// What `check_lock` reads of a lock file.
+/// What `check_lock` reads of a lock file: `[[package]]` and `[[patch.unused]]`.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default)]
 struct Lock {
     package: Vec<LockEntry>,
-    patch: LockPatch,
+    patch: BTreeMap<String, Vec<LockEntry>>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct LockPatch {
-    unused: Vec<LockEntry>,
-}
-
-/// A `[[package]]` or `[[patch.unused]]` entry.
 #[derive(Debug, serde::Deserialize)]
 struct LockEntry {
     name: String,
@@ -33,7 +27,8 @@ struct LockEntry {
 /// list it under `[[patch.unused]]`.
 pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
     let lock: Lock = toml_edit::de::from_str(lock).context("Cargo.lock is not a lock file")?;
-    if let Some(unused) = lock.patch.unused.iter().find(|e| e.name == name) {
+    let mut unused = lock.patch.get("unused").into_iter().flatten();
+    if let Some(unused) = unused.find(|e| e.name == name) {
         bail!(
             "Cargo.lock lists {name} {} under [[patch.unused]]: cargo builds the published crate \
              instead of {}; make [workspace.dependencies] ask for {version}",

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use crate::published::Published;
 
-/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares.
+/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares, relative to the
+/// workspace root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Generated {
-    /// Relative to the workspace root.
     pub dir: String,
     pub source: Source,
 }
@@ -15,31 +15,21 @@ pub struct Generated {
 /// What a generated folder is made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// A folder of one pinned crate, with `patches/` applied or as published.
+    /// The folder `crate_dir` (`""` for the whole crate) of one pinned crate, with `patches/`
+    /// applied or as published.
     Part {
         krate: String,
-        /// The folder of that crate it holds, `""` for the whole crate.
         crate_dir: &'static str,
-        /// The files of that folder it holds, by name; empty for all of them.
-        only: &'static [&'static str],
-        applied: Applied,
+        patched: bool,
     },
     /// The benches' points (`POINTS_DIR`).
     Points,
-}
-
-/// Which patches of the series a generated part has applied: none (as published), or all.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Applied {
-    None,
-    All,
 }
 
 /// The one folder that holds everything `cargo xtask vendor` writes. `.gitattributes` marks it
 /// generated (`GITATTRIBUTES_LINE`), and each folder in it carries a `MARKER` file.
 pub const GENERATED_ROOT: &str = "crates/vendor";
 
-/// The line of `.gitattributes` that marks `GENERATED_ROOT` generated, for GitHub's diffs.
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
 
 /// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.
@@ -54,9 +44,9 @@ pub fn vendored_dir(name: &str) -> String {
 }
 
 /// The benches' points: one folder per version of the sampler that a bench measures, each the
-/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them
-/// (`expected::points`). `crates/points` builds each as a module of its own; the `published`
-/// point is also what tests compare the patched crate with.
+/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them.
+/// `crates/points` builds each as a module of its own; the `published` point is also what tests
+/// compare the patched crate with.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
 /// What each point holds: its folder, the crate, the crate's folder and the files of it (all
@@ -66,43 +56,26 @@ pub const POINT_PARTS: [(&str, &str, &str, &[&str]); 2] = [
     ("nn", "candle-nn", "src", &["sampling.rs"]),
 ];
 
-/// The folders made from a part of one pinned crate: the folder, then as in `POINT_PARTS`, then
-/// the patches it has applied. candle-transformers' tests as published: crates/testbed runs them
-/// on the `published` point, and the `pr` tests build a candle-like repository from them.
-const PARTS: [(&str, &str, &str, &[&str], Applied); 1] = [(
-    "crates/vendor/published-tests",
-    "candle-transformers",
-    "tests",
-    &[],
-    Applied::None,
-)];
-
-/// Every generated folder for the crates `published` holds: each crate whole and patched, then
-/// the parts taken from them, then the points when candle-transformers is pinned.
+/// Every generated folder for the crates `published` holds: each crate whole and patched, then,
+/// when candle-transformers is pinned, its tests as published (crates/testbed runs them on the
+/// `published` point, and the `pr` tests build a candle-like repository from them) and the points.
 pub fn generated(published: &[Published]) -> Vec<Generated> {
-    let pinned = |name: &str| published.iter().any(|p| p.pin.name == name);
-    let part = |dir, krate: &str, crate_dir, only, applied| Generated {
+    let part = |dir, krate: &str, crate_dir, patched| Generated {
         dir,
         source: Source::Part {
             krate: krate.to_string(),
             crate_dir,
-            only,
-            applied,
+            patched,
         },
     };
     let mut all: Vec<Generated> = published
         .iter()
-        .map(|p| {
-            let name = &p.pin.name;
-            part(vendored_dir(name), name, "", &[], Applied::All)
-        })
+        .map(|p| part(vendored_dir(&p.pin.name), &p.pin.name, "", true))
         .collect();
-    for (dir, krate, crate_dir, only, applied) in PARTS {
-        if pinned(krate) {
-            all.push(part(dir.to_string(), krate, crate_dir, only, applied));
-        }
-    }
-    if pinned(POINT_PARTS[0].1) {
+    let transformers = POINT_PARTS[0].1;
+    if published.iter().any(|p| p.pin.name == transformers) {
+        let tests = format!("{GENERATED_ROOT}/published-tests");
+        all.push(part(tests, transformers, "tests", false));
         all.push(Generated {
             dir: POINTS_DIR.to_string(),
             source: Source::Points,
@@ -118,7 +91,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// This workspace.
     pub fn workspace() -> Layout {
         Layout::at(shared::root())
     }
@@ -133,10 +105,6 @@ impl Layout {
 
     pub fn pin(&self) -> PathBuf {
         shared::pin::file(&self.root)
-    }
-
-    pub fn lockfile(&self) -> PathBuf {
-        self.root.join("Cargo.lock")
     }
 
     /// Cargo's target folder, where the tools keep their scratch files and reports.

@@ -2,8 +2,9 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::pin::Pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST};
@@ -25,64 +26,57 @@ pub struct Published {
 
 pub use shared::sha256_hex;
 
-/// Where cargo keeps downloaded `.crate` files: one folder per registry index.
-fn cache() -> PathBuf {
-    let home = std::env::var_os("HOME").unwrap_or_default();
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .map_or_else(|| Path::new(&home).join(".cargo"), PathBuf::from);
-    cargo_home.join("registry").join("cache")
-}
-
-/// The `.crate` in cargo's cache, if any.
+/// The `.crate` in cargo's cache, if any: cargo keeps them in one folder per registry index.
 fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cache())
+    std::fs::read_dir(cache())
         .into_iter()
         .flatten()
         .flatten()
-        .map(|entry| entry.path())
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .map(|dir| dir.join(format!("{name}-{version}.crate")))
-        .find(|path| path.is_file())
+        .map(|entry| entry.path().join(format!("{name}-{version}.crate")))
+        .filter(|path| path.is_file())
+        .min()
+}
+
+fn cache() -> PathBuf {
+    let home = Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cargo");
+    let cargo_home = std::env::var_os("CARGO_HOME").map_or(home, PathBuf::from);
+    cargo_home.join("registry").join("cache")
 }
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let Some(path) = find_cached(&pin.name, &pin.version) else {
-        bail!(
+    let path = find_cached(&pin.name, &pin.version).with_context(|| {
+        format!(
             "{} is not in cargo's cache (no {}-{}.crate under {}): run `cargo xtask fetch` once \
              while online",
             pin.label(),
             pin.name,
             pin.version,
             cache().display()
-        );
-    };
+        )
+    })?;
     let published = read_archive(&path, &pin.name, &pin.version)?;
-    if published.pin.sha256 != pin.sha256 {
-        bail!(
-            "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
+    ensure!(
+        published.pin.sha256 == pin.sha256,
+        "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
              `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version {}` \
              records the published crate again",
-            path.display(),
-            published.pin.sha256,
-            pin.sha256,
-            pin.version
-        );
-    }
-    if published.pin != *pin {
-        bail!(
-            "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
+        path.display(),
+        published.pin.sha256,
+        pin.sha256,
+        pin.version
+    );
+    ensure!(
+        published.pin == *pin,
+        "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
              `{}`: run `cargo xtask vendor --version {}` to record it again",
-            path.display(),
-            published.pin.commit,
-            published.pin.path_in_vcs,
-            pin.commit,
-            pin.path_in_vcs,
-            pin.version
-        );
-    }
+        path.display(),
+        published.pin.commit,
+        published.pin.path_in_vcs,
+        pin.commit,
+        pin.path_in_vcs,
+        pin.version
+    );
     Ok(published)
 }
 
@@ -104,12 +98,11 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
             .arg(&fuzz)
             .status()
             .context("cannot run `cargo fetch`")?;
-        if !status.success() {
-            bail!(
-                "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
+        ensure!(
+            status.success(),
+            "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
                  updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
-            );
-        }
+        );
         eprintln!("ok: the dependencies of {FUZZ_MANIFEST} are in cargo's cache");
     }
     Ok(())
@@ -138,18 +131,16 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         if kind.is_dir() {
             continue;
         }
-        if !kind.is_file() {
-            bail!("`{path}` is not a plain file");
-        }
+        ensure!(kind.is_file(), "`{path}` is not a plain file");
         let Some(relative) = path.strip_prefix(&prefix) else {
             bail!("`{path}` is outside `{prefix}`");
         };
-        if relative
-            .split('/')
-            .any(|part| part.is_empty() || part == "..")
-        {
-            bail!("`{path}` is not a plain relative path");
-        }
+        ensure!(
+            relative
+                .split('/')
+                .all(|part| !part.is_empty() && part != ".."),
+            "`{path}` is not a plain relative path"
+        );
         let executable = entry.header().mode()? & 0o111 != 0;
         let mut data = Vec::new();
         entry.read_to_end(&mut data)?;
@@ -178,8 +169,7 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
     })
 }
 
-/// What `cargo package` records in `.cargo_vcs_info.json`: the commit it packaged, and the
-/// crate's folder in the repository (absent for a crate at the root).
+/// What `cargo package` records in `.cargo_vcs_info.json` (no `path_in_vcs` for a root crate).
 #[derive(serde::Deserialize)]
 struct VcsInfo {
     git: VcsGit,
@@ -192,10 +182,9 @@ struct VcsGit {
     sha1: String,
 }
 
-/// The `.crate` of `name` `version` in cargo's cache, which cargo downloads first if it is not
-/// there, through whatever registry and proxy settings the user has. Cargo has no command for
-/// one crate, so this fetches a throwaway package that depends on it exactly, seeded with the
-/// workspace's lock file so that nothing else is resolved anew.
+/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (and so through the
+/// user's registry and proxy settings) if need be. Cargo has no command for one crate, so this
+/// fetches a throwaway package that depends on it exactly, with the workspace's lock file.
 pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     if let Some(path) = find_cached(name, version) {
         return Ok(path);
@@ -213,12 +202,22 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         ),
     )?;
     std::fs::write(dir.join("src").join("lib.rs"), "")?;
-    if let Ok(lock) = std::fs::read(layout.lockfile()) {
+    if let Ok(lock) = std::fs::read(layout.root.join("Cargo.lock")) {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
+    // Only the host's dependencies: `rustc -vV` names the host.
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .context("cannot run rustc")?;
+    let host = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
+        .context("`rustc -vV` printed no host")?;
     let status = project::cargo()
-        .args(["fetch", "--target", &host_triple()?, "--manifest-path"])
+        .args(["fetch", "--target", &host, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
         .context("cannot run cargo")?;
@@ -232,19 +231,6 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     })
 }
 
-fn host_triple() -> Result<String> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let output = std::process::Command::new(rustc)
-        .arg("-vV")
-        .output()
-        .context("cannot run rustc")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
-        .find_map(|line| line.strip_prefix("host: "))
-        .map(str::to_string)
-        .context("`rustc -vV` printed no host")
-}
-
 /// A `.crate` made from `files`, for tests.
 pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
     let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
@@ -255,7 +241,6 @@ pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
         let mut header = tar::Header::new_gnu();
         header.set_size(file.data.len() as u64);
         header.set_mode(if file.executable { 0o755 } else { 0o644 });
-        header.set_cksum();
         let path = format!("{name}-{version}/{}", file.path);
         builder.append_data(&mut header, path, file.data.as_slice())?;
     }

@@ -1,10 +1,12 @@
 //! Git trees for whole folders: built from files or from disk in a scratch repository, so that
 //! "is this folder exactly that?" is one comparison of tree ids.
 
+#[cfg(unix)]
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, TreeWalkMode};
+use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -32,39 +34,58 @@ impl Scratch {
         let mut index = Index::new()?;
         for (prefix, files) in crates {
             for file in files.iter() {
-                let path = join(prefix, &file.path);
-                let id = self.repo.blob(&file.data)?;
-                index.add(&entry(&path, id, file.executable, file.data.len()))?;
+                let path = if prefix.is_empty() {
+                    file.path.clone()
+                } else {
+                    format!("{prefix}/{}", file.path)
+                };
+                index.add(&IndexEntry {
+                    ctime: IndexTime::new(0, 0),
+                    mtime: IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: if file.executable { 0o100755 } else { 0o100644 },
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: self.repo.blob(&file.data)?,
+                    flags: path.len().min(0xfff) as u16,
+                    flags_extended: 0,
+                    path: path.into_bytes(),
+                })?;
             }
         }
         Ok(index.write_tree_to(&self.repo)?)
     }
 
-    /// The tree that holds each of `trees` at its path and each of `files` (a path and its
-    /// bytes).
-    pub fn compose(&self, trees: &[(String, Oid)], files: &[(String, &[u8])]) -> Result<Oid> {
-        let mut index = Index::new()?;
-        for (prefix, tree) in trees {
-            for (path, item) in walk(&self.repo, *tree)? {
-                if item.kind() == Some(ObjectType::Blob) {
-                    let size = self.repo.find_blob(item.id())?.size();
-                    let executable = item.filemode() == i32::from(FileMode::BlobExecutable);
-                    index.add(&entry(&join(prefix, &path), item.id(), executable, size))?;
-                }
-            }
-        }
-        for (path, data) in files {
-            let id = self.repo.blob(data)?;
-            index.add(&entry(path, id, false, data.len()))?;
-        }
-        Ok(index.write_tree_to(&self.repo)?)
-    }
-
-    /// The tree of the folder `dir` as it is on disk.
+    /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
-        let mut files = Vec::new();
-        read_dir_files(dir, "", &mut files)?;
-        self.tree("", &files)
+        let mut builder = self.repo.treebuilder(None)?;
+        let entries =
+            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        for entry in entries {
+            let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
+            let Some(name) = name.to_str() else {
+                bail!("{}: the name is not UTF-8", path.display());
+            };
+            let kind = std::fs::symlink_metadata(&path)?;
+            if kind.is_dir() {
+                let tree = self.tree_of_dir(&path)?;
+                if !self.repo.find_tree(tree)?.is_empty() {
+                    builder.insert(name, tree, FileMode::Tree.into())?;
+                }
+            } else if kind.is_file() {
+                #[cfg(unix)]
+                let executable = kind.permissions().mode() & 0o111 != 0;
+                #[cfg(not(unix))]
+                let executable = false;
+                let mode = if executable { 0o100755 } else { 0o100644 };
+                builder.insert(name, self.repo.blob_path(&path)?, mode)?;
+            } else {
+                bail!("{}: not a plain file or folder", path.display());
+            }
+        }
+        Ok(builder.write()?)
     }
 
     /// The tree at `path` inside `tree` ("" for `tree` itself).
@@ -118,29 +139,17 @@ impl Scratch {
     }
 }
 
-/// Every entry under `tree` with its path, each folder before what it holds.
-fn walk(repo: &Repository, tree: Oid) -> Result<Vec<(String, git2::TreeEntry<'static>)>> {
-    let mut entries = Vec::new();
-    let tree = repo.find_tree(tree)?;
-    tree.walk(TreeWalkMode::PreOrder, |parent, item| {
-        let path = format!("{parent}{}", item.name().unwrap_or_default());
-        entries.push((path, item.to_owned()));
-        git2::TreeWalkResult::Ok
-    })?;
-    Ok(entries)
-}
-
 /// Writes `tree` of `repo` into the new folder `dir`.
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (path, item) in walk(repo, tree)? {
-        let path = dir.join(path);
-        let written = match item.kind() {
-            Some(ObjectType::Tree) => std::fs::create_dir(&path).map_err(anyhow::Error::from),
-            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path),
-            _ => Err(anyhow::anyhow!("unexpected entry")),
-        };
-        written.with_context(|| format!("cannot write {}", path.display()))?;
+    for item in repo.find_tree(tree)?.iter() {
+        let path = dir.join(item.name().unwrap_or_default());
+        match item.kind() {
+            Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
+            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+            _ => bail!("cannot write {}: unexpected entry", path.display()),
+        }
     }
     Ok(())
 }
@@ -161,67 +170,7 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> 
     std::fs::write(path, blob.content())?;
     #[cfg(unix)]
     if mode == i32::from(FileMode::BlobExecutable) {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok(())
-}
-
-fn join(prefix: &str, path: &str) -> String {
-    if prefix.is_empty() {
-        path.to_string()
-    } else {
-        format!("{prefix}/{path}")
-    }
-}
-
-fn entry(path: &str, id: Oid, executable: bool, size: usize) -> IndexEntry {
-    IndexEntry {
-        ctime: IndexTime::new(0, 0),
-        mtime: IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode: if executable { 0o100755 } else { 0o100644 },
-        uid: 0,
-        gid: 0,
-        file_size: size as u32,
-        id,
-        flags: path.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: path.as_bytes().to_vec(),
-    }
-}
-
-fn read_dir_files(dir: &Path, prefix: &str, files: &mut Vec<CrateFile>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            bail!("{}: the name is not UTF-8", entry.path().display());
-        };
-        let path = join(prefix, name);
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            read_dir_files(&entry.path(), &path, files)?;
-        } else if kind.is_file() {
-            #[cfg(unix)]
-            let executable = {
-                use std::os::unix::fs::PermissionsExt;
-                entry.metadata()?.permissions().mode() & 0o111 != 0
-            };
-            #[cfg(not(unix))]
-            let executable = false;
-            let data = std::fs::read(entry.path())?;
-            files.push(CrateFile {
-                path,
-                data,
-                executable,
-            });
-        } else {
-            bail!("{}: not a plain file or folder", entry.path().display());
-        }
     }
     Ok(())
 }

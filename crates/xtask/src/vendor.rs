@@ -2,7 +2,7 @@
 //! `generation` module from the published crates and `patches/`, and pins the crates that
 //! `patches/upstream.toml` lists.
 
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
@@ -62,12 +62,11 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
         .with_context(|| format!("cannot read {}", layout.show(&manifest)))?;
     let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
-    if count == 0 && old_version != new_version {
-        anyhow::bail!(
-            "{} names no candle crate at version {old_version}: set the versions by hand",
-            layout.show(&manifest)
-        );
-    }
+    ensure!(
+        count > 0 || old_version == new_version,
+        "{} names no candle crate at version {old_version}: set the versions by hand",
+        layout.show(&manifest)
+    );
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
@@ -88,13 +87,11 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
 /// vendored crates are dependencies, not members. Comments and order stay as they are.
 pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<String> {
     let mut document: DocumentMut = manifest.parse()?;
+    let mut implicit = toml_edit::Table::new();
+    implicit.set_implicit(true);
     let patch = document
         .entry("patch")
-        .or_insert_with(|| {
-            let mut table = toml_edit::Table::new();
-            table.set_implicit(true);
-            Item::Table(table)
-        })
+        .or_insert(Item::Table(implicit))
         .as_table_mut()
         .context("`patch` is not a table")?
         .entry("crates-io")
@@ -130,12 +127,8 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
         .and_then(|w| w.get_mut("dependencies"))
         .and_then(Item::as_table_like_mut);
     for (key, item) in dependencies.into_iter().flat_map(|d| d.iter_mut()) {
-        let package = item
-            .get("package")
-            .and_then(Item::as_str)
-            .unwrap_or(key.get())
-            .to_string();
-        if !CANDLE_CRATES.contains(&package.as_str()) {
+        let package = item.get("package").and_then(Item::as_str);
+        if !CANDLE_CRATES.contains(&package.unwrap_or(key.get())) {
             continue;
         }
         let version = match item.as_table_like_mut() {
@@ -154,49 +147,38 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
     Ok((document.to_string(), count))
 }
 
-/// Writes every generated folder of the crates `published` holds, from them and the patches.
-/// Everything is built in temporary folders first; a patch that does not apply leaves the
-/// workspace as it was.
+/// Writes every generated folder of the crates `published` holds, from them and the patches,
+/// and marks them generated in `.gitattributes`. Everything is built in a temporary folder first,
+/// so a patch that does not apply leaves the workspace as it was.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     let scratch = Scratch::new()?;
     let generated = expected::generated(layout, &scratch, published, &patches)?;
-    // Each tree is written into a temporary folder beside its target (the same file system,
-    // so that a rename moves it), then all of them are swapped in together.
-    let mut temps = Vec::new();
+    // Every generated folder sits in the generated root, so a folder there is on the same file
+    // system and a rename moves it.
+    let root = layout.root.join(GENERATED_ROOT);
+    std::fs::create_dir_all(&root)?;
+    let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
-    for (generated, tree) in &generated {
-        let target = layout.root.join(&generated.dir);
-        let parent = target
-            .parent()
-            .context("a generated folder has no parent")?;
-        std::fs::create_dir_all(parent)?;
-        let temp = temp_in(parent, "vendor")?;
-        let new = temp.path().join("tree");
+    for (i, (generated, tree)) in generated.iter().enumerate() {
+        let new = temp.path().join(i.to_string());
         write_tree(&scratch.repo, *tree, &new)?;
-        pairs.push((new, target));
-        temps.push(temp);
+        pairs.push((new, layout.root.join(&generated.dir)));
     }
     swap_in(&pairs)?;
-    mark_generated(layout)?;
+    let path = layout.root.join(".gitattributes");
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
+            .with_context(|| format!("cannot write {}", layout.show(&path)))?;
+    }
     for (generated, tree) in &generated {
         eprintln!("wrote {} (tree {tree})", generated.dir);
     }
     Ok(())
-}
-
-/// Adds `GITATTRIBUTES_LINE` to `.gitattributes` if it lacks it.
-fn mark_generated(layout: &Layout) -> Result<()> {
-    let path = layout.root.join(".gitattributes");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
-    if text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
-        return Ok(());
-    }
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
-        .with_context(|| format!("cannot write {}", layout.show(&path)))
 }
 
 #[cfg(test)]
