@@ -4,7 +4,7 @@ mod mail;
 
 pub use mail::{parse_message, Message};
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -27,34 +27,27 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if !file_name.ends_with(".patch") {
             continue;
         }
-        if !numbered(&file_name) {
+        // `Patch::number` relies on this.
+        let name = file_name.as_bytes();
+        if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
         let bytes = std::fs::read(entry.path())?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
-    for pair in patches.windows(2) {
-        if pair[0].number() == pair[1].number() {
-            bail!(
-                "{} and {} share a number",
-                pair[0].file_name,
-                pair[1].file_name
-            );
-        }
+    if let Some(pair) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
+        bail!(
+            "{} and {} share a number",
+            pair[0].file_name,
+            pair[1].file_name
+        );
     }
     Ok(patches)
 }
 
-/// Whether a patch file's name starts with its four-digit number and a `-`, which
-/// `Patch::number` relies on.
-fn numbered(file_name: &str) -> bool {
-    let name = file_name.as_bytes();
-    name.get(4) == Some(&b'-') && name[..4].iter().all(u8::is_ascii_digit)
-}
-
 impl Patch {
-    /// The patch's number, as in `0001` (`load` checks that the name starts with one).
+    /// The patch's number, as in `0001`.
     pub fn number(&self) -> &str {
         &self.file_name[..4]
     }
@@ -74,42 +67,39 @@ impl Patch {
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
-    // Which file and hunk libgit2 was at, from its callbacks, to say what failed.
-    let position: RefCell<(Option<String>, usize, Option<String>)> = RefCell::new((None, 0, None));
-    let applied = {
-        let mut options = ApplyOptions::new();
-        options.delta_callback(|delta| {
-            let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
-            *position.borrow_mut() = (path.map(|p| p.display().to_string()), 0, None);
-            true
-        });
-        options.hunk_callback(|hunk| {
-            let mut position = position.borrow_mut();
-            position.1 += 1;
-            position.2 = hunk.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
-            true
-        });
-        repo.apply_to_tree(&base, &diff, Some(&mut options))
+    // How many files, and hunks of the last one, libgit2 reached: the last failed.
+    let reached = Cell::new((0_usize, 0));
+    let mut options = ApplyOptions::new();
+    options.delta_callback(|_| {
+        reached.set((reached.get().0 + 1, 0));
+        true
+    });
+    options.hunk_callback(|_| {
+        reached.set((reached.get().0, reached.get().1 + 1));
+        true
+    });
+    let err = match repo.apply_to_tree(&base, &diff, Some(&mut options)) {
+        Ok(mut index) => return Ok(index.write_tree_to(repo)?),
+        Err(err) => err,
     };
-    match applied {
-        Ok(mut index) => Ok(index.write_tree_to(repo)?),
-        Err(err) => {
-            let (file, hunk_number, hunk) = position.into_inner();
-            let detail = match (&file, &hunk) {
-                (Some(file), Some(header)) => {
-                    explain_hunk(repo, &base, &diff, file, hunk_number, header).unwrap_or_else(
-                        |_| format!("{file}: hunk {hunk_number} ({header}) does not apply"),
-                    )
-                }
-                (Some(file), None) if base.get_path(Path::new(file)).is_err() => {
-                    format!("{file} does not exist")
-                }
-                (Some(file), None) => format!("{file}: {}", err.message()),
-                _ => err.message().to_string(),
-            };
-            bail!("{} does not apply: {detail}", patch.file_name)
-        }
-    }
+    let (files, hunk) = reached.get();
+    let delta = files.checked_sub(1).and_then(|i| diff.get_delta(i));
+    let Some(path) = delta
+        .as_ref()
+        .and_then(|d| d.old_file().path().or(d.new_file().path()))
+    else {
+        bail!("{} does not apply: {}", patch.file_name, err.message());
+    };
+    let file = path.display();
+    let detail = if hunk > 0 {
+        explain_hunk(repo, &base, &diff, files - 1, path, hunk)
+            .unwrap_or_else(|_| format!("{file}: hunk {hunk} does not apply"))
+    } else if base.get_path(path).is_err() {
+        format!("{file} does not exist")
+    } else {
+        format!("{file}: {}", err.message())
+    };
+    bail!("{} does not apply: {detail}", patch.file_name)
 }
 
 /// "file: hunk N (@@ ... @@) expected these lines at line L: ... found: ...".
@@ -117,15 +107,11 @@ fn explain_hunk(
     repo: &Repository,
     base: &git2::Tree<'_>,
     diff: &Diff<'_>,
-    file: &str,
+    delta: usize,
+    path: &Path,
     hunk_number: usize,
-    header: &str,
 ) -> Result<String> {
-    let delta_index = diff
-        .deltas()
-        .position(|d| d.old_file().path().or(d.new_file().path()) == Some(Path::new(file)))
-        .context("no such file in the patch")?;
-    let patch = git2::Patch::from_diff(diff, delta_index)?.context("no patch for the file")?;
+    let patch = git2::Patch::from_diff(diff, delta)?.context("no patch for the file")?;
     let (hunk, line_count) = patch.hunk(hunk_number - 1)?;
     let show = |line: &str| format!("\n    | {line}");
     let mut expected = Vec::new();
@@ -136,45 +122,33 @@ fn explain_hunk(
             expected.push(show(line.trim_end_matches('\n')));
         }
     }
-    let blob = repo.find_blob(base.get_path(Path::new(file))?.id())?;
+    let blob = repo.find_blob(base.get_path(path)?.id())?;
     let text = String::from_utf8_lossy(blob.content());
     let start = hunk.old_start().max(1) as usize - 1;
     let found = text.lines().skip(start).take(expected.len()).map(show);
     Ok(format!(
-        "{file}: hunk {hunk_number} ({header}) expected, from line {}:{}\nbut the file has:{}",
+        "{}: hunk {hunk_number} ({}) expected, from line {}:{}\nbut the file has:{}",
+        path.display(),
+        String::from_utf8_lossy(hunk.header()).trim_end(),
         start + 1,
         expected.concat(),
         found.collect::<String>()
     ))
 }
 
-/// `git format-patch`'s file name for patch `number` with `subject`: the subject's letters,
-/// digits, `.` and `_`, other runs turned into one `-`, cut so that the name (without
+/// `git format-patch`'s file name for patch `number` with `subject`: the subject's runs of
+/// letters, digits, `.` and `_` joined by `-`, with no `..`, cut so that the name (without
 /// `.patch`) stays within 57 characters, as git's default `--filename-max-length=64` does.
 pub fn file_name(number: usize, subject: &str) -> String {
-    let mut name = format!("{number:04}-");
-    let start = name.len();
-    let mut blank = false;
-    let mut chars = subject.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-            if blank && name.len() > start {
-                name.push('-');
-            }
-            blank = false;
-            name.push(c);
-            if c == '.' {
-                while chars.peek() == Some(&'.') {
-                    chars.next();
-                }
-            }
-        } else {
-            blank = true;
-        }
+    let words = subject.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'));
+    let mut name = words
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    while name.contains("..") {
+        name = name.replace("..", ".");
     }
-    while name.len() > start && name.ends_with(['.', '-']) {
-        name.pop();
-    }
+    let mut name = format!("{number:04}-{}", name.trim_end_matches(['.', '-']));
     name.truncate(64 - ".patch".len() - 1);
     name + ".patch"
 }
