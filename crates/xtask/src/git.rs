@@ -40,10 +40,7 @@ pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid
 /// staged changes and untracked files that are not ignored.
 pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<String>> {
     let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
+    options.include_untracked(true).recurse_untracked_dirs(true);
     if let Some(pathspec) = pathspec {
         options.pathspec(pathspec);
     }
