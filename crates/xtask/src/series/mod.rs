@@ -1,8 +1,7 @@
-//! The patch series in `patches/`: `git format-patch` files, applied in file-name order.
-
-mod mail;
-
-pub use mail::{parse_message, Message};
+//! The patch series in `patches/`: `git format-patch` files, applied in file-name order, and
+//! their mail headers and message as `git am` reads them: folded headers, RFC 2047 encoded
+//! words, and the RFC 2822 date with its offset (which the commit keeps, so that
+//! `format-patch` writes the same `Date:` back).
 
 use std::cell::Cell;
 use std::path::Path;
@@ -91,9 +90,33 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         bail!("{} does not apply: {}", patch.file_name, err.message());
     };
     let file = path.display();
+    // "file: hunk N (@@ ... @@) expected, from line L: ... but the file has: ...".
+    let explain_hunk = || -> Result<String> {
+        let patch = git2::Patch::from_diff(&diff, files - 1)?.context("no patch for the file")?;
+        let (found_hunk, line_count) = patch.hunk(hunk - 1)?;
+        let show = |line: &str| format!("\n    | {line}");
+        let mut expected = Vec::new();
+        for line in 0..line_count {
+            let line = patch.line_in_hunk(hunk - 1, line)?;
+            if matches!(line.origin(), ' ' | '-') {
+                let line = String::from_utf8_lossy(line.content());
+                expected.push(show(line.trim_end_matches('\n')));
+            }
+        }
+        let blob = repo.find_blob(base.get_path(path)?.id())?;
+        let text = String::from_utf8_lossy(blob.content());
+        let start = found_hunk.old_start().max(1) as usize - 1;
+        let found = text.lines().skip(start).take(expected.len()).map(show);
+        Ok(format!(
+            "{file}: hunk {hunk} ({}) expected, from line {}:{}\nbut the file has:{}",
+            String::from_utf8_lossy(found_hunk.header()).trim_end(),
+            start + 1,
+            expected.concat(),
+            found.collect::<String>()
+        ))
+    };
     let detail = if hunk > 0 {
-        explain_hunk(repo, &base, &diff, files - 1, path, hunk)
-            .unwrap_or_else(|_| format!("{file}: hunk {hunk} does not apply"))
+        explain_hunk().unwrap_or_else(|_| format!("{file}: hunk {hunk} does not apply"))
     } else if base.get_path(path).is_err() {
         format!("{file} does not exist")
     } else {
@@ -102,49 +125,16 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     bail!("{} does not apply: {detail}", patch.file_name)
 }
 
-/// "file: hunk N (@@ ... @@) expected these lines at line L: ... found: ...".
-fn explain_hunk(
-    repo: &Repository,
-    base: &git2::Tree<'_>,
-    diff: &Diff<'_>,
-    delta: usize,
-    path: &Path,
-    hunk_number: usize,
-) -> Result<String> {
-    let patch = git2::Patch::from_diff(diff, delta)?.context("no patch for the file")?;
-    let (hunk, line_count) = patch.hunk(hunk_number - 1)?;
-    let show = |line: &str| format!("\n    | {line}");
-    let mut expected = Vec::new();
-    for line in 0..line_count {
-        let line = patch.line_in_hunk(hunk_number - 1, line)?;
-        if matches!(line.origin(), ' ' | '-') {
-            let line = String::from_utf8_lossy(line.content());
-            expected.push(show(line.trim_end_matches('\n')));
-        }
-    }
-    let blob = repo.find_blob(base.get_path(path)?.id())?;
-    let text = String::from_utf8_lossy(blob.content());
-    let start = hunk.old_start().max(1) as usize - 1;
-    let found = text.lines().skip(start).take(expected.len()).map(show);
-    Ok(format!(
-        "{}: hunk {hunk_number} ({}) expected, from line {}:{}\nbut the file has:{}",
-        path.display(),
-        String::from_utf8_lossy(hunk.header()).trim_end(),
-        start + 1,
-        expected.concat(),
-        found.collect::<String>()
-    ))
-}
-
 /// `git format-patch`'s file name for patch `number` with `subject`: the subject's runs of
 /// letters, digits, `.` and `_` joined by `-`, with no `..`, cut so that the name (without
 /// `.patch`) stays within 57 characters, as git's default `--filename-max-length=64` does.
 pub fn file_name(number: usize, subject: &str) -> String {
-    let words = subject.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'));
-    let mut name = words
+    let title = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_';
+    let words: Vec<&str> = subject
+        .split(|c| !title(c))
         .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
+        .collect();
+    let mut name = words.join("-");
     while name.contains("..") {
         name = name.replace("..", ".");
     }
@@ -163,6 +153,159 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
         bytes.truncate(at + 1);
     }
     Ok(bytes)
+}
+
+/// The commit a patch describes, as `git am` reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub author_name: String,
+    pub author_email: String,
+    /// Seconds since the epoch, and the offset east of UTC in minutes.
+    pub time: (i64, i32),
+    pub subject: String,
+    /// The message after the subject line, without the blank line between them.
+    pub body: String,
+}
+
+impl Message {
+    /// The whole commit message.
+    pub fn text(&self) -> String {
+        if self.body.is_empty() {
+            format!("{}\n", self.subject)
+        } else {
+            format!("{}\n\n{}\n", self.subject, self.body)
+        }
+    }
+}
+
+/// Reads the mail headers and the message of a `git format-patch` file.
+pub fn parse_message(bytes: &[u8]) -> Result<Message> {
+    let text = std::str::from_utf8(bytes).context("the patch is not UTF-8")?;
+    let mbox_line = text.strip_prefix("From ").and_then(|t| t.split_once('\n'));
+    let text = mbox_line.map_or(text, |(_, rest)| rest);
+    // Headers end at the first blank line; a line that starts with a blank continues the one
+    // before it.
+    let (headers, message) = text.split_once("\n\n").unwrap_or((text, ""));
+    let headers = headers.replace("\n ", " ").replace("\n\t", "\t");
+    if let Some(line) = headers
+        .lines()
+        .find(|l| !l.contains(':') || l.starts_with([' ', '\t']))
+    {
+        bail!("`{line}` is not a mail header: is this a `git format-patch` file?");
+    }
+    let header = |name: &str| -> Result<String> {
+        let mut headers = headers.lines().filter_map(|line| line.split_once(':'));
+        let (_, value) = headers
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .with_context(|| format!("no `{name}:` header"))?;
+        decode_words(value.trim())
+    };
+    let from = header("from")?;
+    let Some((name, email)) = from.strip_suffix('>').and_then(|f| f.rsplit_once('<')) else {
+        bail!("`From: {from}` has no <address>");
+    };
+    let name = name.trim();
+    let name = name
+        .strip_prefix('"')
+        .and_then(|n| n.strip_suffix('"'))
+        .unwrap_or(name);
+    let date = header("date")?;
+    let time =
+        parse_date(&date).with_context(|| format!("`Date: {date}` is not an RFC 2822 date"))?;
+    // `[PATCH]`, `[PATCH 2/3]` and the like, as `git am` drops them.
+    let subject = header("subject")?;
+    let mut subject = subject.trim();
+    while let Some((_, rest)) = subject.strip_prefix('[').and_then(|s| s.split_once(']')) {
+        subject = rest.trim_start();
+    }
+    // The message ends where format-patch's `---` separator or the diff begins; blank lines
+    // around it are dropped.
+    let body: Vec<&str> = message
+        .lines()
+        .take_while(|line| *line != "---" && !line.starts_with("diff --git "))
+        .map(str::trim_end)
+        .collect();
+    Ok(Message {
+        author_name: name.replace("\\\"", "\""),
+        author_email: email.to_string(),
+        time,
+        subject: subject.to_string(),
+        body: body.join("\n").trim_matches('\n').to_string(),
+    })
+}
+
+/// Decodes the RFC 2047 words (`=?UTF-8?q?...?=`) that format-patch writes for names and
+/// subjects that are not ASCII, dropping the blank between two of them, as the RFC says.
+fn decode_words(value: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut last_was_word = false;
+    for (i, token) in value.split(' ').enumerate() {
+        let decoded = decode_word(token)?;
+        if i > 0 && !(last_was_word && decoded.is_some()) {
+            out.push(' ');
+        }
+        last_was_word = decoded.is_some();
+        out.push_str(decoded.as_deref().unwrap_or(token));
+    }
+    Ok(out)
+}
+
+fn decode_word(token: &str) -> Result<Option<String>> {
+    let Some(inner) = token.strip_prefix("=?").and_then(|t| t.strip_suffix("?=")) else {
+        return Ok(None);
+    };
+    let &[charset, encoding, data] = &inner.splitn(3, '?').collect::<Vec<_>>()[..] else {
+        return Ok(None);
+    };
+    if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("us-ascii") {
+        bail!("`{token}`: only UTF-8 encoded words are read");
+    }
+    if !encoding.eq_ignore_ascii_case("q") {
+        bail!("`{token}`: only Q-encoded words are read, as git writes them");
+    }
+    // Each `=` starts the hex of one byte; `_` is a space.
+    let mut pieces = data.split('=');
+    let mut bytes = pieces
+        .next()
+        .unwrap_or_default()
+        .replace('_', " ")
+        .into_bytes();
+    for piece in pieces {
+        let byte = piece
+            .get(..2)
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        bytes.push(byte.with_context(|| format!("`{token}`: bad `=XX` escape"))?);
+        bytes.extend(piece[2..].replace('_', " ").bytes());
+    }
+    let text = String::from_utf8(bytes).with_context(|| format!("`{token}` is not UTF-8"))?;
+    Ok(Some(text))
+}
+
+/// An RFC 2822 date, as in `Sun, 29 Nov 2026 21:31:28 +0000`: seconds since the epoch and
+/// the offset.
+fn parse_date(value: &str) -> Option<(i64, i32)> {
+    let value = value.split_once(',').map_or(value, |(_, rest)| rest);
+    let &[day, month, year, time, zone] = &value.split_whitespace().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = months.iter().position(|m| *m == month)? as i64 + 1;
+    let time: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let &[hours, minutes, seconds] = &time[..] else {
+        return None;
+    };
+    // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
+    let digits = zone.strip_prefix(['+', '-']).filter(|d| d.len() == 4);
+    let zone: i32 = digits.and(zone.parse().ok())?;
+    let offset = zone / 100 * 60 + zone % 100;
+    let days = crate::date::days_from_civil(year.parse().ok()?, month, day.parse().ok()?);
+    let local = days * 86_400 + hours * 3600 + minutes * 60 + seconds;
+    Some((local - i64::from(offset) * 60, offset))
 }
 
 #[cfg(test)]
@@ -208,5 +351,48 @@ mod tests {
             "{err}"
         );
         Ok(())
+    }
+
+    const GIT_FORMAT_PATCH: &str =
+        "From 89bad4e13f768e7aae2a61b47217b9badae889ed Mon Sep 17 00:00:00 2001
+From: =?UTF-8?q?Zo=C3=AB=20Example?=
+ <zoe@example.com>
+Date: Sun, 29 Nov 2026 21:31:28 -0130
+Subject: [PATCH 2/3] generation: Sample greedily at temperature 0 in a subject
+ long enough to fold
+
+First paragraph.
+
+Second paragraph.
+---
+ a.rs | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/a.rs b/a.rs
+";
+
+    #[test]
+    fn parse_message_reads_what_git_am_reads() -> Result<()> {
+        let message = parse_message(GIT_FORMAT_PATCH.as_bytes())?;
+        assert_eq!(message.author_name, "Zoë Example");
+        assert_eq!(message.author_email, "zoe@example.com");
+        assert_eq!(
+            message.subject,
+            "generation: Sample greedily at temperature 0 in a subject long enough to fold"
+        );
+        assert_eq!(message.body, "First paragraph.\n\nSecond paragraph.");
+        // Python: datetime(2026, 11, 29, 21, 31, 28, tzinfo=UTC-01:30).timestamp()
+        assert_eq!(message.time, (1_795_993_288, -90));
+        Ok(())
+    }
+
+    #[test]
+    fn parse_date_matches_known_instants() {
+        assert_eq!(parse_date("Thu, 1 Jan 1970 00:00:00 +0000"), Some((0, 0)));
+        assert_eq!(
+            parse_date("Sat, 29 Feb 2020 12:00:00 +0200"),
+            Some((1_582_970_400, 120))
+        );
+        assert!(parse_date("yesterday").is_none());
     }
 }
