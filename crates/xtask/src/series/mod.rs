@@ -35,12 +35,8 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
-    if let Some(pair) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
-        bail!(
-            "{} and {} share a number",
-            pair[0].file_name,
-            pair[1].file_name
-        );
+    if let Some([a, b]) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
+        bail!("{} and {} share a number", a.file_name, b.file_name);
     }
     Ok(patches)
 }
@@ -83,10 +79,7 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     };
     let (files, hunk) = reached.get();
     let delta = files.checked_sub(1).and_then(|i| diff.get_delta(i));
-    let Some(path) = delta
-        .as_ref()
-        .and_then(|d| d.old_file().path().or(d.new_file().path()))
-    else {
+    let Some(path) = delta.and_then(|d| d.old_file().path().or(d.new_file().path())) else {
         bail!("{} does not apply: {}", patch.file_name, err.message());
     };
     let file = path.display();
@@ -130,11 +123,8 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
 /// `.patch`) stays within 57 characters, as git's default `--filename-max-length=64` does.
 pub fn file_name(number: usize, subject: &str) -> String {
     let title = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_';
-    let words: Vec<&str> = subject
-        .split(|c| !title(c))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut name = words.join("-");
+    let spaced = subject.replace(|c| !title(c), " ");
+    let mut name = spaced.split_whitespace().collect::<Vec<_>>().join("-");
     while name.contains("..") {
         name = name.replace("..", ".");
     }
@@ -187,10 +177,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     // before it.
     let (headers, message) = text.split_once("\n\n").unwrap_or((text, ""));
     let headers = headers.replace("\n ", " ").replace("\n\t", "\t");
-    if let Some(line) = headers
-        .lines()
-        .find(|l| !l.contains(':') || l.starts_with([' ', '\t']))
-    {
+    let not_header = |l: &&str| !l.contains(':') || l.starts_with([' ', '\t']);
+    if let Some(line) = headers.lines().find(not_header) {
         bail!("`{line}` is not a mail header: is this a `git format-patch` file?");
     }
     let header = |name: &str| -> Result<String> {
@@ -205,10 +193,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         bail!("`From: {from}` has no <address>");
     };
     let name = name.trim();
-    let name = name
-        .strip_prefix('"')
-        .and_then(|n| n.strip_suffix('"'))
-        .unwrap_or(name);
+    let quoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
+    let name = quoted.unwrap_or(name);
     let date = header("date")?;
     let time =
         parse_date(&date).with_context(|| format!("`Date: {date}` is not an RFC 2822 date"))?;
@@ -263,19 +249,14 @@ fn decode_word(token: &str) -> Result<Option<String>> {
     if !encoding.eq_ignore_ascii_case("q") {
         bail!("`{token}`: only Q-encoded words are read, as git writes them");
     }
-    // Each `=` starts the hex of one byte; `_` is a space.
+    // `=XX` is the byte XX in hex; `_` is a space.
+    let data = data.replace('_', " ");
     let mut pieces = data.split('=');
-    let mut bytes = pieces
-        .next()
-        .unwrap_or_default()
-        .replace('_', " ")
-        .into_bytes();
+    let mut bytes = Vec::from(pieces.next().unwrap_or_default());
     for piece in pieces {
-        let byte = piece
-            .get(..2)
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        let byte = piece.get(..2).and_then(|h| u8::from_str_radix(h, 16).ok());
         bytes.push(byte.with_context(|| format!("`{token}`: bad `=XX` escape"))?);
-        bytes.extend(piece[2..].replace('_', " ").bytes());
+        bytes.extend(piece[2..].bytes());
     }
     let text = String::from_utf8(bytes).with_context(|| format!("`{token}` is not UTF-8"))?;
     Ok(Some(text))
@@ -292,11 +273,8 @@ fn parse_date(value: &str) -> Option<(i64, i32)> {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let month = months.iter().position(|m| *m == month)? as i64 + 1;
-    let time: Vec<i64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let &[hours, minutes, seconds] = &time[..] else {
+    let time: Option<Vec<i64>> = time.split(':').map(|p| p.parse().ok()).collect();
+    let &[hours, minutes, seconds] = &time?[..] else {
         return None;
     };
     // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
