@@ -26,11 +26,7 @@ pub struct Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let Options {
-        candle,
-        branch,
-        base,
-    } = options;
+    let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
     // `patches/` is rewritten whole: refuse while it holds changes that are not committed.
     let workspace = git2::Repository::discover(&layout.root).with_context(|| {
         format!(

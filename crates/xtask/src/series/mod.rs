@@ -160,10 +160,9 @@ pub struct Message {
 impl Message {
     /// The whole commit message.
     pub fn text(&self) -> String {
-        if self.body.is_empty() {
-            format!("{}\n", self.subject)
-        } else {
-            format!("{}\n\n{}\n", self.subject, self.body)
+        match self.body.as_str() {
+            "" => format!("{}\n", self.subject),
+            body => format!("{}\n\n{body}\n", self.subject),
         }
     }
 }
