@@ -71,7 +71,6 @@ pub(crate) fn branches(
         });
         let parent = parent.transpose()?;
         let onto = parent.map_or(base, |index| branches[index].tree);
-        // The patch's change, from `linear` to `after`, merged onto `onto`.
         let [ancestor, ours, theirs] = [linear, onto, after].map(|id| repo.find_tree(id));
         let mut index = repo.merge_trees(&ancestor?, &ours?, &theirs?, None)?;
         if index.has_conflicts() {

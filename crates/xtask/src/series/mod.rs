@@ -83,7 +83,6 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         bail!("{} does not apply: {}", patch.file_name, err.message());
     };
     let file = path.display();
-    // "file: hunk N (@@ ... @@) expected, from line L: ... but the file has: ...".
     let explain_hunk = || -> Result<String> {
         let patch = git2::Patch::from_diff(&diff, files - 1)?.context("no patch for the file")?;
         let (found_hunk, line_count) = patch.hunk(hunk - 1)?;
