@@ -16,12 +16,12 @@ use crate::series::{self, Patch};
 /// other patch branches from the base. The file is optional.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
-    };
+    if !path.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let text = std::fs::read_to_string(&path);
     let document: toml_edit::DocumentMut = text
+        .with_context(|| format!("cannot read {}", path.display()))?
         .parse()
         .with_context(|| format!("{} is not TOML", path.display()))?;
     document
@@ -59,23 +59,18 @@ pub(crate) fn branches(
     let mut branches: Vec<Branch> = Vec::new();
     for patch in patches {
         let after = series::apply(repo, linear, patch)?;
-        let parent = match builds_on.get(patch.number()) {
-            None => None,
-            Some(wanted) => Some(
-                patches[..branches.len()]
-                    .iter()
-                    .position(|p| p.number() == wanted)
-                    .with_context(|| {
-                        format!(
-                            "{} builds on {wanted} (patches/stack.toml), which is not in the \
-                             series before it",
-                            patch.file_name
-                        )
-                    })?,
-            ),
-        };
+        let parent = builds_on.get(patch.number()).map(|wanted| {
+            let mut earlier = patches[..branches.len()].iter();
+            earlier.position(|p| p.number() == wanted).with_context(|| {
+                format!(
+                    "{} builds on {wanted} (patches/stack.toml), which is not in the series \
+                     before it",
+                    patch.file_name
+                )
+            })
+        });
+        let parent = parent.transpose()?;
         let onto = parent.map_or(base, |index| branches[index].tree);
-        // The patch's change, from `linear` to `after`, merged onto `onto`.
         let [ancestor, ours, theirs] = [linear, onto, after].map(|id| repo.find_tree(id));
         let mut index = repo.merge_trees(&ancestor?, &ours?, &theirs?, None)?;
         if index.has_conflicts() {

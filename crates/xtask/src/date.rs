@@ -25,18 +25,11 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
-/// `YYYY-MM-DD` of the day `days` after 1970-01-01.
-pub(crate) fn iso(days: i64) -> String {
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Today's date, in UTC.
+/// Today's date, in UTC, as `YYYY-MM-DD`.
 pub(crate) fn today() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    iso((seconds / 86_400) as i64)
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let (year, month, day) = civil_from_days(now.map_or(0, |d| d.as_secs() / 86_400) as i64);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 #[cfg(test)]
@@ -54,7 +47,8 @@ mod tests {
             ("2026-11-30", 20_787),
             ("2100-03-01", 47_541),
         ] {
-            assert_eq!(iso(days), date);
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(format!("{year:04}-{month:02}-{day:02}"), date);
             let parts: Vec<i64> = date.split('-').map(|p| p.parse().unwrap()).collect();
             assert_eq!(
                 days_from_civil(parts[0], parts[1], parts[2]),

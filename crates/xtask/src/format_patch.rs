@@ -27,17 +27,36 @@ pub struct Options {
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
-    refuse_uncommitted_patches(layout)?;
+    // `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+    let workspace = git2::Repository::discover(&layout.root).with_context(|| {
+        format!(
+            "{} is not in a git repository: patches/ would be overwritten with no way back",
+            layout.root.display()
+        )
+    })?;
+    let workdir = workspace
+        .workdir()
+        .context("the workspace's repository is bare")?;
+    let patches = layout.patches();
+    let relative = patches
+        .strip_prefix(workdir.canonicalize()?)
+        .or_else(|_| patches.strip_prefix(workdir))?;
+    let changed = git::uncommitted(&workspace, Some(&format!("{}/", relative.display())))?;
+    if !changed.is_empty() {
+        bail!(
+            "patches/ has changes that are not committed ({}): commit or stash them first, since \
+             format-patch rewrites the folder",
+            changed.join(", ")
+        );
+    }
+
     let repo = git::open(candle)?;
     let tip = git::resolve(&repo, branch)?;
-    let base_id = git::resolve(&repo, base)?;
-    let commits = git::commits_between(&repo, base_id, tip)?;
+    let commits = git::commits_between(&repo, git::resolve(&repo, base)?, tip)?;
     if commits.is_empty() {
         bail!("`{branch}` has no commits that `{base}` does not have");
     }
-
     // The new folder: every patch, and whatever else `patches/` holds (the pin).
-    let patches = layout.patches();
     let temp = temp_in(&layout.root, "format-patch")?;
     let new = temp.path().join("patches");
     std::fs::create_dir(&new)?;
@@ -63,31 +82,5 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         eprintln!("[format-patch] {line}");
     }
     eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
-    Ok(())
-}
-
-/// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
-fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
-    let repo = git2::Repository::discover(&layout.root).with_context(|| {
-        format!(
-            "{} is not in a git repository: patches/ would be overwritten with no way back",
-            layout.root.display()
-        )
-    })?;
-    let workdir = repo
-        .workdir()
-        .context("the workspace's repository is bare")?;
-    let relative = layout.patches();
-    let relative = relative
-        .strip_prefix(workdir.canonicalize()?)
-        .or_else(|_| relative.strip_prefix(workdir))?;
-    let changed = git::uncommitted(&repo, Some(&format!("{}/", relative.display())))?;
-    if !changed.is_empty() {
-        bail!(
-            "patches/ has changes that are not committed ({}): commit or stash them first, since \
-             format-patch rewrites the folder",
-            changed.join(", ")
-        );
-    }
     Ok(())
 }

@@ -11,11 +11,10 @@ pub fn open(path: &Path) -> Result<Repository> {
 
 /// The commit that `spec` (a branch, tag or commit) names.
 pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
-    let object = repo
-        .revparse_single(spec)
-        .with_context(|| format!("`{spec}` names nothing in {}", show(repo)))?;
-    Ok(object
-        .peel_to_commit()
+    let found = repo.revparse_single(spec);
+    let object = found.with_context(|| format!("`{spec}` names nothing in {}", show(repo)))?;
+    let commit = object.peel_to_commit();
+    Ok(commit
         .with_context(|| format!("`{spec}` is not a commit"))?
         .id())
 }
@@ -40,18 +39,14 @@ pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid
 /// staged changes and untracked files that are not ignored.
 pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<String>> {
     let mut options = StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false);
+    options.include_untracked(true).recurse_untracked_dirs(true);
     if let Some(pathspec) = pathspec {
         options.pathspec(pathspec);
     }
     let statuses = repo.statuses(Some(&mut options))?;
-    Ok(statuses
-        .iter()
-        .filter(|entry| entry.status() != Status::CURRENT)
-        .map(|entry| entry.path().unwrap_or("?").to_string())
+    let changed = statuses.iter().filter(|e| e.status() != Status::CURRENT);
+    Ok(changed
+        .map(|e| e.path().unwrap_or("?").to_string())
         .collect())
 }
 

@@ -8,9 +8,8 @@ use xtask::project::Layout;
 use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 fn main() -> ExitCode {
-    let command = Cli::parse().command;
     let layout = Layout::workspace();
-    let result = match command {
+    let result = match Cli::parse().command {
         Command::Fetch => published::fetch_pinned(&layout),
         Command::Vendor(options) => vendor::run(&layout, &options),
         Command::Check => check::run(&layout),
@@ -19,9 +18,9 @@ fn main() -> ExitCode {
         Command::MetalCheck => metal::run(&layout),
         Command::FormatPatch(options) => format_patch::run(&layout, &options),
     };
-    if let Err(err) = result {
-        eprintln!("error: {err:#}");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
+    let Err(err) = result else {
+        return ExitCode::SUCCESS;
+    };
+    eprintln!("error: {err:#}");
+    ExitCode::FAILURE
 }

@@ -1,10 +1,9 @@
-//! The patch series in `patches/`: `git format-patch` files, applied in file-name order.
+//! The patch series in `patches/`: `git format-patch` files, applied in file-name order, and
+//! their mail headers and message as `git am` reads them: folded headers, RFC 2047 encoded
+//! words, and the RFC 2822 date with its offset (which the commit keeps, so that
+//! `format-patch` writes the same `Date:` back).
 
-mod mail;
-
-pub use mail::{parse_message, Message};
-
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -27,34 +26,23 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if !file_name.ends_with(".patch") {
             continue;
         }
-        if !numbered(&file_name) {
+        // `Patch::number` relies on this.
+        let name = file_name.as_bytes();
+        if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
         let bytes = std::fs::read(entry.path())?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
-    for pair in patches.windows(2) {
-        if pair[0].number() == pair[1].number() {
-            bail!(
-                "{} and {} share a number",
-                pair[0].file_name,
-                pair[1].file_name
-            );
-        }
+    if let Some([a, b]) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
+        bail!("{} and {} share a number", a.file_name, b.file_name);
     }
     Ok(patches)
 }
 
-/// Whether a patch file's name starts with its four-digit number and a `-`, which
-/// `Patch::number` relies on.
-fn numbered(file_name: &str) -> bool {
-    let name = file_name.as_bytes();
-    name.get(4) == Some(&b'-') && name[..4].iter().all(u8::is_ascii_digit)
-}
-
 impl Patch {
-    /// The patch's number, as in `0001` (`load` checks that the name starts with one).
+    /// The patch's number, as in `0001`.
     pub fn number(&self) -> &str {
         &self.file_name[..4]
     }
@@ -74,107 +62,72 @@ impl Patch {
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
-    // Which file and hunk libgit2 was at, from its callbacks, to say what failed.
-    let position: RefCell<(Option<String>, usize, Option<String>)> = RefCell::new((None, 0, None));
-    let applied = {
-        let mut options = ApplyOptions::new();
-        options.delta_callback(|delta| {
-            let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
-            *position.borrow_mut() = (path.map(|p| p.display().to_string()), 0, None);
-            true
-        });
-        options.hunk_callback(|hunk| {
-            let mut position = position.borrow_mut();
-            position.1 += 1;
-            position.2 = hunk.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
-            true
-        });
-        repo.apply_to_tree(&base, &diff, Some(&mut options))
+    // How many files, and hunks of the last one, libgit2 reached: the last failed.
+    let reached = Cell::new((0_usize, 0));
+    let mut options = ApplyOptions::new();
+    options.delta_callback(|_| {
+        reached.set((reached.get().0 + 1, 0));
+        true
+    });
+    options.hunk_callback(|_| {
+        reached.set((reached.get().0, reached.get().1 + 1));
+        true
+    });
+    let err = match repo.apply_to_tree(&base, &diff, Some(&mut options)) {
+        Ok(mut index) => return Ok(index.write_tree_to(repo)?),
+        Err(err) => err,
     };
-    match applied {
-        Ok(mut index) => Ok(index.write_tree_to(repo)?),
-        Err(err) => {
-            let (file, hunk_number, hunk) = position.into_inner();
-            let detail = match (&file, &hunk) {
-                (Some(file), Some(header)) => {
-                    explain_hunk(repo, &base, &diff, file, hunk_number, header).unwrap_or_else(
-                        |_| format!("{file}: hunk {hunk_number} ({header}) does not apply"),
-                    )
-                }
-                (Some(file), None) if base.get_path(Path::new(file)).is_err() => {
-                    format!("{file} does not exist")
-                }
-                (Some(file), None) => format!("{file}: {}", err.message()),
-                _ => err.message().to_string(),
-            };
-            bail!("{} does not apply: {detail}", patch.file_name)
+    let (files, hunk) = reached.get();
+    let delta = files.checked_sub(1).and_then(|i| diff.get_delta(i));
+    let Some(path) = delta.and_then(|d| d.old_file().path().or(d.new_file().path())) else {
+        bail!("{} does not apply: {}", patch.file_name, err.message());
+    };
+    let file = path.display();
+    let explain_hunk = || -> Result<String> {
+        let patch = git2::Patch::from_diff(&diff, files - 1)?.context("no patch for the file")?;
+        let (found_hunk, line_count) = patch.hunk(hunk - 1)?;
+        let show = |line: &str| format!("\n    | {line}");
+        let mut expected = Vec::new();
+        for line in 0..line_count {
+            let line = patch.line_in_hunk(hunk - 1, line)?;
+            if matches!(line.origin(), ' ' | '-') {
+                let line = String::from_utf8_lossy(line.content());
+                expected.push(show(line.trim_end_matches('\n')));
+            }
         }
-    }
+        let blob = repo.find_blob(base.get_path(path)?.id())?;
+        let text = String::from_utf8_lossy(blob.content());
+        let start = found_hunk.old_start().max(1) as usize - 1;
+        let found = text.lines().skip(start).take(expected.len()).map(show);
+        Ok(format!(
+            "{file}: hunk {hunk} ({}) expected, from line {}:{}\nbut the file has:{}",
+            String::from_utf8_lossy(found_hunk.header()).trim_end(),
+            start + 1,
+            expected.concat(),
+            found.collect::<String>()
+        ))
+    };
+    let detail = if hunk > 0 {
+        explain_hunk().unwrap_or_else(|_| format!("{file}: hunk {hunk} does not apply"))
+    } else if base.get_path(path).is_err() {
+        format!("{file} does not exist")
+    } else {
+        format!("{file}: {}", err.message())
+    };
+    bail!("{} does not apply: {detail}", patch.file_name)
 }
 
-/// "file: hunk N (@@ ... @@) expected these lines at line L: ... found: ...".
-fn explain_hunk(
-    repo: &Repository,
-    base: &git2::Tree<'_>,
-    diff: &Diff<'_>,
-    file: &str,
-    hunk_number: usize,
-    header: &str,
-) -> Result<String> {
-    let delta_index = diff
-        .deltas()
-        .position(|d| d.old_file().path().or(d.new_file().path()) == Some(Path::new(file)))
-        .context("no such file in the patch")?;
-    let patch = git2::Patch::from_diff(diff, delta_index)?.context("no patch for the file")?;
-    let (hunk, line_count) = patch.hunk(hunk_number - 1)?;
-    let show = |line: &str| format!("\n    | {line}");
-    let mut expected = Vec::new();
-    for line in 0..line_count {
-        let line = patch.line_in_hunk(hunk_number - 1, line)?;
-        if matches!(line.origin(), ' ' | '-') {
-            let line = String::from_utf8_lossy(line.content());
-            expected.push(show(line.trim_end_matches('\n')));
-        }
-    }
-    let blob = repo.find_blob(base.get_path(Path::new(file))?.id())?;
-    let text = String::from_utf8_lossy(blob.content());
-    let start = hunk.old_start().max(1) as usize - 1;
-    let found = text.lines().skip(start).take(expected.len()).map(show);
-    Ok(format!(
-        "{file}: hunk {hunk_number} ({header}) expected, from line {}:{}\nbut the file has:{}",
-        start + 1,
-        expected.concat(),
-        found.collect::<String>()
-    ))
-}
-
-/// `git format-patch`'s file name for patch `number` with `subject`: the subject's letters,
-/// digits, `.` and `_`, other runs turned into one `-`, cut so that the name (without
+/// `git format-patch`'s file name for patch `number` with `subject`: the subject's runs of
+/// letters, digits, `.` and `_` joined by `-`, with no `..`, cut so that the name (without
 /// `.patch`) stays within 57 characters, as git's default `--filename-max-length=64` does.
 pub fn file_name(number: usize, subject: &str) -> String {
-    let mut name = format!("{number:04}-");
-    let start = name.len();
-    let mut blank = false;
-    let mut chars = subject.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-            if blank && name.len() > start {
-                name.push('-');
-            }
-            blank = false;
-            name.push(c);
-            if c == '.' {
-                while chars.peek() == Some(&'.') {
-                    chars.next();
-                }
-            }
-        } else {
-            blank = true;
-        }
+    let title = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_';
+    let spaced = subject.replace(|c| !title(c), " ");
+    let mut name = spaced.split_whitespace().collect::<Vec<_>>().join("-");
+    while name.contains("..") {
+        name = name.replace("..", ".");
     }
-    while name.len() > start && name.ends_with(['.', '-']) {
-        name.pop();
-    }
+    let mut name = format!("{number:04}-{}", name.trim_end_matches(['.', '-']));
     name.truncate(64 - ".patch".len() - 1);
     name + ".patch"
 }
@@ -189,6 +142,146 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
         bytes.truncate(at + 1);
     }
     Ok(bytes)
+}
+
+/// The commit a patch describes, as `git am` reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub author_name: String,
+    pub author_email: String,
+    /// Seconds since the epoch, and the offset east of UTC in minutes.
+    pub time: (i64, i32),
+    pub subject: String,
+    /// The message after the subject line, without the blank line between them.
+    pub body: String,
+}
+
+impl Message {
+    /// The whole commit message.
+    pub fn text(&self) -> String {
+        match self.body.as_str() {
+            "" => format!("{}\n", self.subject),
+            body => format!("{}\n\n{body}\n", self.subject),
+        }
+    }
+}
+
+/// Reads the mail headers and the message of a `git format-patch` file.
+pub fn parse_message(bytes: &[u8]) -> Result<Message> {
+    let text = std::str::from_utf8(bytes).context("the patch is not UTF-8")?;
+    let mbox_line = text.strip_prefix("From ").and_then(|t| t.split_once('\n'));
+    let text = mbox_line.map_or(text, |(_, rest)| rest);
+    // Headers end at the first blank line; a line that starts with a blank continues the one
+    // before it.
+    let (headers, message) = text.split_once("\n\n").unwrap_or((text, ""));
+    let headers = headers.replace("\n ", " ").replace("\n\t", "\t");
+    let not_header = |l: &&str| !l.contains(':') || l.starts_with([' ', '\t']);
+    if let Some(line) = headers.lines().find(not_header) {
+        bail!("`{line}` is not a mail header: is this a `git format-patch` file?");
+    }
+    let header = |name: &str| -> Result<String> {
+        let mut headers = headers.lines().filter_map(|line| line.split_once(':'));
+        let (_, value) = headers
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .with_context(|| format!("no `{name}:` header"))?;
+        decode_words(value.trim())
+    };
+    let from = header("from")?;
+    let Some((name, email)) = from.strip_suffix('>').and_then(|f| f.rsplit_once('<')) else {
+        bail!("`From: {from}` has no <address>");
+    };
+    let name = name.trim();
+    let quoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
+    let name = quoted.unwrap_or(name);
+    let date = header("date")?;
+    let time =
+        parse_date(&date).with_context(|| format!("`Date: {date}` is not an RFC 2822 date"))?;
+    // `[PATCH]`, `[PATCH 2/3]` and the like, as `git am` drops them.
+    let subject = header("subject")?;
+    let mut subject = subject.trim();
+    while let Some((_, rest)) = subject.strip_prefix('[').and_then(|s| s.split_once(']')) {
+        subject = rest.trim_start();
+    }
+    // The message ends where format-patch's `---` separator or the diff begins; blank lines
+    // around it are dropped.
+    let body: Vec<&str> = message
+        .lines()
+        .take_while(|line| *line != "---" && !line.starts_with("diff --git "))
+        .map(str::trim_end)
+        .collect();
+    Ok(Message {
+        author_name: name.replace("\\\"", "\""),
+        author_email: email.to_string(),
+        time,
+        subject: subject.to_string(),
+        body: body.join("\n").trim_matches('\n').to_string(),
+    })
+}
+
+/// Decodes the RFC 2047 words (`=?UTF-8?q?...?=`) that format-patch writes for names and
+/// subjects that are not ASCII, dropping the blank between two of them, as the RFC says.
+fn decode_words(value: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut last_was_word = false;
+    for (i, token) in value.split(' ').enumerate() {
+        let decoded = decode_word(token)?;
+        if i > 0 && !(last_was_word && decoded.is_some()) {
+            out.push(' ');
+        }
+        last_was_word = decoded.is_some();
+        out.push_str(decoded.as_deref().unwrap_or(token));
+    }
+    Ok(out)
+}
+
+fn decode_word(token: &str) -> Result<Option<String>> {
+    let Some(inner) = token.strip_prefix("=?").and_then(|t| t.strip_suffix("?=")) else {
+        return Ok(None);
+    };
+    let &[charset, encoding, data] = &inner.splitn(3, '?').collect::<Vec<_>>()[..] else {
+        return Ok(None);
+    };
+    if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("us-ascii") {
+        bail!("`{token}`: only UTF-8 encoded words are read");
+    }
+    if !encoding.eq_ignore_ascii_case("q") {
+        bail!("`{token}`: only Q-encoded words are read, as git writes them");
+    }
+    // `=XX` is the byte XX in hex; `_` is a space.
+    let data = data.replace('_', " ");
+    let mut pieces = data.split('=');
+    let mut bytes = Vec::from(pieces.next().unwrap_or_default());
+    for piece in pieces {
+        let byte = piece.get(..2).and_then(|h| u8::from_str_radix(h, 16).ok());
+        bytes.push(byte.with_context(|| format!("`{token}`: bad `=XX` escape"))?);
+        bytes.extend(piece[2..].bytes());
+    }
+    let text = String::from_utf8(bytes).with_context(|| format!("`{token}` is not UTF-8"))?;
+    Ok(Some(text))
+}
+
+/// An RFC 2822 date, as in `Sun, 29 Nov 2026 21:31:28 +0000`: seconds since the epoch and
+/// the offset.
+fn parse_date(value: &str) -> Option<(i64, i32)> {
+    let value = value.split_once(',').map_or(value, |(_, rest)| rest);
+    let &[day, month, year, time, zone] = &value.split_whitespace().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = months.iter().position(|m| *m == month)? as i64 + 1;
+    let time: Option<Vec<i64>> = time.split(':').map(|p| p.parse().ok()).collect();
+    let &[hours, minutes, seconds] = &time?[..] else {
+        return None;
+    };
+    // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
+    let digits = zone.strip_prefix(['+', '-']).filter(|d| d.len() == 4);
+    let zone: i32 = digits.and(zone.parse().ok())?;
+    let offset = zone / 100 * 60 + zone % 100;
+    let days = crate::date::days_from_civil(year.parse().ok()?, month, day.parse().ok()?);
+    let local = days * 86_400 + hours * 3600 + minutes * 60 + seconds;
+    Some((local - i64::from(offset) * 60, offset))
 }
 
 #[cfg(test)]
@@ -234,5 +327,48 @@ mod tests {
             "{err}"
         );
         Ok(())
+    }
+
+    const GIT_FORMAT_PATCH: &str =
+        "From 89bad4e13f768e7aae2a61b47217b9badae889ed Mon Sep 17 00:00:00 2001
+From: =?UTF-8?q?Zo=C3=AB=20Example?=
+ <zoe@example.com>
+Date: Sun, 29 Nov 2026 21:31:28 -0130
+Subject: [PATCH 2/3] generation: Sample greedily at temperature 0 in a subject
+ long enough to fold
+
+First paragraph.
+
+Second paragraph.
+---
+ a.rs | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/a.rs b/a.rs
+";
+
+    #[test]
+    fn parse_message_reads_what_git_am_reads() -> Result<()> {
+        let message = parse_message(GIT_FORMAT_PATCH.as_bytes())?;
+        assert_eq!(message.author_name, "Zoë Example");
+        assert_eq!(message.author_email, "zoe@example.com");
+        assert_eq!(
+            message.subject,
+            "generation: Sample greedily at temperature 0 in a subject long enough to fold"
+        );
+        assert_eq!(message.body, "First paragraph.\n\nSecond paragraph.");
+        // Python: datetime(2026, 11, 29, 21, 31, 28, tzinfo=UTC-01:30).timestamp()
+        assert_eq!(message.time, (1_795_993_288, -90));
+        Ok(())
+    }
+
+    #[test]
+    fn parse_date_matches_known_instants() {
+        assert_eq!(parse_date("Thu, 1 Jan 1970 00:00:00 +0000"), Some((0, 0)));
+        assert_eq!(
+            parse_date("Sat, 29 Feb 2020 12:00:00 +0200"),
+            Some((1_582_970_400, 120))
+        );
+        assert!(parse_date("yesterday").is_none());
     }
 }
