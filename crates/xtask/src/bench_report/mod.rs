@@ -12,150 +12,21 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
 use shared::bench::Settings;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::{self, Layout};
 
 pub mod chart;
+mod criterion;
 pub mod data;
 pub mod render;
 pub mod stats;
 
 pub use chart::svg as chart_svg;
+pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
 use stats::{median, parse_rounds, Paired, Verdict};
-
-/// One benchmark's samples, as criterion saved them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measurement {
-    pub group: String,
-    pub function: String,
-    pub value: Option<String>,
-    /// The time of one iteration in each sample, in nanoseconds.
-    pub per_iteration_ns: Vec<f64>,
-    /// criterion's own median estimate, to check ours against.
-    pub criterion_median_ns: f64,
-}
-
-/// The parts of criterion's `benchmark.json` and `sample.json` read here.
-#[derive(Deserialize)]
-struct Benchmark {
-    group_id: String,
-    function_id: Option<String>,
-    value_str: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Sample {
-    iters: Vec<f64>,
-    times: Vec<f64>,
-}
-
-/// One of criterion's JSON files.
-fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let shown = path.display();
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
-    serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
-}
-
-/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` folder that
-/// holds a `benchmark.json`.
-pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
-    let (mut dirs, mut runs) = (vec![dir.to_path_buf()], Vec::new());
-    while let Some(dir) = dirs.pop() {
-        let entries =
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
-        for entry in entries {
-            let path = entry?.path();
-            let name = path.file_name().unwrap_or_default();
-            if !path.is_dir() || name == "report" || name == "base" {
-                continue;
-            }
-            match name == "new" && path.join("benchmark.json").is_file() {
-                true => runs.push(path),
-                false => dirs.push(path),
-            }
-        }
-    }
-    runs.sort();
-    runs.into_iter()
-        .map(|run| {
-            let benchmark: Benchmark = read(&run.join("benchmark.json"))?;
-            let sample: Sample = read(&run.join("sample.json"))?;
-            let estimates = run.join("estimates.json");
-            let median = read::<serde_json::Value>(&estimates)?["median"]["point_estimate"]
-                .as_f64()
-                .with_context(|| format!("{} is not criterion's JSON", estimates.display()))?;
-            if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
-                let shown = run.display();
-                bail!("{shown}: sample.json's iters and times do not pair up");
-            }
-            let times = sample.times.iter().zip(&sample.iters);
-            Ok(Measurement {
-                group: benchmark.group_id,
-                function: benchmark.function_id.unwrap_or_default(),
-                value: benchmark.value_str,
-                per_iteration_ns: times.map(|(t, i)| t / i).collect(),
-                criterion_median_ns: median,
-            })
-        })
-        .collect()
-}
-
-/// One comparison at one vocabulary: criterion's medians of one call on each side and the floor
-/// (on the CPU), and series over published from paired rounds and callgrind's counts.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub device: String,
-    pub comparison: String,
-    pub vocab: String,
-    pub published_ns: f64,
-    pub series_ns: f64,
-    pub floor_ns: Option<f64>,
-    pub paired: Option<Paired>,
-    pub instructions: Option<f64>,
-}
-
-/// Pairs each `published` measurement with the `series` one of the same group and value, and
-/// the `floor` one where there is one.
-pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
-    // The decode loop's groups have their own section.
-    let mut rows: Vec<Row> = measurements
-        .iter()
-        .filter(|m| m.function == PUBLISHED_POINT && !m.group.ends_with("_decode"))
-        .filter_map(|published| {
-            let beside = |function: &str| {
-                let m = measurements.iter().find(|m| {
-                    m.function == function
-                        && m.group == published.group
-                        && m.value == published.value
-                })?;
-                Some(median(&m.per_iteration_ns))
-            };
-            let (device, comparison) = published
-                .group
-                .split_once('_')
-                .unwrap_or(("?", &published.group));
-            Some(Row {
-                device: device.to_string(),
-                comparison: comparison.to_string(),
-                vocab: published.value.clone().unwrap_or_default(),
-                published_ns: median(&published.per_iteration_ns),
-                series_ns: beside(SERIES_POINT)?,
-                floor_ns: beside("floor"),
-                paired: None,
-                instructions: None,
-            })
-        })
-        .collect();
-    rows.sort_by_key(|row| {
-        let vocab: u64 = row.vocab.parse().unwrap_or(0);
-        (row.device.clone(), row.comparison.clone(), vocab)
-    });
-    rows
-}
 
 /// How many paired rounds `bench-driver pair` times per row.
 pub const ROUNDS: usize = 201;
