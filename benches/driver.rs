@@ -1,9 +1,5 @@
-//! The loops `cargo xtask bench-report` runs, on points of `crates/vendor/points` (`published`,
-//! a patch's number, `series`) in one bench comparison (`group`); `--help` says what each prints.
-//! `pair` times the points back to back, rotating which goes first: on a noisy machine the
-//! ratio of two separate measurements drifts by more than the effects looked for; the ratio
-//! within a round does not. `count` runs under callgrind, where two runs with different `calls`
-//! give one call's count.
+//! `pair` times the points back to back because on a noisy machine the ratio of two separate
+//! measurements drifts by more than the effects looked for; the ratio within a round does not.
 
 use std::process::ExitCode;
 
@@ -64,11 +60,9 @@ fn run(driver: Driver) -> Result<()> {
             vocab,
             calls,
         } => {
-            let logits = logits(&fixture, vocab, &Device::Cpu)?;
-            let mut processor = processor(&point, &group)?;
-            for _ in 0..calls {
-                std::hint::black_box(processor.sample(&logits)?);
-            }
+            // Under callgrind, where two runs with different `calls` give one call's count.
+            let (logits, cpu) = (logits(&fixture, vocab, &Device::Cpu)?, Device::Cpu);
+            time_calls(&mut processor(&point, &group)?, &logits, &cpu, calls)?;
             Ok(())
         }
         Driver::Pair {
@@ -81,7 +75,7 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             let device = testbed::device::by_name(&device)?;
             let logits = logits(&fixture, vocab, &device)?;
-            paired_rounds(rounds, processors(&points, &group)?, |processor| {
+            paired_rounds(rounds, &points, &group, |processor| {
                 let elapsed = time_calls(processor, &logits, &device, calls)?;
                 Ok(elapsed.as_nanos().to_string())
             })
@@ -93,7 +87,7 @@ fn run(driver: Driver) -> Result<()> {
             points,
         } => {
             let mut decode = DecodeLoop::load()?.context(NEEDS_THE_MODEL)?;
-            paired_rounds(rounds, processors(&points, &group)?, |processor| {
+            paired_rounds(rounds, &points, &group, |processor| {
                 let generation = decode.generate(processor, tokens)?;
                 let (total, sampler) = (generation.total, generation.sampler);
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
@@ -115,10 +109,6 @@ fn run(driver: Driver) -> Result<()> {
     }
 }
 
-fn processors(names: &[String], group: &str) -> Result<Vec<Processor>> {
-    names.iter().map(|name| processor(name, group)).collect()
-}
-
 fn processor(name: &str, group: &str) -> Result<Processor> {
     let comparison = comparison(group).with_context(|| format!("no comparison {group}"))?;
     comparison.processor(name).with_context(|| {
@@ -129,31 +119,29 @@ fn processor(name: &str, group: &str) -> Result<Processor> {
     })
 }
 
-/// Runs `measure` once on each of `sides` to warm up, then `rounds` rounds of every side
-/// back to back, rotating which goes first, and prints each round's results on one line, in
-/// side order. A side that fails its warm-up (a point without a patch that the comparison needs,
-/// such as `temperature_0` on a branch without greedy sampling at temperature 0) is left out of
-/// the rounds: its column reads `-`, and its error goes to stderr.
+/// Runs `measure` once on each point to warm up, then `rounds` rounds of every point back to
+/// back, rotating which goes first, printing a line per round. A point that fails its warm-up
+/// (such as `temperature_0` on a branch without 0001) reads `-`, its error on stderr.
 fn paired_rounds(
     rounds: usize,
-    mut sides: Vec<Processor>,
+    points: &[String],
+    group: &str,
     mut measure: impl FnMut(&mut Processor) -> Result<String>,
 ) -> Result<()> {
-    let mut left_out = vec![false; sides.len()];
-    for (side, out) in left_out.iter_mut().enumerate() {
-        if let Err(err) = measure(&mut sides[side]) {
-            eprintln!("side {side} left out: {err:#}");
-            *out = true;
-        }
-    }
-    if left_out.iter().all(|out| *out) {
+    let sides: Result<Vec<Processor>> = points.iter().map(|p| processor(p, group)).collect();
+    let mut sides = sides?;
+    let runs: Vec<bool> = (sides.iter_mut().enumerate())
+        .map(|(side, p)| measure(p).map_err(|e| eprintln!("side {side} left out: {e:#}")))
+        .map(|warmed| warmed.is_ok())
+        .collect();
+    if !runs.contains(&true) {
         bail!("no side can run this comparison");
     }
     for round in 0..rounds {
         let mut results = vec!["-".to_string(); sides.len()];
         for offset in 0..sides.len() {
             let side = (round + offset) % sides.len();
-            if !left_out[side] {
+            if runs[side] {
                 results[side] = measure(&mut sides[side])?;
             }
         }

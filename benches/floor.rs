@@ -1,12 +1,6 @@
 //! Each comparison's floor: the passes that any implementation returning the same tokens must
-//! make, on logits already on the host and with buffers reused, so that the report can say how
-//! far each side is from it. The same tokens need the same f32 probabilities,
-//! `exp(logit / t - max) / sum`: the max (one pass, vectorised), one `exp` per logit at the C
-//! library's speed, and the sum as candle's softmax takes it (its SIMD reduction where the CPU
-//! has AVX2); the weighted draw needs one cumulative pass in index order, the f32 total that
-//! fixes the random number. Top-k adds a selection, top-p a pass that picks the candidates and a
-//! sort of those few. The division by the sum and the search for the drawn token are left out:
-//! these are floors, not samplers.
+//! make (the same f32 probabilities, then one cumulative pass for the draw; top-k adds a
+//! selection, top-p a pass and a sort of its few candidates), on logits already on the host.
 
 use rand::distr::Distribution;
 use rand::rngs::StdRng;
@@ -31,8 +25,7 @@ fn token(key: u64) -> usize {
     key as u32 as usize
 }
 
-/// The largest value, over 8 lanes so that the pass vectorises: the max does not depend on
-/// the order it is taken in.
+/// The largest value, over 8 lanes so that the pass vectorises.
 fn max(values: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; 8];
     let chunks = values.chunks_exact(8);
@@ -47,22 +40,21 @@ fn max(values: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |m, v| m.max(*v))
 }
 
-/// `exp(logit / t - max)` into `prs`, and their sum as candle's softmax takes it.
+/// `exp(logit / t - max)` into `prs`, and their sum as candle's softmax takes it (its SIMD
+/// reduction where the CPU has AVX2), since the same tokens need the same f32 sum.
 fn exps(logits: &[f32], temperature: f32, prs: &mut Vec<f32>) -> f32 {
     let scale = 1.0 / temperature;
     let top = max(logits) * scale;
     prs.clear();
     prs.extend(logits.iter().map(|v| (v * scale - top).exp()));
-    // The same f32 sum as candle's softmax: its reduction, which is SIMD where the CPU has AVX2.
     let mut sum = 0f32;
     // SAFETY: `prs` holds `prs.len()` values, and `sum` one.
     unsafe { candle::cpu::kernels::VecOps::vec_reduce_sum(prs.as_ptr(), &mut sum, prs.len()) };
     sum
 }
 
-/// The weighted draw's floor: one cumulative pass over the weights in index order (their f32
-/// total, which fixes the random number) and the number. Dividing by the softmax's sum and
-/// finding the token under the number cost more; a floor leaves them out.
+/// The weighted draw's floor: the f32 total in index order, which fixes the random number;
+/// dividing by the softmax's sum and finding the token under the number are left out.
 fn draw(weights: &[f32], rng: &mut StdRng) -> usize {
     let total: f32 = weights.iter().sum();
     let chosen: f32 = rand::distr::Uniform::new(0.0, total)

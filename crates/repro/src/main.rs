@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use candle::Device;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use repro::model::Model;
 use repro::vocab::{self, Vocab};
 use shared::repro::{Row, Table};
@@ -17,11 +17,7 @@ use testbed::sampler::{Implementation, Outcome, Sampling};
 /// A line for the reader: on stdout, or on stderr when stdout carries `--format json`.
 macro_rules! say {
     ($json:expr, $($arg:tt)*) => {
-        if $json {
-            eprintln!($($arg)*)
-        } else {
-            println!($($arg)*)
-        }
+        if $json { eprintln!($($arg)*) } else { println!($($arg)*) }
     };
 }
 
@@ -50,14 +46,8 @@ struct Options {
     save_fixture: bool,
     /// json writes the cases' table as data on stdout and the rest on stderr (what `cargo
     /// xtask pr` reads).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Text,
-    Json,
+    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    format: String,
 }
 
 fn main() -> ExitCode {
@@ -78,7 +68,7 @@ struct Scenario {
 }
 
 fn run(options: &Options) -> Result<()> {
-    let json = options.format == Format::Json;
+    let json = options.format == "json";
     let device = testbed::device::by_name(&options.device)?;
     let Some(path) = options.model.clone().or_else(model_file::find) else {
         if options.prompt.is_some() || options.generate.is_some() || options.save_fixture {
@@ -313,17 +303,20 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
 
 /// Rows under a header, columns padded to their widest cell.
 fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    let mut widths = vec![0; header.len()];
-    for row in std::iter::once(&header).chain(rows) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    [&header, &rule]
-        .into_iter()
-        .chain(rows)
+    let mut lines = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    lines.extend_from_slice(rows);
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    lines.insert(1, widths.iter().map(|w| "-".repeat(*w)).collect());
+    lines
+        .iter()
         .map(|cells| {
             let padded: Vec<String> = cells
                 .iter()

@@ -1,14 +1,11 @@
-//! What `bench-report` measured, as `target/bench-report.json` holds it: the one type that the
-//! report writes and `cargo xtask pr` reads for each pull request's evidence.
+//! What `bench-report` measured, as `target/bench-report.json` holds it for `cargo xtask pr`.
 
 use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
-/// The whole measurement: where and how it ran (`commit` notes uncommitted changes,
-/// `crate_label` names the published crates as the pin does, `rounds` are per sampling
-/// comparison), each patch's step in order, and the decode loop of the published point against
-/// the whole series, one per comparison, `None` where the model was not on disk.
+/// Where and how it ran, each patch's step, and the decode loop of the published point against
+/// the whole series per comparison (`None` where the model was not on disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub machine: String,
@@ -27,8 +24,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// A report from its JSON, read by the rules of today: each row's instruction label weighed
-    /// again, and a patch's decode loop kept only for what the patch makes faster per call, so
+    /// A report from its JSON, its instruction labels and decode loops read by today's rules, so
     /// that a report written before a rule changed reads as one written now.
     pub fn parse(json: &str) -> serde_json::Result<Report> {
         let mut report: Report = serde_json::from_str(json)?;
@@ -44,9 +40,8 @@ impl Report {
     }
 }
 
-/// One patch (`patch` is its number and its point's name) against the point it builds on
-/// (`before`: `published` or a patch's number), per comparison at the real vocabulary on the
-/// CPU; `decode` holds the decode loop for the comparisons it makes faster per call.
+/// One patch (its number, its point's name) against the point it builds on, per comparison at
+/// the real vocabulary on the CPU, with the decode loop where it makes a comparison faster.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PatchStep {
     pub patch: String,
@@ -56,8 +51,8 @@ pub struct PatchStep {
     pub decode: Vec<Decode>,
 }
 
-/// One comparison of a patch's step: the median time of one call over the paired rounds on
-/// each side, and after over before in time and, where callgrind counted, in instructions.
+/// One comparison of a patch's step: each side's median time of one call, and after over before
+/// in time and, where callgrind counted, in instructions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub comparison: String,
@@ -79,8 +74,7 @@ pub struct Decode {
     pub before_share: f64,
     pub after_share: f64,
     pub per_token: Paired,
-    /// The same, counting only the sampler's time: a token's time before, less what the sampler
-    /// saves, over the time before. The forward pass does the same work on both sides (one
-    /// token at the same position), so this leaves its noise out.
+    /// A token's time before, less what the sampler saves, over the time before: this leaves out
+    /// the forward pass's noise, the same work on both sides.
     pub sampler_only: Paired,
 }

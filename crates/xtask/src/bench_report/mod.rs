@@ -1,17 +1,13 @@
-//! `cargo xtask bench-report [--callgrind]`: the whole series against the published crates at
-//! every vocabulary (with floors and `target/bench-scaling.svg`), each patch against the branch
-//! it builds on, and the decode loop, from `cargo bench`'s medians and paired rounds of
-//! `bench-driver`; written to `target/bench-report.md` and, for `cargo xtask pr`, as
-//! `data::Report` to `target/bench-report.json`. Paired, because on a shared machine two
-//! criterion runs a minute apart drift by 10% and more: `bench-driver pair` times the sides back
-//! to back, rotating which goes first, and the ratio within a round cancels the drift.
+//! `cargo xtask bench-report`: the series against the published crates, each patch against its
+//! base and the decode loop, from `cargo bench`'s medians and `bench-driver`'s paired rounds
+//! (two criterion runs a minute apart drift by 10% and more; a round's ratio does not).
 
 use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use shared::bench::Settings;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -48,8 +44,8 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
                 subject: p.message()?.subject,
                 before: builds_on
                     .get(p.number())
-                    .cloned()
-                    .unwrap_or_else(|| PUBLISHED_POINT.to_string()),
+                    .map_or(PUBLISHED_POINT, |b| b)
+                    .to_string(),
                 rows: Vec::new(),
                 decode: Vec::new(),
             })
@@ -190,9 +186,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .args(["build", "--release", "-q"])
         .args(["-p", "benches", "--bin", "bench-driver"])
         .status()?;
-    if !status.success() {
-        bail!("cannot build bench-driver");
-    }
+    ensure!(status.success(), "cannot build bench-driver");
     let driver = layout.target().join("release").join("bench-driver");
     let mut command = Command::new(&driver);
     let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
@@ -325,9 +319,8 @@ pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
 }
 
-/// Runs `bench-driver` with `args` then `points`, and keeps what it printed in
-/// `target/bench-driver/`, named after the arguments, so that a report's numbers can be traced to
-/// their rounds.
+/// Runs `bench-driver` with `args` then `points`, keeping its output in `target/bench-driver/`
+/// so that a report's numbers can be traced to their rounds.
 fn driver_rounds(
     layout: &Layout,
     driver: &Path,
@@ -348,9 +341,8 @@ fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
     let output = command
         .output()
         .with_context(|| format!("cannot run {name}"))?;
-    if !output.status.success() {
-        bail!("{name} failed: {}", String::from_utf8_lossy(&output.stderr));
-    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    ensure!(output.status.success(), "{name} failed: {stderr}");
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 

@@ -88,9 +88,7 @@ impl Paired {
 
     /// From each side's times, round by round.
     pub fn between(before: &[f64], after: &[f64]) -> Paired {
-        let rounds: Vec<_> = std::iter::zip(before, after)
-            .map(|(b, a)| (*b, *a))
-            .collect();
+        let rounds: Vec<_> = before.iter().zip(after).map(|(b, a)| (*b, *a)).collect();
         Paired::of(&rounds)
     }
 
