@@ -1,7 +1,5 @@
-//! `sample` on real logits, the published point beside the whole series: one group per
-//! comparison (each variant, and temperature 0), each at every vocabulary size, with the same
-//! seed, and on the CPU the comparison's floor (`benches::floor`). The points between them,
-//! one per patch, are timed in paired rounds by `cargo xtask bench-report`.
+//! `sample` on real logits, the published point beside the whole series and, on the CPU, the
+//! floor, per comparison and vocabulary; `cargo xtask bench-report` times the points between.
 
 use benches::{
     comparisons, floor, logits, time_calls, PUBLISHED_POINT, SEED, SERIES_POINT, VOCAB_SIZES,
@@ -93,9 +91,8 @@ fn run_profile(c: &mut Criterion) {
     group.finish();
 }
 
-/// The decode loop (`benches::decode`): one generation of `TOKENS` tokens per iteration, on the
-/// published point and the whole series, for each comparison. Skipped, and said so, without the
-/// model.
+/// The decode loop, one generation per iteration, on the published point and the whole series;
+/// skipped, and said so, without the model.
 fn run_decode(c: &mut Criterion) {
     let Some(mut decode) = DecodeLoop::load().unwrap() else {
         testbed::announce(&format!("skipped cpu_decode: {NEEDS_THE_MODEL}"));

@@ -1,5 +1,4 @@
-//! What the benches measure, shared by the criterion benches and the instruction-count driver:
-//! logits at each vocabulary size, and the variants at the benches' temperature.
+//! What the criterion benches and `bench-driver` measure: logits at each vocabulary, comparisons.
 
 use std::time::{Duration, Instant};
 
@@ -20,8 +19,7 @@ pub const SEED: u64 = 42;
 
 pub use shared::{PUBLISHED_POINT, SERIES_POINT};
 
-/// One comparison: the sampling that the published point runs, and the one every other point
-/// runs.
+/// One comparison: the sampling the published point runs, and the one every other point runs.
 pub struct Comparison {
     pub group: &'static str,
     pub upstream: Sampling,
@@ -40,9 +38,8 @@ impl Comparison {
     }
 }
 
-/// A group per variant at `TEMPERATURE` (in `all_samplings`' order), each side the same; then
-/// temperature 0, where upstream fails, so patched `TopK { k: TOP_K, temperature: 0.0 }` is set
-/// against what it must cost: upstream's `ArgMax`.
+/// A group per variant at `TEMPERATURE`, each side the same; then temperature 0, where upstream
+/// fails, so patched `TopK` at temperature 0 is set against what it must cost: `ArgMax`.
 pub fn comparisons() -> Vec<Comparison> {
     // Exhaustive, so that a new variant cannot go unnamed or be dropped.
     let group = |sampling: &Sampling| match sampling {
@@ -76,8 +73,7 @@ pub fn comparison(group: &str) -> Option<Comparison> {
     comparisons().into_iter().find(|c| c.group == group)
 }
 
-/// Logits of `vocab` entries with the fixture's distribution, on `device`: the fixture itself at
-/// 49152, otherwise values drawn from it with a fixed seed.
+/// Logits of `vocab` entries: the fixture's own, or values drawn from them with a fixed seed.
 pub fn logits(fixture: &Fixture, vocab: usize, device: &Device) -> Result<Tensor> {
     if vocab == fixture.logits.len() {
         return fixture.tensor(device);

@@ -1,6 +1,5 @@
-//! The decode loop: SmolLM2-135M-Instruct generating a fixed number of tokens after the report's
-//! prompt, on the CPU, each token picked by one side's sampler. What a speed patch gains shows
-//! here per token, beside the model's own forward pass.
+//! The decode loop: SmolLM2 generating a fixed number of tokens on the CPU, each picked by one
+//! side's sampler, where a speed patch's gain shows per token.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,4 @@
-//! The report's scenario on a real model: SmolLM2-135M-Instruct loaded with candle, its
-//! tokenizer and chat template taken from the GGUF, and the logits it gives for a prompt.
+//! The report's scenario on SmolLM2-135M-Instruct: the model, its GGUF tokenizer, its logits.
 
 pub mod decode;
 pub mod model;

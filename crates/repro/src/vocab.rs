@@ -1,9 +1,6 @@
-//! The tokenizer and chat template stored in the GGUF: gpt2 byte-level BPE with llama.cpp's
-//! `smollm` pre-tokenizer, built with the `tokenizers` crate so that its ids equal llama.cpp's.
-//!
-//! candle-core's own `TokenizerFromGguf` treats `smollm` as plain GPT-2, whose byte-level step
-//! adds a space before every piece of text after a special token (`Ġuser`): its ids differ
-//! from llama.cpp's and shift the logits (tests/tokenizer.rs pins both).
+//! The GGUF's tokenizer (gpt2 byte-level BPE, llama.cpp's `smollm` pre-tokenizer) and chat
+//! template. Not candle's `TokenizerFromGguf`, which treats `smollm` as plain GPT-2 and adds a
+//! space after every special token (`Ġuser`), shifting the ids and logits (tests/tokenizer.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -20,14 +17,12 @@ use tokenizers::{AddedToken, Tokenizer};
 /// The GGUF's `tokenizer.*` metadata that the tokenizer and the chat template need.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Vocab {
-    /// `tokenizer.ggml.model` and `.pre`.
     pub model: String,
     pub pre: String,
     pub tokens: Vec<String>,
     /// `tokenizer.ggml.merges`, each "left right".
     pub merges: Vec<String>,
-    /// The control tokens (`token_type` 3) and user-defined ones (4), matched in text as one
-    /// token each, as llama.cpp's `tokenize(special = true)` does.
+    /// Control (`token_type` 3) and user-defined (4) tokens, matched in text as one token each.
     pub special_ids: Vec<u32>,
     pub add_bos_token: bool,
     pub add_space_prefix: bool,
@@ -111,18 +106,13 @@ impl Vocab {
     /// A tokenizer that splits text as llama.cpp does for this vocabulary: special tokens first,
     /// then (smollm) every digit alone, then GPT-2's byte-level pieces without a prefix space.
     pub fn tokenizer(&self) -> Result<Tokenizer> {
-        if self.model != "gpt2"
-            || self.pre != "smollm"
-            || self.add_space_prefix
-            || self.add_bos_token
-        {
+        let (model, pre) = (&self.model, &self.pre);
+        let (space, bos) = (self.add_space_prefix, self.add_bos_token);
+        if model != "gpt2" || pre != "smollm" || space || bos {
             bail!(
                 "only SmolLM2's tokenizer is supported (gpt2 model, smollm pre-tokenizer, no space \
-                 prefix, no BOS), got model {} pre {} add_space_prefix {} add_bos_token {}",
-                self.model,
-                self.pre,
-                self.add_space_prefix,
-                self.add_bos_token
+                 prefix, no BOS), got model {model} pre {pre} add_space_prefix {space} add_bos_token \
+                 {bos}"
             );
         }
         let vocab: BpeVocab = self.tokens.iter().cloned().zip(0..).collect();

@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The k of the benches' `TopK` and `TopKThenTopP` (the greedy `temperature_0` comparison
-/// included), and the p of their `TopP` and `TopKThenTopP`: the report names them.
+/// The k and p of the benches' `TopK`, `TopP` and `TopKThenTopP`; the report names them.
 pub const TOP_K: usize = 40;
 pub const TOP_P: f64 = 0.9;
 

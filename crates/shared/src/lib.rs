@@ -1,13 +1,12 @@
-//! What the workspace's tool (`xtask`), its test support (`testbed`) and its binaries (`cargo
-//! repro`, `bench-driver`) share, written once: where the workspace and cargo's target folder
-//! are, the upstream pin and sha256, how a binary exits.
+//! What `xtask`, `testbed`, `cargo repro` and `bench-driver` share: where the workspace and
+//! its target folder are, the upstream pin and sha256, how a binary exits.
 
 pub mod bench;
 pub mod pin;
 pub mod repro;
 
-/// The point of `crates/vendor/points` that holds the published crates, and the one that holds
-/// every patch; the others are named by their patch's number (`cargo xtask vendor` names them).
+/// The points of `crates/vendor/points` that hold the published crates and every patch; the
+/// others are named by their patch's number.
 pub const PUBLISHED_POINT: &str = "published";
 pub const SERIES_POINT: &str = "series";
 

@@ -1,13 +1,6 @@
-//! The upstream pin: which published crates `patches/` applies to (`patches/upstream.toml`),
-//! one line each:
-//!
-//! ```toml
-//! candle-transformers = { version = "0.11.1", sha256 = "…", commit = "…", path_in_vcs = "candle-transformers" }
-//! ```
-//!
-//! Adding a crate is adding a line with its name and version alone; `cargo xtask vendor` fills in
-//! the rest from the published `.crate` (its sha256, and the commit and folder its
-//! `.cargo_vcs_info.json` records). The first line is the crate the labels name.
+//! The upstream pin, `patches/upstream.toml`: a line per published crate that `patches/` applies
+//! to, the first naming the labels. A line with a version alone is a crate to add, whose sha256,
+//! commit and folder `cargo xtask vendor` fills in from the `.crate`.
 
 use std::path::{Path, PathBuf};
 
@@ -20,9 +13,8 @@ pub struct Pin {
     pub version: String,
     /// The sha256 of the `.crate` file.
     pub sha256: String,
-    /// The upstream commit it was published from, from its `.cargo_vcs_info.json`.
+    /// The upstream commit and folder, from its `.cargo_vcs_info.json`.
     pub commit: String,
-    /// The crate's folder in the upstream repository, likewise.
     pub path_in_vcs: String,
 }
 

@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The bug report's cases on real logits, and what they were run on, without a local path,
-/// since the table goes into pull requests.
+/// The bug report's cases and what they ran on, without a local path: it goes into pull requests.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Table {
     /// The model file and the package it comes from.
@@ -18,8 +17,7 @@ pub struct Table {
     pub rows: Vec<Row>,
 }
 
-/// One case: what the published crate, the patched crate and every point of
-/// `crates/vendor/points` sample (a token, an error or a panic, as text).
+/// One case: what the published and patched crates and every point sample, as text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Row {
     pub case: String,

@@ -1,6 +1,5 @@
-//! The report's scaling chart: time per call against vocabulary size, one panel per comparison,
-//! a line per side and one for the floor (CPU rows), every measured point marked, drawn as an
-//! SVG with plotters, as criterion draws its own. Without CPU rows it says so.
+//! The report's scaling chart, an SVG: time per call against vocabulary, a panel per comparison,
+//! a line per side and the floor (CPU rows).
 
 use anyhow::Result;
 use plotters::prelude::*;

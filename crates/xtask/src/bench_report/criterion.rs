@@ -1,5 +1,4 @@
-//! criterion's saved samples, paired into rows: the published point, the whole series and the
-//! floor of each comparison at each vocabulary.
+//! criterion's saved samples, paired into rows per comparison and vocabulary.
 
 use std::path::Path;
 
@@ -42,8 +41,7 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
 }
 
-/// Every benchmark under criterion's folder (`target/criterion`), from each `new/` folder that
-/// holds a `benchmark.json`.
+/// Every benchmark under criterion's folder, from each `new/` folder with a `benchmark.json`.
 pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
     let (mut dirs, mut runs) = (vec![dir.to_path_buf()], Vec::new());
     while let Some(dir) = dirs.pop() {
@@ -86,8 +84,8 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
         .collect()
 }
 
-/// One comparison at one vocabulary: criterion's medians of one call on each side and the floor
-/// (on the CPU), and series over published from paired rounds and callgrind's counts.
+/// One comparison at one vocabulary: criterion's medians of one call, and series over published
+/// from paired rounds and callgrind's counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
@@ -100,8 +98,7 @@ pub struct Row {
     pub instructions: Option<f64>,
 }
 
-/// Pairs each `published` measurement with the `series` one of the same group and value, and
-/// the `floor` one where there is one.
+/// Pairs each `published` measurement with the `series` and `floor` ones of its group and value.
 pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
     // The decode loop's groups have their own section.
     let mut rows: Vec<Row> = measurements

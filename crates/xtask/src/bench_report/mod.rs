@@ -56,8 +56,8 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
 /// Each point's time of one call in every round, at the real vocabulary on the CPU, by point.
 pub type PointRounds = BTreeMap<String, Vec<f64>>;
 
-/// `bench-driver pair`'s output on `points`, `calls` calls a side and round, as each point's time
-/// of one call per round; a point that `bench-driver` left out is not there.
+/// Each point's time of one call per round from `bench-driver pair` (`calls` calls a round),
+/// without the points it left out.
 pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRounds> {
     let rounds = parse_rounds(output, points.len())?;
     Ok(points
@@ -80,8 +80,7 @@ fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &st
     Some(count(after)? / count(before)?)
 }
 
-/// Fills each patch's rows from the points' rounds and instruction counts of every comparison
-/// that both its points could run.
+/// Fills each patch's rows, for every comparison that both its points could run.
 pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, counts: &Counts) {
     for step in patches {
         step.rows = rounds
@@ -103,9 +102,8 @@ pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, 
     }
 }
 
-/// Whether `step` makes `comparison` faster per call: faster in time, and with fewer
-/// instructions where callgrind counted them; at the same or more instructions the time moves
-/// apart from the work, most likely with where the code lands, and is not claimed as a gain.
+/// Whether `step` makes `comparison` faster per call, in time and not against the instruction
+/// counts (at the same or more instructions the time is most likely where the code lands).
 pub fn faster(step: &PatchStep, comparison: &str) -> bool {
     step.rows.iter().any(|r| {
         r.comparison == comparison
@@ -114,8 +112,7 @@ pub fn faster(step: &PatchStep, comparison: &str) -> bool {
     })
 }
 
-/// The points to run the decode loop on for `comparison`: the published point and the whole
-/// series, and both sides of every patch whose step makes it faster per call.
+/// The points to decode with: the published point, the series and every faster step's sides.
 pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
     let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
     for step in steps.iter().filter(|step| faster(step, comparison)) {
@@ -128,8 +125,7 @@ pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
     points
 }
 
-/// The decode loop between `before` and `after` from the rounds of `points` (each round: a
-/// total and a sampler time, in nanoseconds, per point).
+/// The decode loop between two points, from rounds of a total and a sampler time per point.
 pub fn decode_between(
     comparison: &str,
     points: &[String],

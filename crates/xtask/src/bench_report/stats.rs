@@ -1,5 +1,4 @@
-//! The statistics of the report: medians, paired ratios with bootstrap intervals, and the
-//! verdict rule.
+//! Medians, paired ratios with bootstrap intervals, and the verdict rule.
 
 use std::borrow::Borrow;
 
@@ -35,8 +34,7 @@ pub enum Verdict {
 /// decode loop swings by far more than a sampler's share.
 pub const UNRESOLVED_WIDTH: f64 = 0.10;
 
-/// What instruction counts say where the time alone would mislead: the same instructions
-/// (within `SAME_INSTRUCTIONS`), fewer on the slower side, or more on the faster.
+/// What instruction counts say where the time alone would mislead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
@@ -48,8 +46,7 @@ pub enum Work {
 /// Callgrind's counts move by a few hundredths of a percent between runs.
 pub const SAME_INSTRUCTIONS: f64 = 0.001;
 
-/// The ratio of one comparison from paired rounds: after over before, the median of the rounds'
-/// ratios with its percentile-bootstrap interval.
+/// After over before: the median of the paired rounds' ratios, with its bootstrap interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Paired {
     pub rounds: usize,
@@ -92,8 +89,7 @@ impl Paired {
         Paired::of(&rounds)
     }
 
-    /// Sets `work` from the instruction ratio (after over before), where it says the time is
-    /// not work.
+    /// Sets `work` from the instruction ratio, after over before.
     pub fn weigh(&mut self, instructions: Option<f64>) {
         self.work = match (instructions, self.verdict()) {
             (Some(r), Verdict::Slower | Verdict::Faster)
@@ -158,8 +154,7 @@ impl Paired {
     }
 }
 
-/// `bench-driver pair` and `decode` output: one line per round, `sides` numbers each; a side
-/// that `bench-driver` left out reads `-`, NaN here.
+/// `bench-driver`'s rounds, `sides` numbers a line; a side left out (`-`) reads NaN.
 pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
