@@ -44,8 +44,7 @@ fn run_sampling(c: &mut Criterion) {
     }
 }
 
-/// What each step of upstream's `sample` costs at 49152 tokens, on the CPU: the division by
-/// the temperature, softmax, the copy to the host, top-k's selection, top-p's sort, the draw.
+/// What each step of upstream's `sample` costs at 49152 tokens, on the CPU.
 fn run_profile(c: &mut Criterion) {
     use rand::distr::Distribution;
 
@@ -91,8 +90,7 @@ fn run_profile(c: &mut Criterion) {
     group.finish();
 }
 
-/// The decode loop, one generation per iteration, on the published point and the whole series;
-/// skipped, and said so, without the model.
+/// The decode loop on the published point and the whole series; skipped without the model.
 fn run_decode(c: &mut Criterion) {
     let Some(mut decode) = DecodeLoop::load().unwrap() else {
         testbed::announce(&format!("skipped cpu_decode: {NEEDS_THE_MODEL}"));

@@ -1,5 +1,4 @@
-//! The decode loop: SmolLM2 generating a fixed number of tokens on the CPU, each picked by one
-//! side's sampler, where a speed patch's gain shows per token.
+//! The decode loop: SmolLM2 generating tokens on the CPU, each picked by one side's sampler.
 
 use std::time::{Duration, Instant};
 

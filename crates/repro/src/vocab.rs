@@ -111,8 +111,8 @@ impl Vocab {
         if model != "gpt2" || pre != "smollm" || space || bos {
             bail!(
                 "only SmolLM2's tokenizer is supported (gpt2 model, smollm pre-tokenizer, no space \
-                 prefix, no BOS), got model {model} pre {pre} add_space_prefix {space} add_bos_token \
-                 {bos}"
+                 prefix, no BOS), got model {model} pre {pre} add_space_prefix {space} \
+                 add_bos_token {bos}"
             );
         }
         let vocab: BpeVocab = self.tokens.iter().cloned().zip(0..).collect();

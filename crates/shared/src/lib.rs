@@ -5,8 +5,7 @@ pub mod bench;
 pub mod pin;
 pub mod repro;
 
-/// The points of `crates/vendor/points` that hold the published crates and every patch; the
-/// others are named by their patch's number.
+/// The points holding the published crates and every patch; the others are patch numbers.
 pub const PUBLISHED_POINT: &str = "published";
 pub const SERIES_POINT: &str = "series";
 
@@ -23,8 +22,7 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Cargo's target folder of the workspace at `root`: `CARGO_TARGET_DIR` (relative to the root
-/// when relative), else `target/`.
+/// `CARGO_TARGET_DIR` (relative to `root` when relative), else `root/target/`.
 pub fn target_dir_of(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => root.join(dir),

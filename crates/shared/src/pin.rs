@@ -57,8 +57,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<Line>> {
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
-/// Every crate of the pin file at `path`, all pinned: a line `vendor` has not completed yet is an
-/// error that says to run it.
+/// Every crate of the pin file at `path`, all pinned, or an error that says to run `vendor`.
 pub fn read(path: &Path) -> Result<Vec<Pin>> {
     read_lines(path)?
         .into_iter()

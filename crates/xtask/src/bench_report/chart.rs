@@ -1,5 +1,4 @@
-//! The report's scaling chart, an SVG: time per call against vocabulary, a panel per comparison,
-//! a line per side and the floor (CPU rows).
+//! The report's SVG chart: time per call against vocabulary, a panel per comparison (CPU rows).
 
 use anyhow::Result;
 use plotters::prelude::*;

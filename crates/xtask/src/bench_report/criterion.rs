@@ -84,8 +84,7 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
         .collect()
 }
 
-/// One comparison at one vocabulary: criterion's medians of one call, and series over published
-/// from paired rounds and callgrind's counts.
+/// One comparison at one vocabulary: criterion's medians, and series over published.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,

@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
-/// Where and how it ran, each patch's step, and the decode loop of the published point against
-/// the whole series per comparison (`None` where the model was not on disk).
+/// Where and how it ran, each patch's step, and the whole series' decode loop (if the model was).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub machine: String,
@@ -40,8 +39,7 @@ impl Report {
     }
 }
 
-/// One patch (its number, its point's name) against the point it builds on, per comparison at
-/// the real vocabulary on the CPU, with the decode loop where it makes a comparison faster.
+/// One patch against the point it builds on, with the decode loop where it makes one faster.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PatchStep {
     pub patch: String,
@@ -51,8 +49,7 @@ pub struct PatchStep {
     pub decode: Vec<Decode>,
 }
 
-/// One comparison of a patch's step: each side's median time of one call, and after over before
-/// in time and, where callgrind counted, in instructions.
+/// One comparison of a patch's step: median times, and after over before in time and instructions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     pub comparison: String,
@@ -62,8 +59,7 @@ pub struct Step {
     pub instructions: Option<f64>,
 }
 
-/// One comparison in the decode loop, between two points: each side's median milliseconds per
-/// token and share of it spent in `sample`, and after over before per token.
+/// One comparison in the decode loop: each side's ms per token and `sample`'s share of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Decode {
     pub comparison: String,

@@ -56,8 +56,7 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
 /// Each point's time of one call in every round, at the real vocabulary on the CPU, by point.
 pub type PointRounds = BTreeMap<String, Vec<f64>>;
 
-/// Each point's time of one call per round from `bench-driver pair` (`calls` calls a round),
-/// without the points it left out.
+/// Each point's time of one call per round from `bench-driver pair`, less the points left out.
 pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRounds> {
     let rounds = parse_rounds(output, points.len())?;
     Ok(points
@@ -315,8 +314,7 @@ pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
 }
 
-/// Runs `bench-driver` with `args` then `points`, keeping its output in `target/bench-driver/`
-/// so that a report's numbers can be traced to their rounds.
+/// Runs `bench-driver`, keeping its output in `target/bench-driver/` to trace a report's rounds.
 fn driver_rounds(
     layout: &Layout,
     driver: &Path,

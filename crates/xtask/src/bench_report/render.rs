@@ -36,8 +36,7 @@ pub(crate) fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio; `temperature_0` is what each side
-/// runs there.
+/// How one `sample` call was measured and how to read a ratio, and what `temperature_0` runs.
 pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
     let greedy = temperature_0.map_or(String::new(), |greedy| {
         let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
@@ -145,7 +144,8 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          {INSTRUCTIONS}.\n\n"
     );
     let head = "| comparison | vocab | device | published | series | floor | series / published \
-                | verdict | instructions | series / floor |\n|---|---:|---|---:|---:|---:|---|---|---:|---:|\n";
+                | verdict | instructions | series / floor |\n\
+                |---|---:|---|---:|---:|---:|---|---|---:|---:|\n";
     out += &table(head, rows, |r| {
         let paired = r.paired.as_ref();
         vec![
