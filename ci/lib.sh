@@ -1,5 +1,4 @@
-# Shared by the ci/ scripts: timed, named steps, and a summary line per step that is printed
-# even when a step fails.
+# Timed, named steps for the ci/ scripts, and a summary printed even when a step fails.
 # shellcheck shell=bash
 
 CI_TIMES=()

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# Metal, type-checked for Apple's target: clippy with `--features metal` for aarch64-apple-darwin
-# over every workspace crate that has the feature, and so over the vendored candle crates they
-# build. Nothing is linked or run. Installs what a fresh machine lacks: the target's standard
-# library and clang (which compiles, for that target, the one C file criterion's `alloca` needs).
+# Metal, type-checked (not linked or run) by clippy for aarch64-apple-darwin; installs the target
+# and clang, which compiles the one C file criterion's `alloca` needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

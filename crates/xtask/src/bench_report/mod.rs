@@ -39,13 +39,11 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
     crate::series::load(&layout.patches())?
         .iter()
         .map(|p| {
+            let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
             Ok(PatchStep {
                 patch: p.number().to_string(),
                 subject: p.message()?.subject,
-                before: builds_on
-                    .get(p.number())
-                    .map_or(PUBLISHED_POINT, |b| b)
-                    .to_string(),
+                before: before.to_string(),
                 rows: Vec::new(),
                 decode: Vec::new(),
             })
