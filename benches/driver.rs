@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use benches::{comparison, logits, time_calls};
+use benches::{comparisons, logits, time_calls};
 use candle::Device;
 use clap::Parser;
 use repro::decode::{DecodeLoop, NEEDS_THE_MODEL};
@@ -110,13 +110,12 @@ fn run(driver: Driver) -> Result<()> {
 }
 
 fn processor(name: &str, group: &str) -> Result<Processor> {
-    let comparison = comparison(group).with_context(|| format!("no comparison {group}"))?;
-    comparison.processor(name).with_context(|| {
-        format!(
-            "point must be one of {}, got {name}",
-            points::NAMES.join(", ")
-        )
-    })
+    let comparison = comparisons().into_iter().find(|c| c.group == group);
+    let comparison = comparison.with_context(|| format!("no comparison {group}"))?;
+    let names = points::NAMES.join(", ");
+    comparison
+        .processor(name)
+        .with_context(|| format!("point must be one of {names}, got {name}"))
 }
 
 /// Runs `measure` once on each point to warm up, then `rounds` rounds of every point back to
@@ -130,7 +129,9 @@ fn paired_rounds(
 ) -> Result<()> {
     let sides: Result<Vec<Processor>> = points.iter().map(|p| processor(p, group)).collect();
     let mut sides = sides?;
-    let runs: Vec<bool> = (sides.iter_mut().enumerate())
+    let runs: Vec<bool> = sides
+        .iter_mut()
+        .enumerate()
         .map(|(side, p)| measure(p).map_err(|e| eprintln!("side {side} left out: {e:#}")))
         .map(|warmed| warmed.is_ok())
         .collect();

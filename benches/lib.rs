@@ -69,10 +69,6 @@ pub fn comparisons() -> Vec<Comparison> {
     comparisons
 }
 
-pub fn comparison(group: &str) -> Option<Comparison> {
-    comparisons().into_iter().find(|c| c.group == group)
-}
-
 /// Logits of `vocab` entries: the fixture's own, or values drawn from them with a fixed seed.
 pub fn logits(fixture: &Fixture, vocab: usize, device: &Device) -> Result<Tensor> {
     if vocab == fixture.logits.len() {
