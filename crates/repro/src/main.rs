@@ -279,11 +279,10 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
     };
     let written = Fixture::write(provenance, &scenario.logits)?;
     model.vocab.save(&vocab::fixture_path())?;
+    let json = fixture::dir().join(format!("{}.json", fixture::NAME));
     say!(
         "\nwrote {} (logits sha256 {}) and {}",
-        fixture::dir()
-            .join(format!("{}.json", fixture::NAME))
-            .display(),
+        json.display(),
         written.provenance.logits_sha256,
         vocab::fixture_path().display()
     );

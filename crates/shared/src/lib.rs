@@ -24,10 +24,8 @@ pub fn root() -> PathBuf {
 
 /// `CARGO_TARGET_DIR` (relative to `root` when relative), else `root/target/`.
 pub fn target_dir_of(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => root.join("target"),
-    }
+    let dir = std::env::var_os("CARGO_TARGET_DIR");
+    root.join(dir.unwrap_or_else(|| "target".into()))
 }
 
 pub fn target_dir() -> PathBuf {
