@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use candle::Device;
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use repro::model::Model;
 use repro::vocab::{self, Vocab};
 use shared::repro::{Row, Table};
@@ -14,13 +14,14 @@ use testbed::fixture::{self, Fixture, LogitStats, Provenance};
 use testbed::model as model_file;
 use testbed::sampler::{Implementation, Outcome, Sampling};
 
-/// Whether stdout carries `--format json`, set once from the options.
-static JSON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-
 /// A line for the reader: on stdout, or on stderr when stdout carries `--format json`.
 macro_rules! say {
-    ($($arg:tt)*) => {
-        if JSON.get() == Some(&true) { eprintln!($($arg)*) } else { println!($($arg)*) }
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
     };
 }
 
@@ -49,8 +50,14 @@ struct Options {
     save_fixture: bool,
     /// json writes the cases' table as data on stdout and the rest on stderr (what `cargo
     /// xtask pr` reads).
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
-    format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 fn main() -> ExitCode {
@@ -66,10 +73,12 @@ struct Scenario {
     tokenizer: tokenizers::Tokenizer,
     /// `model` when the model computed the logits now, `fixture` for the committed ones.
     source: &'static str,
+    /// Whether stdout carries `--format json`, so that `say!` writes to stderr.
+    json: bool,
 }
 
 fn run(options: &Options) -> Result<()> {
-    JSON.get_or_init(|| options.format == "json");
+    let json = options.format == Format::Json;
     let device = testbed::device::by_name(&options.device)?;
     let Some(path) = options.model.clone().or_else(model_file::find) else {
         if options.prompt.is_some() || options.generate.is_some() || options.save_fixture {
@@ -80,6 +89,7 @@ fn run(options: &Options) -> Result<()> {
         }
         let Fixture { provenance, logits } = Fixture::load()?;
         say!(
+            json,
             "running on the committed fixture, SmolLM2-135M-Instruct Q4_1's logits for {:?}: no model \
              at {} (`bash ci/fetch-model.sh` downloads it, or pass --model PATH)",
             provenance.prompt,
@@ -92,12 +102,13 @@ fn run(options: &Options) -> Result<()> {
             logits,
             tokenizer: Vocab::load(&vocab::fixture_path())?.tokenizer()?,
             source: "fixture",
+            json,
         };
         return print_cases(&scenario, options.seed, &device);
     };
 
     let mut model = Model::load(&path, &device)?;
-    say!("running {} on {}", path.display(), options.device);
+    say!(json, "running {} on {}", path.display(), options.device);
     let prompt = options.prompt.as_deref().unwrap_or(fixture::PROMPT);
     let (text, token_ids) = model.prompt(prompt)?;
     let scenario = Scenario {
@@ -107,21 +118,24 @@ fn run(options: &Options) -> Result<()> {
         token_ids,
         tokenizer: model.tokenizer.clone(),
         source: "model",
+        json,
     };
     print_cases(&scenario, options.seed, &device)?;
     if prompt == fixture::PROMPT {
         match Fixture::load() {
-            Err(err) => say!("\nfixture    cannot be read: {err}"),
+            Err(err) => say!(json, "\nfixture    cannot be read: {err}"),
             Ok(committed)
                 if committed.provenance.token_ids != scenario.token_ids
                     || committed.logits.len() != scenario.logits.len() =>
             {
                 say!(
+                    json,
                     "\nfixture    differs: other token ids or vocabulary size than the committed \
                      fixture"
                 )
             }
             Ok(committed) => say!(
+                json,
                 "\nfixture    the committed logits differ from these by at most {} ({} values)",
                 committed.largest_difference(&scenario.logits),
                 committed.logits.len()
@@ -145,9 +159,9 @@ fn show_token(tokenizer: &tokenizers::Tokenizer, token: u32) -> String {
 }
 
 fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
-    let json = JSON.get() == Some(&true);
     let stats = LogitStats::of(&scenario.logits);
     say!(
+        scenario.json,
         "\nprompt     {:?}, the user turn of the GGUF's chat template\n\
          text       {:?}\n\
          token ids  {:?} ({} tokens)\n\
@@ -182,13 +196,13 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
             // Every point too, so that each pull request shows what its own branch changes.
             points: points::NAMES
                 .iter()
-                .filter(|_| json)
+                .filter(|_| scenario.json)
                 .filter_map(|name| Implementation::point(name))
                 .map(|point| (point.name().to_string(), outcome(case, point)))
                 .collect(),
         })
         .collect();
-    if !json {
+    if !scenario.json {
         let header = ["case", "upstream (published)", "patched (+ patches/)"];
         let cells: Vec<_> = rows
             .into_iter()
@@ -214,7 +228,10 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
         k: 40,
         temperature: 0.0,
     };
-    say!("\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):");
+    say!(
+        scenario.json,
+        "\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):"
+    );
     for implementation in Implementation::BOTH {
         let name = implementation.name();
         let mut processor = implementation.from_sampling(seed, &greedy);
@@ -229,13 +246,16 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
                     .tokenizer
                     .decode(&tokens, false)
                     .map_err(anyhow::Error::msg)?;
-                say!("{name:<9} {text:?} {tokens:?}")
+                say!(scenario.json, "{name:<9} {text:?} {tokens:?}")
             }
             Err(err) => {
                 let message = err
                     .downcast_ref()
                     .map_or_else(|| format!("{err:#}"), testbed::sampler::message);
-                say!("{name:<9} error at token {sampled}: {message}")
+                say!(
+                    scenario.json,
+                    "{name:<9} error at token {sampled}: {message}"
+                )
             }
         }
     }
@@ -281,6 +301,7 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
     model.vocab.save(&vocab::fixture_path())?;
     let json = fixture::dir().join(format!("{}.json", fixture::NAME));
     say!(
+        scenario.json,
         "\nwrote {} (logits sha256 {}) and {}",
         json.display(),
         written.provenance.logits_sha256,
