@@ -1,4 +1,5 @@
-//! The report as Markdown.
+//! The report as Markdown: the whole series against the published crates, one table per patch,
+//! the decode loop, and upstream's cost profile.
 
 use shared::bench::{TOP_K, TOP_P};
 
@@ -6,10 +7,18 @@ use super::data::{Decode, PatchStep, Report, Step};
 use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
 use super::Row;
 
-/// A Markdown table: `head`, its header and alignment lines, then a line of `cells` per row.
-fn table<T>(head: &str, rows: &[T], cells: impl Fn(&T) -> Vec<String>) -> String {
-    let line = |row| format!("| {} |\n", cells(row).join(" | "));
-    head.to_string() + &rows.iter().map(line).collect::<String>()
+/// A table's column: its header, its alignment and its cell for each row.
+type Column<T> = (&'static str, &'static str, fn(&T) -> String);
+
+fn table<T>(rows: &[T], columns: &[Column<T>]) -> String {
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(columns.iter().map(|c| c.0.to_string()).collect());
+    let aligns: Vec<&str> = columns.iter().map(|c| c.1).collect();
+    out += &format!("|{}|\n", aligns.join("|"));
+    for row in rows {
+        out += &line(columns.iter().map(|c| (c.2)(row)).collect());
+    }
+    out
 }
 
 pub fn show_time(ns: f64) -> String {
@@ -36,7 +45,8 @@ pub(crate) fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio, and what `temperature_0` runs.
+/// How one `sample` call was measured and how to read a ratio; `temperature_0` says what each
+/// side runs for that comparison, when the rows have it.
 pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
     let greedy = temperature_0.map_or(String::new(), |greedy| {
         let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
@@ -84,31 +94,25 @@ pub(crate) const INSTRUCTIONS: &str =
     most likely comes from where the code lands in memory rather than from the change; \"more \
     instructions\" or \"fewer instructions\": the time moves against the work";
 
-/// The table of one patch, as a pull request's body shows it.
+/// The table of one patch: what a pull request's body shows, and the instruction ratio where
+/// callgrind counted.
 pub(crate) fn patch_table(step: &PatchStep) -> String {
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    let (column, align) = match counted {
-        true => (" instructions |", "---:|"),
-        false => ("", ""),
-    };
-    let head = format!(
-        "| variant | before | after | after / before |{column} verdict |\n\
-         |---|---:|---:|---|{align}---|\n"
-    );
-    table(&head, &step.rows, |r: &Step| {
-        let mut cells = vec![
-            format!("`{}`", r.comparison),
-            show_time(r.before_ns),
-            show_time(r.after_ns),
-            r.paired.interval(),
-            r.instructions.map_or("-".into(), |r| format!("{r:.4}")),
-            r.paired.verdict_text(),
-        ];
-        if !counted {
-            cells.remove(4);
-        }
-        cells
-    })
+    let columns: [Column<Step>; 6] = [
+        ("variant", "---", |r| format!("`{}`", r.comparison)),
+        ("before", "---:", |r| show_time(r.before_ns)),
+        ("after", "---:", |r| show_time(r.after_ns)),
+        ("after / before", "---", |r| r.paired.interval()),
+        ("instructions", "---:", |r| {
+            r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
+        }),
+        ("verdict", "---", |r| r.paired.verdict_text()),
+    ];
+    let columns: Vec<_> = columns
+        .into_iter()
+        .filter(|c| counted || c.0 != "instructions")
+        .collect();
+    table(&step.rows, &columns)
 }
 
 /// candle's devices, as the benches prefix their groups, and what measures one.
@@ -143,28 +147,38 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
          {INSTRUCTIONS}.\n\n"
     );
-    let head = "| comparison | vocab | device | published | series | floor | series / published \
-                | verdict | instructions | series / floor |\n\
-                |---|---:|---|---:|---:|---:|---|---|---:|---:|\n";
-    out += &table(head, rows, |r| {
-        let paired = r.paired.as_ref();
-        vec![
-            r.comparison.clone(),
-            r.vocab.clone(),
-            r.device.clone(),
-            show_time(r.published_ns),
-            show_time(r.series_ns),
-            r.floor_ns.map(show_time).unwrap_or_default(),
-            paired.map(Paired::interval).unwrap_or_default(),
-            paired.map(Paired::verdict_text).unwrap_or_default(),
-            r.instructions
-                .map(|i| format!("{i:.4}"))
-                .unwrap_or_default(),
-            r.floor_ns
-                .map(|f| format!("{:.1}", r.series_ns / f))
-                .unwrap_or_default(),
-        ]
-    });
+    out += &table(
+        rows,
+        &[
+            ("comparison", "---", |r| r.comparison.clone()),
+            ("vocab", "---:", |r| r.vocab.clone()),
+            ("device", "---", |r| r.device.clone()),
+            ("published", "---:", |r| show_time(r.published_ns)),
+            ("series", "---:", |r| show_time(r.series_ns)),
+            ("floor", "---:", |r| {
+                r.floor_ns.map(show_time).unwrap_or_default()
+            }),
+            ("series / published", "---", |r| {
+                r.paired.as_ref().map(Paired::interval).unwrap_or_default()
+            }),
+            ("verdict", "---", |r| {
+                r.paired
+                    .as_ref()
+                    .map(Paired::verdict_text)
+                    .unwrap_or_default()
+            }),
+            ("instructions", "---:", |r| {
+                r.instructions
+                    .map(|r| format!("{r:.4}"))
+                    .unwrap_or_default()
+            }),
+            ("series / floor", "---:", |r| {
+                r.floor_ns
+                    .map(|f| format!("{:.1}", r.series_ns / f))
+                    .unwrap_or_default()
+            }),
+        ],
+    );
     out += &format!(
         "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
          the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
@@ -203,10 +217,13 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
         out += "What each step of a `sample` call costs alone: the floor for the next \
                 performance work.\n\n";
-        let head = "| step | median |\n|---|---:|\n";
-        out += &table(head, profile, |(step, ns)| {
-            vec![step.clone(), show_time(*ns)]
-        });
+        out += &table(
+            profile,
+            &[
+                ("step", "---", |(step, _)| step.clone()),
+                ("median", "---:", |(_, ns)| show_time(*ns)),
+            ],
+        );
     }
     out
 }
@@ -215,17 +232,17 @@ fn decode_table(decodes: &[Decode]) -> String {
     fn side(ms: f64, share: f64) -> String {
         format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
     }
-    let head =
-        "| variant | before | after | after / before per token | sampler's time only | verdict \
-                |\n|---|---|---|---|---|---|\n";
-    table(head, decodes, |d| {
-        vec![
-            format!("`{}`", d.comparison),
-            side(d.before_ms, d.before_share),
-            side(d.after_ms, d.after_share),
-            d.per_token.interval(),
-            d.sampler_only.interval(),
-            d.sampler_only.verdict_text(),
-        ]
-    })
+    table(
+        decodes,
+        &[
+            ("variant", "---", |d| format!("`{}`", d.comparison)),
+            ("before", "---", |d| side(d.before_ms, d.before_share)),
+            ("after", "---", |d| side(d.after_ms, d.after_share)),
+            ("after / before per token", "---", |d| {
+                d.per_token.interval()
+            }),
+            ("sampler's time only", "---", |d| d.sampler_only.interval()),
+            ("verdict", "---", |d| d.sampler_only.verdict_text()),
+        ],
+    )
 }
