@@ -50,6 +50,20 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
         .collect())
 }
 
+/// The Rust files in `tree`, by path, with their text.
+pub(crate) fn rust_files(repo: &Repository, tree: Oid) -> Result<Vec<(String, String)>> {
+    let mut files = Vec::new();
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            let path = format!("{dir}{}", entry.name().unwrap_or_default());
+            if let Some(Ok(blob)) = path.ends_with(".rs").then(|| repo.find_blob(entry.id())) {
+                files.push((path, String::from_utf8_lossy(blob.content()).into_owned()));
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+    Ok(files)
+}
+
 /// A commit id cut to 10 characters, for messages.
 pub fn short(id: &str) -> &str {
     id.get(..10).unwrap_or(id)

@@ -140,8 +140,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
             assert!(!body.contains(local), "`{local}` in\n{body}");
         }
     }
+    // The title is the subject, as candle squash-merges it (`Title (#N)`).
     assert_eq!(
-        render::title(&prepared.stack, 1),
+        prepared.stack.entries[1].message.subject,
         "generation: Raise it again"
     );
     Ok(())

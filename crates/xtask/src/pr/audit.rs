@@ -24,22 +24,14 @@ pub struct CallSite {
 /// Every `from_sampling(` call in the base's Rust files, outside the module that defines it and
 /// its own tests, which call it at fixed temperatures.
 pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
-    let tree = repo.find_commit(base)?.tree()?;
     let own = ["generation/mod.rs", "tests/generation_tests.rs"];
-    let mut files = Vec::new();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        let path = format!("{dir}{}", entry.name().unwrap_or_default());
-        if path.ends_with(".rs") && !own.iter().any(|own| path.ends_with(own)) {
-            files.push((path, entry.id()));
-        }
-        git2::TreeWalkResult::Ok
-    })?;
-    let mut sites = Vec::new();
-    for (path, id) in files {
-        let text = String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned();
-        sites.extend(sites_in(&path, &text));
-    }
-    Ok(sites)
+    let files = crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())?;
+    let files = files
+        .iter()
+        .filter(|(path, _)| !own.iter().any(|own| path.ends_with(own)));
+    Ok(files
+        .flat_map(|(path, text)| sites_in(path, text))
+        .collect())
 }
 
 /// The calls in one file. A guard is a comparison of a temperature with 0 (or `1e-7`) in the 40

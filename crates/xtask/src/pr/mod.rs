@@ -285,7 +285,7 @@ fn write_out(
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
         let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        std::fs::write(dir.join("title.txt"), render::title(stack, index) + "\n")?;
+        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         std::fs::write(dir.join("body.md"), body)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;

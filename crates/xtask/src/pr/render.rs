@@ -11,11 +11,6 @@ use crate::bench_report::render::{self as report, point, Greedy};
 use crate::git::short;
 use crate::pin::{self, Pin};
 
-/// The title of entry `index`: its subject, as candle squash-merges it (`Title (#N)`).
-pub fn title(stack: &Stack, index: usize) -> String {
-    stack.entries[index].message.subject.clone()
-}
-
 pub fn body(
     stack: &Stack,
     index: usize,
@@ -66,16 +61,15 @@ pub fn body(
     out += &text(&notes.test_plan);
     let quoted = |&i: &usize| format!("\"{}\"", stack.entries[i].message.subject);
     let titles: Vec<String> = stack.ancestors(index).iter().rev().map(quoted).collect();
-    let depends = match titles.as_slice() {
-        [] => None,
-        [one] => Some((one.clone(), "that pull request", "its commit")),
-        [rest @ .., last] => Some((
-            format!("{} and {last}", rest.join(", ")),
-            "those pull requests, in this order,",
-            "their commits",
-        )),
-    };
-    if let Some((titles, one, them)) = depends {
+    if let [rest @ .., last] = titles.as_slice() {
+        let (titles, one, them) = match rest {
+            [] => (last.clone(), "that pull request", "its commit"),
+            _ => (
+                format!("{} and {last}", rest.join(", ")),
+                "those pull requests, in this order,",
+                "their commits",
+            ),
+        };
         out += &format!(
             "## Depends on\n\nThis pull request builds on {titles}: merge {one} first. Until then \
              its diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
@@ -85,9 +79,7 @@ pub fn body(
     out.trim_end().to_string() + "\n"
 }
 
-/// The benchmark evidence in the body of patch `number`: its own step, this branch against the
-/// one it builds on, per call, and per token of the decode loop where it makes a comparison
-/// faster per call.
+/// The benchmark evidence for patch `number`: its step, against the branch it builds on.
 fn bench(report: &Report, number: &str, before: &str) -> String {
     let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
         return format!(
@@ -110,15 +102,14 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         shared::PUBLISHED_POINT => Greedy::After("this branch"),
         _ => Greedy::BothSides,
     };
-    let counted = match step.rows.iter().any(|r| r.instructions.is_some()) {
-        true => format!(" {}.", report::INSTRUCTIONS),
-        false => String::new(),
-    };
+    let counted = step.rows.iter().any(|r| r.instructions.is_some());
+    let counted = counted.then(|| format!(" {}.", report::INSTRUCTIONS));
     let mut out = format!(
-        "This branch against {}: {}. {}.{counted} Measured on {} on {}.\n\n{}",
+        "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n{}",
         point(before),
         report::setting(report, greedy.then_some(greedy_sides)),
         report::COLUMNS,
+        counted.unwrap_or_default(),
         report.machine,
         report.date,
         report::patch_table(step)
