@@ -7,9 +7,8 @@ use super::{audit, base, stack, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
-/// Makes the stack's branches in `repo`: checks everything first, applies every patch in memory,
-/// and only then writes the branches' new objects and the branches. Anything refused or failed
-/// leaves `repo` as it was.
+/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded:
+/// anything refused or failed leaves `repo` as it was.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -57,9 +56,7 @@ pub fn prepare(
         )
     })?;
     let call_sites = audit::audit(repo, base)?;
-    // Everything succeeded: write the branches' new objects, then the branches. Not the whole
-    // mempack: its dump packs every tree and blob the commits reach, and it also holds what
-    // trying the patches on pull requests wrote.
+    // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
     let disk = on_disk.odb()?;
     for entry in &stack.entries {
@@ -77,9 +74,8 @@ pub fn prepare(
     })
 }
 
-/// Writes object `id` of `repo` into `disk`, and every object it refers to that `disk` lacks:
-/// the new commits, and the trees and blobs along the paths the patches changed. Children go
-/// first, so that `disk` never holds an object whose parts it lacks.
+/// Writes object `id` of `repo` and every object it refers to that `disk` lacks into `disk`,
+/// children first, so that `disk` never holds an object whose parts it lacks.
 fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()> {
     if disk.exists(id) {
         return Ok(());
@@ -102,8 +98,8 @@ fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()>
     Ok(())
 }
 
-/// The commit of the branch `name`: local, or remote-tracking (`origin/main`). A commit id or a
-/// tag is refused: a pull request is made against a branch.
+/// The commit of the local or remote-tracking (`origin/main`) branch `name`: a pull request is
+/// made against a branch, not a commit or a tag.
 fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
     for reference in [format!("refs/heads/{name}"), format!("refs/remotes/{name}")] {
         if let Ok(reference) = repo.find_reference(&reference) {

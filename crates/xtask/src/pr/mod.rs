@@ -1,7 +1,5 @@
-//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack. With a clone of
-//! candle it makes one branch per patch there, without touching the work tree or the current
-//! branch; in every case it writes `target/pr/<branch>/` for each: the title, the body in
-//! Markdown and the patch, `git am`-able.
+//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack: a branch each in a
+//! clone of candle (its work tree untouched), and `target/pr/<branch>/` with title, body, patch.
 
 pub mod audit;
 pub mod base;
@@ -104,7 +102,6 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// What `prepare` made and found in a clone.
 #[derive(Debug)]
 pub struct Prepared {
     pub stack: Stack,
@@ -154,26 +151,22 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    let failed: Vec<String> = stack
-        .entries
-        .iter()
-        .zip(checks.unwrap_or_default())
-        .flat_map(|(entry, checks)| checks.iter().filter(|c| !c.passed).map(move |c| (entry, c)))
-        .map(|(entry, check)| format!("{}: {}", entry.branch, check.command.text()))
-        .collect();
+    let mut failed = Vec::new();
+    for (entry, checks) in stack.entries.iter().zip(checks.unwrap_or_default()) {
+        let checks = checks.iter().filter(|c| !c.passed);
+        failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
+    }
     if !failed.is_empty() {
         bail!("--verify failed: {}", failed.join("; "));
     }
     Ok(())
 }
 
-/// The selected patches, their notes and their branches' names, all read and checked before
-/// anything is made.
+/// The selected patches, their notes, their branches' names and `patches/stack.toml`.
 pub struct Series {
     pub patches: Vec<Patch>,
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
-    /// What each patch builds on, from `patches/stack.toml`.
     pub builds_on: std::collections::BTreeMap<String, String>,
 }
 
@@ -197,8 +190,7 @@ impl Series {
     }
 }
 
-/// Who the pull requests' commits are by: `--author "Name <email>"`, else the identity git uses
-/// in `repo` (`user.name` and `user.email`).
+/// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.
 pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Signature<'static>> {
     if let Some(author) = author {
         let (name, email) = parse_author(author)?;
@@ -233,13 +225,12 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
-/// Runs candle's CI commands on every branch, in one export that follows the stack branch by
-/// branch, so that cargo rebuilds only what each changes.
+/// Runs candle's CI commands on every branch in one export that follows the stack, so that cargo
+/// rebuilds only what each branch changes.
 fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
-    // The tree the export holds from an earlier run, if this clone has it: only what differs
-    // from it is written, so cargo keeps what it built then.
+    // The tree the export holds from an earlier run, if this clone has it.
     let mut previous: Option<Oid> = std::fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())

@@ -14,8 +14,7 @@ pub struct Entry {
     pub patch: Patch,
     pub message: Message,
     pub branch: String,
-    /// The entry whose branch this one starts from, which must be merged first; `None` for a
-    /// patch that stands alone on the base.
+    /// The entry whose branch this one starts from (to merge first); `None` for the base.
     pub parent: Option<usize>,
     pub commit: Oid,
 }
@@ -36,33 +35,24 @@ impl Stack {
 /// The longest branch name: short enough to read in a list of pull requests.
 pub const MAX_BRANCH: usize = 40;
 
-/// The branch name made from a patch's subject, its area prefix left out, in lowercase words
-/// joined by `-`, as many whole words as fit in `MAX_BRANCH` characters:
-/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0".
+/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
+/// many whole words as fit in `MAX_BRANCH` characters.
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = match message.subject.split_once(": ") {
         Some((area, rest)) if !area.contains(' ') => rest,
         _ => &message.subject,
     };
     let subject = subject.replace('\'', "").to_ascii_lowercase();
-    let mut name = String::new();
-    let words = subject.split(|c: char| !c.is_ascii_alphanumeric());
-    for word in words.filter(|w| !w.is_empty()) {
-        let joined = match name.is_empty() {
-            true => word.to_string(),
-            false => format!("{name}-{word}"),
-        };
-        if joined.len() > MAX_BRANCH {
-            break;
-        }
-        name = joined;
-    }
-    format!("{prefix}{name}")
+    // Each word's length with the `-` after it, summed.
+    let (mut length, words) = (0, subject.split(|c: char| !c.is_ascii_alphanumeric()));
+    let words = words.filter(|w| !w.is_empty()).take_while(|w| {
+        length += w.len() + 1;
+        length <= MAX_BRANCH + 1
+    });
+    format!("{prefix}{}", words.collect::<Vec<_>>().join("-"))
 }
 
-/// Commits each patch onto its parent in `repo`'s object database, nothing written to any
-/// reference: onto the branch of the patch that `builds_on` names, else onto the base, each
-/// commit holding the tree `branches::branches` gives its branch.
+/// Commits each patch's branch (`branches::branches`) in `repo`, no reference written.
 pub fn build(
     repo: &Repository,
     base: Oid,
