@@ -1,6 +1,5 @@
-//! `cargo xtask format-patch --candle <clone> --branch NAME [--base main]`: writes the branch's
-//! commits back into `patches/`, one `git format-patch` file each, after review comments were
-//! addressed in the clone. `cargo xtask vendor` then regenerates the vendored crate.
+//! `cargo xtask format-patch`: writes a branch's commits back into `patches/`, one
+//! `git format-patch` file each, after review comments were addressed in the clone.
 
 use std::path::PathBuf;
 

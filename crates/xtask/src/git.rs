@@ -19,8 +19,7 @@ pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
         .id())
 }
 
-/// The commits reachable from `tip` and not from `base`, oldest first; merges are refused, as
-/// they have no single patch.
+/// The commits reachable from `tip` and not from `base`, oldest first, none a merge.
 pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -35,8 +34,7 @@ pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid
     Ok(commits)
 }
 
-/// The paths under `pathspec` (all if `None`) with changes git does not have in HEAD: edits,
-/// staged changes and untracked files that are not ignored.
+/// The paths under `pathspec` (all if `None`) that differ from HEAD, untracked ones included.
 pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<String>> {
     let mut options = StatusOptions::new();
     options.include_untracked(true).recurse_untracked_dirs(true);

@@ -1,5 +1,5 @@
 //! The call sites of `LogitsProcessor::from_sampling` in the base, and how each treats a
-//! temperature of 0: what a pull request that makes `from_sampling` greedy there changes.
+//! temperature of 0.
 
 use anyhow::Result;
 use git2::{Oid, Repository};
@@ -25,13 +25,13 @@ pub struct CallSite {
 /// its own tests, which call it at fixed temperatures.
 pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
     let own = ["generation/mod.rs", "tests/generation_tests.rs"];
-    let files = crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())?;
-    let files = files
-        .iter()
-        .filter(|(path, _)| !own.iter().any(|own| path.ends_with(own)));
-    Ok(files
-        .flat_map(|(path, text)| sites_in(path, text))
-        .collect())
+    let mut sites = Vec::new();
+    for (path, text) in crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())? {
+        if !own.iter().any(|own| path.ends_with(own)) {
+            sites.extend(sites_in(&path, &text));
+        }
+    }
+    Ok(sites)
 }
 
 /// The calls in one file. A guard is a comparison of a temperature with 0 (or `1e-7`) in the 40

@@ -5,7 +5,7 @@ use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Marker, Notes, Part, RealModel};
 use super::stack::Stack;
-use super::verify::{self, Check};
+use super::verify::Check;
 use crate::bench_report::data::Report;
 use crate::bench_report::render::{self as report, point, Greedy};
 use crate::git::short;
@@ -54,7 +54,8 @@ pub fn body(
                 let (command, seconds) = (check.command.text(), check.seconds);
                 out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
             }
-            out += &format!("\nNot run: {}.\n\n", verify::NOT_RUN);
+            out += "\nNot run: candle's macOS, CUDA and Windows jobs (Metal is checked for \
+                    aarch64-apple-darwin, cross, not run).\n\n";
         }
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
@@ -114,21 +115,18 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         report.date,
         report::patch_table(step)
     );
+    let (model, tokens, rounds) = (&report.model, report.decode_tokens, report.decode_rounds);
     for decode in &step.decode {
+        let (from, to) = (decode.before_share * 100.0, decode.after_share * 100.0);
         out += &format!(
-            "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
-             the time in `sample`, measured in the loop, goes from {:.1}% of a token's time to \
-             {:.1}%; counting the sampler's time alone (a token's time before, less what the \
-             sampler saves), the ratio per token is {} ({}). Whole tokens took {:.2} ms before \
-             and {:.2} after (medians), a ratio of {}, which carries the forward pass's time: that \
-             varies from one generation to the next, even within a round, by far more than the \
-             sampler's share, so this ratio cannot show the change.\n",
-            report.model,
-            report.decode_tokens,
+            "\nIn a decode loop, {model} generating {tokens} tokens on the CPU with `{}`, {rounds} \
+             paired rounds: the time in `sample`, measured in the loop, goes from {from:.1}% of a \
+             token's time to {to:.1}%; counting the sampler's time alone (a token's time before, \
+             less what the sampler saves), the ratio per token is {} ({}). Whole tokens took \
+             {:.2} ms before and {:.2} after (medians), a ratio of {}, which carries the forward \
+             pass's time: that varies from one generation to the next, even within a round, by far \
+             more than the sampler's share, so this ratio cannot show the change.\n",
             decode.comparison,
-            report.decode_rounds,
-            decode.before_share * 100.0,
-            decode.after_share * 100.0,
             decode.sampler_only.interval(),
             decode.sampler_only.verdict_text(),
             decode.before_ms,

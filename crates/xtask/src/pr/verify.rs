@@ -1,6 +1,5 @@
-//! `--verify`: on each branch of the stack, the commands of candle's CI
-//! (`.github/workflows/rust-ci.yml`) that a pull request touching these crates must pass, run in
-//! an export of the branch beside the workspace's target folder; the clone is not touched.
+//! `--verify`: the commands of candle's CI (`.github/workflows/rust-ci.yml`) for the crates each
+//! branch touches, run in an export of the branch beside the workspace's target folder.
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,12 +10,11 @@ use git2::{Delta, ObjectType, Oid, Repository};
 use crate::fsutil::{swap_in, temp_in};
 use crate::{manifest, metal, trees};
 
-/// A cargo command of candle's CI.
+/// A cargo command of candle's CI: the arguments after `cargo`, and whether it is the type-check
+/// for Apple's target with `metal` (in `metal::cross_env`: compiled, never run).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Command {
-    /// The arguments after `cargo`.
     pub args: Vec<String>,
-    /// A type-check for Apple's target with `metal`, in `metal::cross_env`: compiled, never run.
     pub cross_metal: bool,
 }
 
@@ -33,14 +31,12 @@ pub struct Check {
     pub seconds: f64,
 }
 
-/// The crates a branch touches and those that use what it touches: what its checks cover.
+/// The packages a branch changes, the workspace members that use a module it changes, and the
+/// changed packages with a `metal` feature.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Crates {
-    /// Packages with a file the patch changes.
     pub touched: Vec<String>,
-    /// Workspace members that depend on a touched package and use a module the patch changes.
     pub dependents: Vec<String>,
-    /// The touched packages that have a `metal` feature.
     pub metal: Vec<String>,
 }
 
@@ -70,10 +66,6 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
     }
     commands
 }
-
-/// The jobs of candle's CI that `--verify` cannot run on this machine.
-pub const NOT_RUN: &str = "candle's macOS, CUDA and Windows jobs (Metal is checked for \
-                           aarch64-apple-darwin, cross, not run)";
 
 /// Which crates of the tree `tree` the changes from `from` to `tree` touch and reach.
 pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
