@@ -76,13 +76,11 @@ pub(super) fn relate(
                 (None, Some(_)) => FileState::NotPublished,
                 (Some(file), Some(id)) => {
                     let blob = repo.find_blob(id)?;
-                    if blob.content() == file.data.as_slice() {
-                        FileState::AsPublished
-                    } else {
-                        let (old, new) = (&file.data, blob.content());
-                        let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
-                        let (_, added, removed) = diff.line_stats()?;
-                        FileState::Changed { added, removed }
+                    let (old, new) = (&file.data, blob.content());
+                    let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
+                    match diff.line_stats()? {
+                        _ if old == new => FileState::AsPublished,
+                        (_, added, removed) => FileState::Changed { added, removed },
                     }
                 }
             };

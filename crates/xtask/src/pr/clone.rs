@@ -49,12 +49,11 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack = stack::build(repo, base, series, contributor).with_context(|| {
-        format!(
-            "on `{base_name}` ({}); {clone} is as it was",
-            short(&base.to_string())
-        )
-    })?;
+    let at = format!(
+        "on `{base_name}` ({}); {clone} is as it was",
+        short(&base.to_string())
+    );
+    let stack = stack::build(repo, base, series, contributor).context(at)?;
     let call_sites = audit::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;

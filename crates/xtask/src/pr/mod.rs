@@ -145,7 +145,24 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let checks = options.verify.then(|| verify_stack(layout, &repo, &stack));
     let checks = checks.transpose()?;
     let checks = checks.as_deref();
-    let out = write_out(layout, &repo, &stack, &series.notes, &facts, &pins, checks)?;
+    // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
+    let target = layout.target();
+    std::fs::create_dir_all(&target)?;
+    let temp = temp_in(&target, "pr")?;
+    let new = temp.path().join("pr");
+    for (index, entry) in stack.entries.iter().enumerate() {
+        let dir = new.join(&entry.branch);
+        std::fs::create_dir_all(&dir)?;
+        let checks = checks.map(|all| all[index].as_slice());
+        let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
+        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        std::fs::write(dir.join("body.md"), body)?;
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
+        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+    }
+    std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
+    let out = target.join("pr");
+    swap_in(&[(new, out.clone())])?;
     eprint!(
         "{}{}",
         render::console(&stack, base.as_ref(), &pins),
@@ -196,12 +213,12 @@ pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Sign
         let (name, email) = parse_author(author)?;
         return Ok(git2::Signature::now(name, email)?);
     }
+    let at = git::show(repo);
     repo.signature().map_err(|err| {
+        let err = err.message();
         anyhow::anyhow!(
-            "no git identity in {} ({}): set user.name and user.email there, or pass --author \
-             \"Name <email>\"",
-            git::show(repo),
-            err.message()
+            "no git identity in {at} ({err}): set user.name and user.email there, or pass \
+             --author \"Name <email>\""
         )
     })
 }
@@ -255,34 +272,4 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec
         all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }
     Ok(all)
-}
-
-/// `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
-fn write_out(
-    layout: &Layout,
-    repo: &Repository,
-    stack: &Stack,
-    notes: &[notes::Notes],
-    facts: &Facts,
-    pins: &[Pin],
-    checks: Option<&[Vec<Check>]>,
-) -> Result<PathBuf> {
-    let target = layout.target();
-    std::fs::create_dir_all(&target)?;
-    let temp = temp_in(&target, "pr")?;
-    let new = temp.path().join("pr");
-    for (index, entry) in stack.entries.iter().enumerate() {
-        let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
-        let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
-    }
-    std::fs::write(new.join("stack.txt"), render::console(stack, None, pins))?;
-    let out = target.join("pr");
-    swap_in(&[(new, out.clone())])?;
-    Ok(out)
 }

@@ -32,11 +32,8 @@ impl Stack {
     }
 }
 
-/// The longest branch name: short enough to read in a list of pull requests.
-pub const MAX_BRANCH: usize = 40;
-
 /// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
-/// many whole words as fit in `MAX_BRANCH` characters.
+/// many whole words as fit in 40 characters, short enough to read in a list of pull requests.
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = match message.subject.split_once(": ") {
         Some((area, rest)) if !area.contains(' ') => rest,
@@ -47,7 +44,7 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
     let (mut length, words) = (0, subject.split(|c: char| !c.is_ascii_alphanumeric()));
     let words = words.filter(|w| !w.is_empty()).take_while(|w| {
         length += w.len() + 1;
-        length <= MAX_BRANCH + 1
+        length <= 40 + 1
     });
     format!("{prefix}{}", words.collect::<Vec<_>>().join("-"))
 }
