@@ -33,7 +33,8 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
             "test-argmax-on-ties"
         ]
     );
-    assert_eq!(stack.ancestors(1), [0]);
+    let ancestors = std::iter::successors(stack.entries[1].parent, |&i| stack.entries[i].parent);
+    assert_eq!(ancestors.collect::<Vec<_>>(), [0]);
     let children = (0..3).filter(|&i| stack.entries[i].parent == Some(0));
     assert_eq!(children.collect::<Vec<_>>(), [1]);
 

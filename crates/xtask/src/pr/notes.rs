@@ -56,24 +56,15 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 
 pub fn parse(text: &str) -> Result<Notes> {
     // The preamble, the sections and the test plan, in that order.
-    let mut parts: [Vec<Part>; 3] = Default::default();
-    let (mut at, mut text_lines) = (0, Vec::new());
-    let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
-        let text = std::mem::take(lines).join("\n");
-        if !text.trim().is_empty() {
-            into.push(Part::Text(text.trim_matches('\n').to_string()));
-        }
-    };
+    let (mut parts, mut at): ([Vec<Part>; 3], usize) = Default::default();
     for line in text.lines() {
         if at == 0 && line.starts_with("## ") {
-            flush(&mut text_lines, &mut parts[0]);
             at = 1;
         }
         if line.trim() == "## Test plan" {
             if at == 2 {
                 bail!("`## Test plan` appears twice");
             }
-            flush(&mut text_lines, &mut parts[at]);
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
             let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
@@ -81,14 +72,20 @@ pub fn parse(text: &str) -> Result<Notes> {
                 let (line, known) = (line.trim(), known.join(", "));
                 bail!("`{line}` is not a marker: use one of {known}");
             };
-            flush(&mut text_lines, &mut parts[at]);
             parts[at].push(Part::Marker(marker));
+        } else if let Some(Part::Text(text)) = parts[at].last_mut() {
+            *text += &format!("\n{line}");
         } else {
-            text_lines.push(line);
+            parts[at].push(Part::Text(line.to_string()));
         }
     }
-    flush(&mut text_lines, &mut parts[at]);
-    let [preamble, sections, test_plan] = parts;
+    let tidy = |part| match part {
+        Part::Text(text) if text.trim().is_empty() => None,
+        Part::Text(text) => Some(Part::Text(text.trim_matches('\n').to_string())),
+        marker => Some(marker),
+    };
+    let [preamble, sections, test_plan] =
+        parts.map(|parts| parts.into_iter().filter_map(tidy).collect());
     Ok(Notes {
         preamble,
         sections,

@@ -60,8 +60,11 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let quoted = |&i: &usize| format!("\"{}\"", stack.entries[i].message.subject);
-    let titles: Vec<String> = stack.ancestors(index).iter().rev().map(quoted).collect();
+    let quoted = |i: usize| format!("\"{}\"", stack.entries[i].message.subject);
+    // The entries this one needs merged first, furthest first.
+    let ancestors = std::iter::successors(entry.parent, |&i| stack.entries[i].parent);
+    let mut titles: Vec<String> = ancestors.map(quoted).collect();
+    titles.reverse();
     if let [rest @ .., last] = titles.as_slice() {
         let (titles, one, them) = match rest {
             [] => (last.clone(), "that pull request", "its commit"),

@@ -24,14 +24,6 @@ pub struct Stack {
     pub entries: Vec<Entry>,
 }
 
-impl Stack {
-    /// The entries that `index` needs merged first, nearest first.
-    pub fn ancestors(&self, index: usize) -> Vec<usize> {
-        let parent = |&i: &usize| self.entries[i].parent;
-        std::iter::successors(parent(&index), parent).collect()
-    }
-}
-
 /// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
 /// many whole words as fit in 40 characters, short enough to read in a list of pull requests.
 pub fn branch_name(prefix: &str, message: &Message) -> String {
