@@ -4,13 +4,12 @@
 use anyhow::Result;
 use git2::{Oid, Repository};
 
+/// Whether a call maps temperature <= 0 to `ArgMax` itself, builds its `Sampling` with no such
+/// guard, or takes its `Sampling` from its caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Guard {
-    /// Maps temperature <= 0 to `ArgMax` before calling.
     Itself,
-    /// Builds its `Sampling` right there with no such guard.
     None,
-    /// Takes its `Sampling` from its caller.
     Caller,
 }
 

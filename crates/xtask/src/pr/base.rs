@@ -9,15 +9,13 @@ use git2::{Oid, Repository};
 use crate::published::Published;
 use crate::series::Patch;
 
+/// The base against the commit the pinned crate was published from: that commit, this many
+/// commits after it, not after it, or that commit is not in the clone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaseRelation {
-    /// The base is the commit the pinned crate was published from.
     Pinned,
-    /// The base descends from that commit, this many commits later.
     After { commits: usize },
-    /// Both are in the clone, but the base does not descend from the pinned commit.
     Diverged,
-    /// The pinned commit is not in the clone; the files below are compared with the crate's.
     PinNotInClone,
 }
 

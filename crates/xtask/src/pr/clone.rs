@@ -29,16 +29,14 @@ pub fn prepare(
     }
     let base = resolve_base(repo, base_name)?;
     for branch in &series.branches {
-        let Ok(existing) = repo.find_branch(branch, git2::BranchType::Local) else {
-            continue;
-        };
-        if existing.is_head() {
+        let existing = repo.find_branch(branch, git2::BranchType::Local);
+        if existing.as_ref().is_ok_and(|b| b.is_head()) {
             bail!(
                 "branch `{branch}` is checked out in {clone}: pr will not move it; check out \
                  another branch there, or choose other names with --prefix"
             );
         }
-        if !force_branch {
+        if existing.is_ok() && !force_branch {
             bail!(
                 "branch `{branch}` already exists in {clone}: choose other names with --prefix, \
                  or replace the branches with --force-branch"

@@ -61,7 +61,6 @@ pub fn body(
     }
     out += &text(&notes.test_plan);
     let quoted = |i: usize| format!("\"{}\"", stack.entries[i].message.subject);
-    // The entries this one needs merged first, furthest first.
     let ancestors = std::iter::successors(entry.parent, |&i| stack.entries[i].parent);
     let mut titles: Vec<String> = ancestors.map(quoted).collect();
     titles.reverse();
