@@ -43,9 +43,8 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
     }
     let statuses = repo.statuses(Some(&mut options))?;
     let changed = statuses.iter().filter(|e| e.status() != Status::CURRENT);
-    Ok(changed
-        .map(|e| e.path().unwrap_or("?").to_string())
-        .collect())
+    let paths = changed.map(|e| e.path().unwrap_or("?").to_string());
+    Ok(paths.collect())
 }
 
 /// The Rust files in `tree`, by path, with their text.

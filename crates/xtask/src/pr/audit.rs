@@ -1,5 +1,4 @@
-//! The call sites of `LogitsProcessor::from_sampling` in the base, and how each treats a
-//! temperature of 0.
+//! The calls of `LogitsProcessor::from_sampling` in the base, and how each treats temperature 0.
 
 use anyhow::Result;
 use git2::{Oid, Repository};

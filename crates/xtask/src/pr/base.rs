@@ -1,5 +1,4 @@
-//! How the base relates to the pin: the contributor's check that the patches were made against
-//! the code they now land on. Printed by `pr`, never put in a pull request.
+//! How the base relates to the pin, for the contributor's eyes only (never in a pull request).
 
 use std::path::Path;
 
@@ -34,8 +33,7 @@ pub struct BaseReport {
     pub files: Vec<(String, FileState)>,
 }
 
-/// How `base` relates to the first pinned crate's commit, and each file the patches change
-/// against the published crate that holds it.
+/// How `base` relates to the pin, and each file the patches change against the published crate.
 pub(super) fn relate(
     repo: &Repository,
     base: Oid,

@@ -242,8 +242,7 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
-/// Runs candle's CI commands on every branch in one export that follows the stack, so that cargo
-/// rebuilds only what each branch changes.
+/// Runs candle's CI commands on each branch, in one export that follows the stack.
 fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));

@@ -93,8 +93,7 @@ pub fn parse(text: &str) -> Result<Notes> {
     })
 }
 
-/// Fails on a notes file whose patch is gone, as after a subject changed and `format-patch`
-/// wrote the patch under a new name: rename the notes with it.
+/// Fails on a notes file whose patch is gone, as when `format-patch` renamed it after its subject.
 pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();

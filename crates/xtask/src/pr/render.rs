@@ -1,5 +1,4 @@
-//! Everything `pr` writes for people, in one place: each pull request's title and body in
-//! candle's style (Summary, Fix, the notes' sections, Test plan), and the console report.
+//! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
@@ -247,10 +246,9 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         1 => " The one row that does not change is left out.".to_string(),
         same => format!(" The {same} rows that do not change are left out."),
     };
-    let mut rows = String::new();
-    for (case, before, after) in changed {
-        rows += &format!("| `{case}` | {before} | {after} |\n");
-    }
+    let rows = changed
+        .iter()
+        .map(|(case, from, to)| format!("| `{case}` | {from} | {to} |"));
     format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
@@ -259,7 +257,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         table.model,
         table.prompt,
         table.seed,
-        rows.trim_end()
+        rows.collect::<Vec<_>>().join("\n")
     )
 }
 
@@ -287,8 +285,7 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     files
 }
 
-/// What the contributor reads: the order to open the pull requests in and what each depends
-/// on, and how the base relates to the pin.
+/// The console report: the order to open the pull requests in, and how the base relates to the pin.
 pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {

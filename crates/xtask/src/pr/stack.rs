@@ -1,5 +1,4 @@
-//! The stack of branches, one per patch: each on the base, or on the branch of the patch that
-//! `patches/stack.toml` says it builds on.
+//! The stack of branches, one per patch, each on the base or on the branch it builds on.
 
 use anyhow::{bail, Result};
 use git2::{Oid, Repository};

@@ -58,8 +58,7 @@ impl Patch {
     }
 }
 
-/// Applies `patch` to `tree` in `repo`; the error for a hunk that does not apply shows the lines it
-/// expected beside the ones the file has.
+/// Applies `patch` to `tree`; a hunk that fails shows the lines it expected and the file's.
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
@@ -117,8 +116,7 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     bail!("{} does not apply: {detail}", patch.file_name)
 }
 
-/// `git format-patch`'s file name for patch `number` with `subject`, as git's default
-/// `--filename-max-length=64` cuts it.
+/// `git format-patch`'s file name for patch `number` (git's default `--filename-max-length=64`).
 pub fn file_name(number: usize, subject: &str) -> String {
     let title = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_';
     let spaced = subject.replace(|c| !title(c), " ");
