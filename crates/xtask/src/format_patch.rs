@@ -27,11 +27,9 @@ pub struct Options {
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
     // `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+    let root = layout.root.display();
     let workspace = git2::Repository::discover(&layout.root).with_context(|| {
-        format!(
-            "{} is not in a git repository: patches/ would be overwritten with no way back",
-            layout.root.display()
-        )
+        format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
     })?;
     let workdir = workspace
         .workdir()

@@ -76,11 +76,10 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    let missing = numbers
-        .iter()
-        .find(|n| !patches.iter().any(|p| p.number() == *n));
-    if let Some(missing) = missing {
-        bail!("no patch numbered {missing} in patches/");
+    for number in numbers {
+        if !patches.iter().any(|p| p.number() == number) {
+            bail!("no patch numbered {number} in patches/");
+        }
     }
     let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
     Ok(patches.into_iter().filter(named).collect())
