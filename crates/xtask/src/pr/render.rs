@@ -26,10 +26,23 @@ pub fn body(
     let before = entry
         .parent
         .map_or(shared::PUBLISHED_POINT, |p| stack.entries[p].patch.number());
-    let text = |parts: &[Part]| -> String {
-        let text = |part| part_text(part, facts, pins, before, number) + "\n\n";
-        parts.iter().map(text).collect()
+    let part_text = |part: &Part| match part {
+        Part::Text(text) => text.clone(),
+        Part::Marker(Marker::CallSites) => match &facts.call_sites {
+            Some(sites) => call_sites(sites),
+            None => "(The call sites are listed when the text is made against a clone of candle.)"
+                .into(),
+        },
+        Part::Marker(Marker::RealModel) => match &facts.real_model {
+            Some(table) => real_model(table, pins, before, number),
+            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
+        },
+        Part::Marker(Marker::Bench) => match &facts.bench {
+            Some(report) => bench(report, number, before),
+            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
+        },
     };
+    let text = |parts: &[Part]| -> String { parts.iter().map(|p| part_text(p) + "\n\n").collect() };
     let mut out = text(&notes.preamble) + &format!("## Summary\n\n{summary}\n\n");
     if !fix.is_empty() {
         out += &format!("## Fix\n\n{fix}\n\n");
@@ -136,25 +149,6 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         );
     }
     out.trim_end().to_string()
-}
-
-fn part_text(part: &Part, facts: &Facts, pins: &[Pin], before: &str, number: &str) -> String {
-    match part {
-        Part::Text(text) => text.clone(),
-        Part::Marker(Marker::CallSites) => match &facts.call_sites {
-            Some(sites) => call_sites(sites),
-            None => "(The call sites are listed when the text is made against a clone of candle.)"
-                .into(),
-        },
-        Part::Marker(Marker::RealModel) => match &facts.real_model {
-            Some(table) => real_model(table, pins, before, number),
-            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
-        },
-        Part::Marker(Marker::Bench) => match &facts.bench {
-            Some(report) => bench(report, number, before),
-            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
-        },
-    }
 }
 
 fn call_sites(sites: &[CallSite]) -> String {
