@@ -1,7 +1,6 @@
-//! What each patch's branch holds: `patches/stack.toml` names the patch a pull request builds
-//! on, and each branch's tree is its parent's with the patch's change merged in, as
-//! `git cherry-pick` would. `pr` commits these trees; `vendor` writes the benches' points from
-//! them, so that a pull request's evidence measures the very tree it proposes.
+//! What each patch's branch holds: its parent's tree with the patch's change merged in, as
+//! `git cherry-pick` would. `pr` commits these trees and `vendor` writes the benches' points
+//! from them, so that a pull request's evidence measures the very tree it proposes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,9 +10,8 @@ use git2::{Oid, Repository};
 
 use crate::series::{self, Patch};
 
-/// What each patch's branch builds on, by patch number, from `patches/stack.toml`: a line
-/// `"0005" = "0002"` says that the pull request of 0005 needs the one of 0002 merged first. Every
-/// other patch branches from the base. The file is optional.
+/// What each patch's branch builds on, from the optional `patches/stack.toml`: `"0005" = "0002"`
+/// says that 0005's pull request needs 0002's merged first; other patches start from the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
     if !path.exists() {
@@ -36,18 +34,16 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
         .collect()
 }
 
-/// One patch's branch: where it starts and the tree it holds.
+/// One patch's branch: the index of the patch whose branch it starts from (`None` for the
+/// base), and the tree it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Branch {
-    /// The index of the patch whose branch this one starts from; `None` for the base.
     pub parent: Option<usize>,
     pub tree: Oid,
 }
 
-/// Each patch's branch, in series order, over the tree `base` (`base_name` says what it is, for
-/// errors). The patch files form one linear series; each patch's change, from the tree before
-/// it in the series to the tree after, is merged onto the branch of the patch that `builds_on`
-/// names, else onto the base.
+/// Each patch's branch over the tree `base` (`base_name` for errors): each patch's change in the
+/// linear series is merged onto the branch of the patch that `builds_on` names, else the base.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,

@@ -1,5 +1,4 @@
-//! Civil dates and days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's
-//! algorithms): for patch mails' `Date:` headers and the bench report's date.
+//! Civil dates and days since 1970-01-01 (Howard Hinnant's algorithms).
 
 /// Days since 1970-01-01 of `year-month-day`.
 pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {

@@ -1,6 +1,5 @@
-//! `cargo xtask format-patch --candle <clone> --branch NAME [--base main]`: writes the branch's
-//! commits back into `patches/`, one `git format-patch` file each, after review comments were
-//! addressed in the clone. `cargo xtask vendor` then regenerates the vendored crate.
+//! `cargo xtask format-patch`: writes a branch's commits back into `patches/`, one
+//! `git format-patch` file each, after review comments were addressed in the clone.
 
 use std::path::PathBuf;
 
@@ -28,11 +27,9 @@ pub struct Options {
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
     // `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+    let root = layout.root.display();
     let workspace = git2::Repository::discover(&layout.root).with_context(|| {
-        format!(
-            "{} is not in a git repository: patches/ would be overwritten with no way back",
-            layout.root.display()
-        )
+        format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
     })?;
     let workdir = workspace
         .workdir()

@@ -19,8 +19,7 @@ pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
         .id())
 }
 
-/// The commits reachable from `tip` and not from `base`, oldest first; merges are refused, as
-/// they have no single patch.
+/// The commits reachable from `tip` and not from `base`, oldest first, none a merge.
 pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
@@ -35,8 +34,7 @@ pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid
     Ok(commits)
 }
 
-/// The paths under `pathspec` (all if `None`) with changes git does not have in HEAD: edits,
-/// staged changes and untracked files that are not ignored.
+/// The paths under `pathspec` (all if `None`) that differ from HEAD, untracked ones included.
 pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<String>> {
     let mut options = StatusOptions::new();
     options.include_untracked(true).recurse_untracked_dirs(true);
@@ -45,9 +43,22 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
     }
     let statuses = repo.statuses(Some(&mut options))?;
     let changed = statuses.iter().filter(|e| e.status() != Status::CURRENT);
-    Ok(changed
-        .map(|e| e.path().unwrap_or("?").to_string())
-        .collect())
+    let paths = changed.map(|e| e.path().unwrap_or("?").to_string());
+    Ok(paths.collect())
+}
+
+/// The Rust files in `tree`, by path, with their text.
+pub(crate) fn rust_files(repo: &Repository, tree: Oid) -> Result<Vec<(String, String)>> {
+    let mut files = Vec::new();
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            let path = format!("{dir}{}", entry.name().unwrap_or_default());
+            if let Some(Ok(blob)) = path.ends_with(".rs").then(|| repo.find_blob(entry.id())) {
+                files.push((path, String::from_utf8_lossy(blob.content()).into_owned()));
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+    Ok(files)
 }
 
 /// A commit id cut to 10 characters, for messages.

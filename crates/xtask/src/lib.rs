@@ -1,6 +1,4 @@
-//! The workspace's tool: `cargo xtask <command>`. `main.rs` only dispatches; each command is a
-//! module with a `run`. What the tests reach is `pub`; the rest is `pub(crate)`, which the
-//! `unreachable_pub` lint keeps so.
+//! `cargo xtask <command>`, a module with a `run` each; what the tests reach is `pub`.
 #![warn(unreachable_pub)]
 
 pub mod bench_report;

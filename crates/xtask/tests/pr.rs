@@ -33,7 +33,8 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
             "test-argmax-on-ties"
         ]
     );
-    assert_eq!(stack.ancestors(1), [0]);
+    let ancestors = std::iter::successors(stack.entries[1].parent, |&i| stack.entries[i].parent);
+    assert_eq!(ancestors.collect::<Vec<_>>(), [0]);
     let children = (0..3).filter(|&i| stack.entries[i].parent == Some(0));
     assert_eq!(children.collect::<Vec<_>>(), [1]);
 
@@ -140,8 +141,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
             assert!(!body.contains(local), "`{local}` in\n{body}");
         }
     }
+    // The title is the subject, as candle squash-merges it (`Title (#N)`).
     assert_eq!(
-        render::title(&prepared.stack, 1),
+        prepared.stack.entries[1].message.subject,
         "generation: Raise it again"
     );
     Ok(())

@@ -1,16 +1,14 @@
-//! The call sites of `LogitsProcessor::from_sampling` in the base, and how each treats a
-//! temperature of 0: what a pull request that makes `from_sampling` greedy there changes.
+//! The calls of `LogitsProcessor::from_sampling` in the base, and how each treats temperature 0.
 
 use anyhow::Result;
 use git2::{Oid, Repository};
 
+/// Whether a call maps temperature <= 0 to `ArgMax` itself, builds its `Sampling` with no such
+/// guard, or takes its `Sampling` from its caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Guard {
-    /// Maps temperature <= 0 to `ArgMax` before calling.
     Itself,
-    /// Builds its `Sampling` right there with no such guard.
     None,
-    /// Takes its `Sampling` from its caller.
     Caller,
 }
 
@@ -24,20 +22,12 @@ pub struct CallSite {
 /// Every `from_sampling(` call in the base's Rust files, outside the module that defines it and
 /// its own tests, which call it at fixed temperatures.
 pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
-    let tree = repo.find_commit(base)?.tree()?;
     let own = ["generation/mod.rs", "tests/generation_tests.rs"];
-    let mut files = Vec::new();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        let path = format!("{dir}{}", entry.name().unwrap_or_default());
-        if path.ends_with(".rs") && !own.iter().any(|own| path.ends_with(own)) {
-            files.push((path, entry.id()));
-        }
-        git2::TreeWalkResult::Ok
-    })?;
     let mut sites = Vec::new();
-    for (path, id) in files {
-        let text = String::from_utf8_lossy(repo.find_blob(id)?.content()).into_owned();
-        sites.extend(sites_in(&path, &text));
+    for (path, text) in crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())? {
+        if !own.iter().any(|own| path.ends_with(own)) {
+            sites.extend(sites_in(&path, &text));
+        }
     }
     Ok(sites)
 }

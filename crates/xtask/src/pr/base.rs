@@ -1,5 +1,4 @@
-//! How the base relates to the pin: the contributor's check that the patches were made against
-//! the code they now land on. Printed by `pr`, never put in a pull request.
+//! How the base relates to the pin, for the contributor's eyes only (never in a pull request).
 
 use std::path::Path;
 
@@ -9,15 +8,13 @@ use git2::{Oid, Repository};
 use crate::published::Published;
 use crate::series::Patch;
 
+/// The base against the commit the pinned crate was published from: that commit, this many
+/// commits after it, not after it, or that commit is not in the clone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaseRelation {
-    /// The base is the commit the pinned crate was published from.
     Pinned,
-    /// The base descends from that commit, this many commits later.
     After { commits: usize },
-    /// Both are in the clone, but the base does not descend from the pinned commit.
     Diverged,
-    /// The pinned commit is not in the clone; the files below are compared with the crate's.
     PinNotInClone,
 }
 
@@ -36,8 +33,7 @@ pub struct BaseReport {
     pub files: Vec<(String, FileState)>,
 }
 
-/// How `base` relates to the first pinned crate's commit, and each file the patches change
-/// against the published crate that holds it.
+/// How `base` relates to the pin, and each file the patches change against the published crate.
 pub(super) fn relate(
     repo: &Repository,
     base: Oid,
@@ -76,13 +72,11 @@ pub(super) fn relate(
                 (None, Some(_)) => FileState::NotPublished,
                 (Some(file), Some(id)) => {
                     let blob = repo.find_blob(id)?;
-                    if blob.content() == file.data.as_slice() {
-                        FileState::AsPublished
-                    } else {
-                        let (old, new) = (&file.data, blob.content());
-                        let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
-                        let (_, added, removed) = diff.line_stats()?;
-                        FileState::Changed { added, removed }
+                    let (old, new) = (&file.data, blob.content());
+                    let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
+                    match diff.line_stats()? {
+                        _ if old == new => FileState::AsPublished,
+                        (_, added, removed) => FileState::Changed { added, removed },
                     }
                 }
             };

@@ -7,9 +7,8 @@ use super::{audit, base, stack, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
-/// Makes the stack's branches in `repo`: checks everything first, applies every patch in memory,
-/// and only then writes the branches' new objects and the branches. Anything refused or failed
-/// leaves `repo` as it was.
+/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded:
+/// anything refused or failed leaves `repo` as it was.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -30,16 +29,14 @@ pub fn prepare(
     }
     let base = resolve_base(repo, base_name)?;
     for branch in &series.branches {
-        let Ok(existing) = repo.find_branch(branch, git2::BranchType::Local) else {
-            continue;
-        };
-        if existing.is_head() {
+        let existing = repo.find_branch(branch, git2::BranchType::Local);
+        if existing.as_ref().is_ok_and(|b| b.is_head()) {
             bail!(
                 "branch `{branch}` is checked out in {clone}: pr will not move it; check out \
                  another branch there, or choose other names with --prefix"
             );
         }
-        if !force_branch {
+        if existing.is_ok() && !force_branch {
             bail!(
                 "branch `{branch}` already exists in {clone}: choose other names with --prefix, \
                  or replace the branches with --force-branch"
@@ -50,16 +47,13 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let stack = stack::build(repo, base, series, contributor).with_context(|| {
-        format!(
-            "on `{base_name}` ({}); {clone} is as it was",
-            short(&base.to_string())
-        )
-    })?;
+    let at = format!(
+        "on `{base_name}` ({}); {clone} is as it was",
+        short(&base.to_string())
+    );
+    let stack = stack::build(repo, base, series, contributor).context(at)?;
     let call_sites = audit::audit(repo, base)?;
-    // Everything succeeded: write the branches' new objects, then the branches. Not the whole
-    // mempack: its dump packs every tree and blob the commits reach, and it also holds what
-    // trying the patches on pull requests wrote.
+    // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
     let disk = on_disk.odb()?;
     for entry in &stack.entries {
@@ -77,9 +71,8 @@ pub fn prepare(
     })
 }
 
-/// Writes object `id` of `repo` into `disk`, and every object it refers to that `disk` lacks:
-/// the new commits, and the trees and blobs along the paths the patches changed. Children go
-/// first, so that `disk` never holds an object whose parts it lacks.
+/// Writes object `id` of `repo` and every object it refers to that `disk` lacks into `disk`,
+/// children first, so that `disk` never holds an object whose parts it lacks.
 fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()> {
     if disk.exists(id) {
         return Ok(());
@@ -102,8 +95,8 @@ fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()>
     Ok(())
 }
 
-/// The commit of the branch `name`: local, or remote-tracking (`origin/main`). A commit id or a
-/// tag is refused: a pull request is made against a branch.
+/// The commit of the local or remote-tracking (`origin/main`) branch `name`: a pull request is
+/// made against a branch, not a commit or a tag.
 fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
     for reference in [format!("refs/heads/{name}"), format!("refs/remotes/{name}")] {
         if let Ok(reference) = repo.find_reference(&reference) {

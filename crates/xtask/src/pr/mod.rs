@@ -1,7 +1,5 @@
-//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack. With a clone of
-//! candle it makes one branch per patch there, without touching the work tree or the current
-//! branch; in every case it writes `target/pr/<branch>/` for each: the title, the body in
-//! Markdown and the patch, `git am`-able.
+//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack: a branch each in a
+//! clone of candle (its work tree untouched), and `target/pr/<branch>/` with title, body, patch.
 
 pub mod audit;
 pub mod base;
@@ -78,11 +76,10 @@ impl Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    let missing = numbers
-        .iter()
-        .find(|n| !patches.iter().any(|p| p.number() == *n));
-    if let Some(missing) = missing {
-        bail!("no patch numbered {missing} in patches/");
+    for number in numbers {
+        if !patches.iter().any(|p| p.number() == number) {
+            bail!("no patch numbered {number} in patches/");
+        }
     }
     let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
     Ok(patches.into_iter().filter(named).collect())
@@ -104,7 +101,6 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// What `prepare` made and found in a clone.
 #[derive(Debug)]
 pub struct Prepared {
     pub stack: Stack,
@@ -148,32 +144,45 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let checks = options.verify.then(|| verify_stack(layout, &repo, &stack));
     let checks = checks.transpose()?;
     let checks = checks.as_deref();
-    let out = write_out(layout, &repo, &stack, &series.notes, &facts, &pins, checks)?;
+    // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
+    let target = layout.target();
+    std::fs::create_dir_all(&target)?;
+    let temp = temp_in(&target, "pr")?;
+    let new = temp.path().join("pr");
+    for (index, entry) in stack.entries.iter().enumerate() {
+        let dir = new.join(&entry.branch);
+        std::fs::create_dir_all(&dir)?;
+        let checks = checks.map(|all| all[index].as_slice());
+        let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
+        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        std::fs::write(dir.join("body.md"), body)?;
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
+        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+    }
+    std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
+    let out = target.join("pr");
+    swap_in(&[(new, out.clone())])?;
     eprint!(
         "{}{}",
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
-    let failed: Vec<String> = stack
-        .entries
-        .iter()
-        .zip(checks.unwrap_or_default())
-        .flat_map(|(entry, checks)| checks.iter().filter(|c| !c.passed).map(move |c| (entry, c)))
-        .map(|(entry, check)| format!("{}: {}", entry.branch, check.command.text()))
-        .collect();
+    let mut failed = Vec::new();
+    for (entry, checks) in stack.entries.iter().zip(checks.unwrap_or_default()) {
+        let checks = checks.iter().filter(|c| !c.passed);
+        failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
+    }
     if !failed.is_empty() {
         bail!("--verify failed: {}", failed.join("; "));
     }
     Ok(())
 }
 
-/// The selected patches, their notes and their branches' names, all read and checked before
-/// anything is made.
+/// The selected patches, their notes, their branches' names and `patches/stack.toml`.
 pub struct Series {
     pub patches: Vec<Patch>,
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
-    /// What each patch builds on, from `patches/stack.toml`.
     pub builds_on: std::collections::BTreeMap<String, String>,
 }
 
@@ -197,19 +206,18 @@ impl Series {
     }
 }
 
-/// Who the pull requests' commits are by: `--author "Name <email>"`, else the identity git uses
-/// in `repo` (`user.name` and `user.email`).
+/// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.
 pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Signature<'static>> {
     if let Some(author) = author {
         let (name, email) = parse_author(author)?;
         return Ok(git2::Signature::now(name, email)?);
     }
+    let at = git::show(repo);
     repo.signature().map_err(|err| {
+        let err = err.message();
         anyhow::anyhow!(
-            "no git identity in {} ({}): set user.name and user.email there, or pass --author \
-             \"Name <email>\"",
-            git::show(repo),
-            err.message()
+            "no git identity in {at} ({err}): set user.name and user.email there, or pass \
+             --author \"Name <email>\""
         )
     })
 }
@@ -233,13 +241,11 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
-/// Runs candle's CI commands on every branch, in one export that follows the stack branch by
-/// branch, so that cargo rebuilds only what each changes.
+/// Runs candle's CI commands on each branch, in one export that follows the stack.
 fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
-    // The tree the export holds from an earlier run, if this clone has it: only what differs
-    // from it is written, so cargo keeps what it built then.
+    // The tree the export holds from an earlier run, if this clone has it.
     let mut previous: Option<Oid> = std::fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
@@ -264,34 +270,4 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec
         all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }
     Ok(all)
-}
-
-/// `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
-fn write_out(
-    layout: &Layout,
-    repo: &Repository,
-    stack: &Stack,
-    notes: &[notes::Notes],
-    facts: &Facts,
-    pins: &[Pin],
-    checks: Option<&[Vec<Check>]>,
-) -> Result<PathBuf> {
-    let target = layout.target();
-    std::fs::create_dir_all(&target)?;
-    let temp = temp_in(&target, "pr")?;
-    let new = temp.path().join("pr");
-    for (index, entry) in stack.entries.iter().enumerate() {
-        let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
-        let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        std::fs::write(dir.join("title.txt"), render::title(stack, index) + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
-    }
-    std::fs::write(new.join("stack.txt"), render::console(stack, None, pins))?;
-    let out = target.join("pr");
-    swap_in(&[(new, out.clone())])?;
-    Ok(out)
 }

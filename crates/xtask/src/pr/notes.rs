@@ -1,10 +1,6 @@
-//! What a pull request says beyond its commit: `patches/<patch>.md` beside each
-//! `patches/<patch>.patch`. The commit message gives the Summary (its first paragraph) and the
-//! Fix (the rest); the notes add sections for reviewers only, such as what changes for users,
-//! related pull requests and history, and lines for the Test plan after a `## Test plan` heading.
-//! A marker line there is replaced by what `pr` computes (see `Facts`): the call sites (from the
-//! clone), the real-model table (from `cargo repro --format json`) and the benchmark table (from
-//! `cargo xtask bench-report`). Each tool hands its results over as data.
+//! What a pull request says beyond its commit: `patches/<patch>.md` beside each patch adds
+//! sections for reviewers and lines for the Test plan (after a `## Test plan` heading); a marker
+//! line there is replaced by what `pr` computes (`Facts`).
 
 use std::path::Path;
 
@@ -15,14 +11,12 @@ use crate::bench_report;
 use crate::project::{self, Layout};
 use crate::series::Patch;
 
-/// A line of the notes that `pr` replaces with a table it makes.
+/// A line of the notes that `pr` replaces: the calls of `from_sampling` in the base, the
+/// real-model table from `cargo repro --format json`, the table from `cargo xtask bench-report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
-    /// The calls of `from_sampling` in the base and their guards.
     CallSites,
-    /// The real-model table from `cargo repro --format json`.
     RealModel,
-    /// The benchmark table from `cargo xtask bench-report`.
     Bench,
 }
 
@@ -39,23 +33,13 @@ pub enum Part {
     Marker(Marker),
 }
 
+/// The notes' parts: what comes before their first heading (the top of the body, above the
+/// Summary), the sections after the Fix, and what follows the Test plan's generated lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Notes {
-    /// What comes before the notes' first heading: the top of the body, above the Summary, as a
-    /// reproducer a reviewer can paste.
     pub preamble: Vec<Part>,
-    /// Sections that come after the Fix.
     pub sections: Vec<Part>,
-    /// What follows the generated lines of the Test plan.
     pub test_plan: Vec<Part>,
-}
-
-impl Notes {
-    pub fn has(&self, marker: Marker) -> bool {
-        [&self.preamble, &self.sections, &self.test_plan]
-            .iter()
-            .any(|parts| parts.contains(&Part::Marker(marker)))
-    }
 }
 
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
@@ -72,24 +56,15 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 
 pub fn parse(text: &str) -> Result<Notes> {
     // The preamble, the sections and the test plan, in that order.
-    let mut parts: [Vec<Part>; 3] = Default::default();
-    let (mut at, mut text_lines) = (0, Vec::new());
-    let flush = |lines: &mut Vec<&str>, into: &mut Vec<Part>| {
-        let text = std::mem::take(lines).join("\n");
-        if !text.trim().is_empty() {
-            into.push(Part::Text(text.trim_matches('\n').to_string()));
-        }
-    };
+    let (mut parts, mut at): ([Vec<Part>; 3], usize) = Default::default();
     for line in text.lines() {
         if at == 0 && line.starts_with("## ") {
-            flush(&mut text_lines, &mut parts[0]);
             at = 1;
         }
         if line.trim() == "## Test plan" {
             if at == 2 {
                 bail!("`## Test plan` appears twice");
             }
-            flush(&mut text_lines, &mut parts[at]);
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
             let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
@@ -97,14 +72,20 @@ pub fn parse(text: &str) -> Result<Notes> {
                 let (line, known) = (line.trim(), known.join(", "));
                 bail!("`{line}` is not a marker: use one of {known}");
             };
-            flush(&mut text_lines, &mut parts[at]);
             parts[at].push(Part::Marker(marker));
+        } else if let Some(Part::Text(text)) = parts[at].last_mut() {
+            *text += &format!("\n{line}");
         } else {
-            text_lines.push(line);
+            parts[at].push(Part::Text(line.to_string()));
         }
     }
-    flush(&mut text_lines, &mut parts[at]);
-    let [preamble, sections, test_plan] = parts;
+    let tidy = |part| match part {
+        Part::Text(text) if text.trim().is_empty() => None,
+        Part::Text(text) => Some(Part::Text(text.trim_matches('\n').to_string())),
+        marker => Some(marker),
+    };
+    let [preamble, sections, test_plan] =
+        parts.map(|parts| parts.into_iter().filter_map(tidy).collect());
     Ok(Notes {
         preamble,
         sections,
@@ -112,8 +93,7 @@ pub fn parse(text: &str) -> Result<Notes> {
     })
 }
 
-/// Fails on a notes file whose patch is gone, as after a subject changed and `format-patch`
-/// wrote the patch under a new name: rename the notes with it.
+/// Fails on a notes file whose patch is gone, as when `format-patch` renamed it after its subject.
 pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
@@ -131,8 +111,7 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo repro --format json`'s table: each case on the published crate, the patched one and
-/// every point.
+/// `cargo repro --format json`'s table: each case on the published crate and every point.
 pub use shared::repro::Table as RealModel;
 
 /// What `pr` computed for the markers of the notes; `None` where it could not.
@@ -146,7 +125,11 @@ pub struct Facts {
 
 /// What the notes' markers stand for, computed only where a note asks for it.
 pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite>>) -> Facts {
-    let wants_real_model = notes.iter().any(|n| n.has(Marker::RealModel));
+    let real = Part::Marker(Marker::RealModel);
+    let mut parts = notes
+        .iter()
+        .flat_map(|n| [&n.preamble, &n.sections, &n.test_plan]);
+    let wants_real_model = parts.any(|parts| parts.contains(&real));
     Facts {
         call_sites,
         real_model: wants_real_model.then(|| real_model(layout)).flatten(),
@@ -176,8 +159,7 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
     serde_json::from_str(json).context("not the JSON of `cargo repro --format json`")
 }
 
-/// `target/bench-report.json`, or `None` (with the reason on stderr) if it is missing or not the
-/// report's.
+/// `target/bench-report.json`, or `None` (with the reason on stderr) if missing or unreadable.
 fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
     let path = bench_report::data_path(layout);
     let text = std::fs::read_to_string(&path).ok()?;

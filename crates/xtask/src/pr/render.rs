@@ -1,20 +1,14 @@
-//! Everything `pr` writes for people, in one place: each pull request's title and body in
-//! candle's style (Summary, Fix, the notes' sections, Test plan), and the console report.
+//! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Marker, Notes, Part, RealModel};
 use super::stack::Stack;
-use super::verify::{self, Check};
+use super::verify::Check;
 use crate::bench_report::data::Report;
 use crate::bench_report::render::{self as report, point, Greedy};
 use crate::git::short;
 use crate::pin::{self, Pin};
-
-/// The title of entry `index`: its subject, as candle squash-merges it (`Title (#N)`).
-pub fn title(stack: &Stack, index: usize) -> String {
-    stack.entries[index].message.subject.clone()
-}
 
 pub fn body(
     stack: &Stack,
@@ -32,10 +26,23 @@ pub fn body(
     let before = entry
         .parent
         .map_or(shared::PUBLISHED_POINT, |p| stack.entries[p].patch.number());
-    let text = |parts: &[Part]| -> String {
-        let text = |part| part_text(part, facts, pins, before, number) + "\n\n";
-        parts.iter().map(text).collect()
+    let part_text = |part: &Part| match part {
+        Part::Text(text) => text.clone(),
+        Part::Marker(Marker::CallSites) => match &facts.call_sites {
+            Some(sites) => call_sites(sites),
+            None => "(The call sites are listed when the text is made against a clone of candle.)"
+                .into(),
+        },
+        Part::Marker(Marker::RealModel) => match &facts.real_model {
+            Some(table) => real_model(table, pins, before, number),
+            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
+        },
+        Part::Marker(Marker::Bench) => match &facts.bench {
+            Some(report) => bench(report, number, before),
+            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
+        },
     };
+    let text = |parts: &[Part]| -> String { parts.iter().map(|p| part_text(p) + "\n\n").collect() };
     let mut out = text(&notes.preamble) + &format!("## Summary\n\n{summary}\n\n");
     if !fix.is_empty() {
         out += &format!("## Fix\n\n{fix}\n\n");
@@ -59,23 +66,25 @@ pub fn body(
                 let (command, seconds) = (check.command.text(), check.seconds);
                 out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
             }
-            out += &format!("\nNot run: {}.\n\n", verify::NOT_RUN);
+            out += "\nNot run: candle's macOS, CUDA and Windows jobs (Metal is checked for \
+                    aarch64-apple-darwin, cross, not run).\n\n";
         }
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let quoted = |&i: &usize| format!("\"{}\"", stack.entries[i].message.subject);
-    let titles: Vec<String> = stack.ancestors(index).iter().rev().map(quoted).collect();
-    let depends = match titles.as_slice() {
-        [] => None,
-        [one] => Some((one.clone(), "that pull request", "its commit")),
-        [rest @ .., last] => Some((
-            format!("{} and {last}", rest.join(", ")),
-            "those pull requests, in this order,",
-            "their commits",
-        )),
-    };
-    if let Some((titles, one, them)) = depends {
+    let quoted = |i: usize| format!("\"{}\"", stack.entries[i].message.subject);
+    let ancestors = std::iter::successors(entry.parent, |&i| stack.entries[i].parent);
+    let mut titles: Vec<String> = ancestors.map(quoted).collect();
+    titles.reverse();
+    if let [rest @ .., last] = titles.as_slice() {
+        let (titles, one, them) = match rest {
+            [] => (last.clone(), "that pull request", "its commit"),
+            _ => (
+                format!("{} and {last}", rest.join(", ")),
+                "those pull requests, in this order,",
+                "their commits",
+            ),
+        };
         out += &format!(
             "## Depends on\n\nThis pull request builds on {titles}: merge {one} first. Until then \
              its diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
@@ -85,9 +94,7 @@ pub fn body(
     out.trim_end().to_string() + "\n"
 }
 
-/// The benchmark evidence in the body of patch `number`: its own step, this branch against the
-/// one it builds on, per call, and per token of the decode loop where it makes a comparison
-/// faster per call.
+/// The benchmark evidence for patch `number`: its step, against the branch it builds on.
 fn bench(report: &Report, number: &str, before: &str) -> String {
     let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
         return format!(
@@ -110,34 +117,30 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         shared::PUBLISHED_POINT => Greedy::After("this branch"),
         _ => Greedy::BothSides,
     };
-    let counted = match step.rows.iter().any(|r| r.instructions.is_some()) {
-        true => format!(" {}.", report::INSTRUCTIONS),
-        false => String::new(),
-    };
+    let counted = step.rows.iter().any(|r| r.instructions.is_some());
+    let counted = counted.then(|| format!(" {}.", report::INSTRUCTIONS));
     let mut out = format!(
-        "This branch against {}: {}. {}.{counted} Measured on {} on {}.\n\n{}",
+        "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n{}",
         point(before),
         report::setting(report, greedy.then_some(greedy_sides)),
         report::COLUMNS,
+        counted.unwrap_or_default(),
         report.machine,
         report.date,
         report::patch_table(step)
     );
+    let (model, tokens, rounds) = (&report.model, report.decode_tokens, report.decode_rounds);
     for decode in &step.decode {
+        let (from, to) = (decode.before_share * 100.0, decode.after_share * 100.0);
         out += &format!(
-            "\nIn a decode loop, {} generating {} tokens on the CPU with `{}`, {} paired rounds: \
-             the time in `sample`, measured in the loop, goes from {:.1}% of a token's time to \
-             {:.1}%; counting the sampler's time alone (a token's time before, less what the \
-             sampler saves), the ratio per token is {} ({}). Whole tokens took {:.2} ms before \
-             and {:.2} after (medians), a ratio of {}, which carries the forward pass's time: that \
-             varies from one generation to the next, even within a round, by far more than the \
-             sampler's share, so this ratio cannot show the change.\n",
-            report.model,
-            report.decode_tokens,
+            "\nIn a decode loop, {model} generating {tokens} tokens on the CPU with `{}`, {rounds} \
+             paired rounds: the time in `sample`, measured in the loop, goes from {from:.1}% of a \
+             token's time to {to:.1}%; counting the sampler's time alone (a token's time before, \
+             less what the sampler saves), the ratio per token is {} ({}). Whole tokens took \
+             {:.2} ms before and {:.2} after (medians), a ratio of {}, which carries the forward \
+             pass's time: that varies from one generation to the next, even within a round, by far \
+             more than the sampler's share, so this ratio cannot show the change.\n",
             decode.comparison,
-            report.decode_rounds,
-            decode.before_share * 100.0,
-            decode.after_share * 100.0,
             decode.sampler_only.interval(),
             decode.sampler_only.verdict_text(),
             decode.before_ms,
@@ -146,25 +149,6 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         );
     }
     out.trim_end().to_string()
-}
-
-fn part_text(part: &Part, facts: &Facts, pins: &[Pin], before: &str, number: &str) -> String {
-    match part {
-        Part::Text(text) => text.clone(),
-        Part::Marker(Marker::CallSites) => match &facts.call_sites {
-            Some(sites) => call_sites(sites),
-            None => "(The call sites are listed when the text is made against a clone of candle.)"
-                .into(),
-        },
-        Part::Marker(Marker::RealModel) => match &facts.real_model {
-            Some(table) => real_model(table, pins, before, number),
-            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
-        },
-        Part::Marker(Marker::Bench) => match &facts.bench {
-            Some(report) => bench(report, number, before),
-            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
-        },
-    }
 }
 
 fn call_sites(sites: &[CallSite]) -> String {
@@ -256,10 +240,9 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         1 => " The one row that does not change is left out.".to_string(),
         same => format!(" The {same} rows that do not change are left out."),
     };
-    let mut rows = String::new();
-    for (case, before, after) in changed {
-        rows += &format!("| `{case}` | {before} | {after} |\n");
-    }
+    let rows = changed
+        .iter()
+        .map(|(case, from, to)| format!("| `{case}` | {from} | {to} |"));
     format!(
         "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
          {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
@@ -268,7 +251,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         table.model,
         table.prompt,
         table.seed,
-        rows.trim_end()
+        rows.collect::<Vec<_>>().join("\n")
     )
 }
 
@@ -296,8 +279,7 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     files
 }
 
-/// What the contributor reads: the order to open the pull requests in and what each depends
-/// on, and how the base relates to the pin.
+/// The console report: the order to open the pull requests in, and how the base relates to the pin.
 pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let mut out = String::from("Open the pull requests in this order:\n");
     for (index, entry) in stack.entries.iter().enumerate() {

@@ -1,5 +1,4 @@
-//! The stack of branches, one per patch: each on the base, or on the branch of the patch that
-//! `patches/stack.toml` says it builds on.
+//! The stack of branches, one per patch, each on the base or on the branch it builds on.
 
 use anyhow::{bail, Result};
 use git2::{Oid, Repository};
@@ -14,8 +13,7 @@ pub struct Entry {
     pub patch: Patch,
     pub message: Message,
     pub branch: String,
-    /// The entry whose branch this one starts from, which must be merged first; `None` for a
-    /// patch that stands alone on the base.
+    /// The entry whose branch this one starts from (to merge first); `None` for the base.
     pub parent: Option<usize>,
     pub commit: Oid,
 }
@@ -25,44 +23,24 @@ pub struct Stack {
     pub entries: Vec<Entry>,
 }
 
-impl Stack {
-    /// The entries that `index` needs merged first, nearest first.
-    pub fn ancestors(&self, index: usize) -> Vec<usize> {
-        let parent = |&i: &usize| self.entries[i].parent;
-        std::iter::successors(parent(&index), parent).collect()
-    }
-}
-
-/// The longest branch name: short enough to read in a list of pull requests.
-pub const MAX_BRANCH: usize = 40;
-
-/// The branch name made from a patch's subject, its area prefix left out, in lowercase words
-/// joined by `-`, as many whole words as fit in `MAX_BRANCH` characters:
-/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0".
+/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
+/// many whole words as fit in 40 characters, short enough to read in a list of pull requests.
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = match message.subject.split_once(": ") {
         Some((area, rest)) if !area.contains(' ') => rest,
         _ => &message.subject,
     };
     let subject = subject.replace('\'', "").to_ascii_lowercase();
-    let mut name = String::new();
-    let words = subject.split(|c: char| !c.is_ascii_alphanumeric());
-    for word in words.filter(|w| !w.is_empty()) {
-        let joined = match name.is_empty() {
-            true => word.to_string(),
-            false => format!("{name}-{word}"),
-        };
-        if joined.len() > MAX_BRANCH {
-            break;
-        }
-        name = joined;
-    }
-    format!("{prefix}{name}")
+    // Each word's length with the `-` after it, summed.
+    let (mut length, words) = (0, subject.split(|c: char| !c.is_ascii_alphanumeric()));
+    let words = words.filter(|w| !w.is_empty()).take_while(|w| {
+        length += w.len() + 1;
+        length <= 40 + 1
+    });
+    format!("{prefix}{}", words.collect::<Vec<_>>().join("-"))
 }
 
-/// Commits each patch onto its parent in `repo`'s object database, nothing written to any
-/// reference: onto the branch of the patch that `builds_on` names, else onto the base, each
-/// commit holding the tree `branches::branches` gives its branch.
+/// Commits each patch's branch (`branches::branches`) in `repo`, no reference written.
 pub fn build(
     repo: &Repository,
     base: Oid,

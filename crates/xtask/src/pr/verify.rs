@@ -1,22 +1,20 @@
-//! `--verify`: on each branch of the stack, the commands of candle's CI
-//! (`.github/workflows/rust-ci.yml`) that a pull request touching these crates must pass, run in
-//! an export of the branch beside the workspace's target folder; the clone is not touched.
+//! `--verify`: the commands of candle's CI (`.github/workflows/rust-ci.yml`) for the crates each
+//! branch touches, run in an export of the branch beside the workspace's target folder.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use git2::{Delta, Oid, Repository, Tree};
+use git2::{Delta, ObjectType, Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
 use crate::{manifest, metal, trees};
 
-/// A cargo command of candle's CI.
+/// A cargo command of candle's CI: the arguments after `cargo`, and whether it is the type-check
+/// for Apple's target with `metal` (in `metal::cross_env`: compiled, never run).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Command {
-    /// The arguments after `cargo`.
     pub args: Vec<String>,
-    /// A type-check for Apple's target with `metal`, in `metal::cross_env`: compiled, never run.
     pub cross_metal: bool,
 }
 
@@ -33,21 +31,18 @@ pub struct Check {
     pub seconds: f64,
 }
 
-/// The crates a branch touches and those that use what it touches: what its checks cover.
+/// The packages a branch changes, the workspace members that use a module it changes, and the
+/// changed packages with a `metal` feature.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Crates {
-    /// Packages with a file the patch changes.
     pub touched: Vec<String>,
-    /// Workspace members that depend on a touched package and use a module the patch changes.
     pub dependents: Vec<String>,
-    /// The touched packages that have a `metal` feature.
     pub metal: Vec<String>,
 }
 
-/// candle's CI commands for `crates`: formatting of the whole workspace; clippy with tests,
-/// examples and benches, warnings denied, over the touched crates and their dependents; the
-/// touched crates' tests; and, as candle's macOS job checks `--features metal`, a cross-check
-/// of the touched crates that have that feature.
+/// candle's CI commands for `crates`: fmt, clippy over the touched crates and their dependents,
+/// the touched crates' tests, and the cross-check of `--features metal` that candle's macOS job
+/// runs natively.
 pub fn commands(crates: &Crates) -> Vec<Command> {
     // `cargo <verb> -p <package>... <flags>`.
     let command = |verb: &str, packages: &[String], flags: &str, cross_metal| Command {
@@ -71,11 +66,6 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
     }
     commands
 }
-
-/// The jobs of candle's CI that `--verify` cannot run on this machine; their Metal check is
-/// cross-compiled instead.
-pub const NOT_RUN: &str = "candle's macOS, CUDA and Windows jobs (Metal is checked for \
-                           aarch64-apple-darwin, cross, not run)";
 
 /// Which crates of the tree `tree` the changes from `from` to `tree` touch and reach.
 pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
@@ -106,15 +96,34 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         }
         modules.extend(module_of(&path.to_string_lossy(), &dir.to_string_lossy()));
     }
-    let root = read(Path::new("")).unwrap_or_default();
-    for member in members(repo, &tree_obj, &root)? {
+    // The workspace's members, `dir/*` expanded: those that depend on a touched crate and name a
+    // changed module (as in `generation::LogitsProcessor`) are its dependents.
+    let mut members = Vec::new();
+    for item in manifest::members(&read(Path::new("")).unwrap_or_default()) {
+        let Some(dir) = item.strip_suffix("/*") else {
+            members.push(item);
+            continue;
+        };
+        if let Ok(entry) = tree_obj.get_path(Path::new(dir)) {
+            let children = repo.find_tree(entry.id())?;
+            let subdirs = children
+                .iter()
+                .filter(|c| c.kind() == Some(ObjectType::Tree));
+            members.extend(subdirs.map(|c| format!("{dir}/{}", c.name().unwrap_or_default())));
+        }
+    }
+    for member in members {
         let Some((name, text)) = package(Path::new(&member)) else {
             continue;
         };
         let touched = &crates.touched;
-        if !touched.contains(&name)
-            && touched.iter().any(|t| manifest::depends_on(&text, t))
-            && uses_any(repo, &tree_obj, &member, &modules)?
+        if touched.contains(&name) || !touched.iter().any(|t| manifest::depends_on(&text, t)) {
+            continue;
+        }
+        let files = crate::git::rust_files(repo, tree_obj.get_path(Path::new(&member))?.id())?;
+        if files
+            .iter()
+            .any(|(_, text)| modules.iter().any(|m| text.contains(m.as_str())))
         {
             crates.dependents.push(name);
         }
@@ -131,44 +140,6 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
     (!lib).then(|| format!("{}::", inner.replace('/', "::")))
 }
 
-/// Whether a Rust file under `dir` names one of `modules` (as in `generation::LogitsProcessor`).
-fn uses_any(repo: &Repository, tree: &Tree, dir: &str, modules: &[String]) -> Result<bool> {
-    let Ok(entry) = tree.get_path(Path::new(dir)) else {
-        return Ok(false);
-    };
-    let mut found = false;
-    repo.find_tree(entry.id())?
-        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-            if !found && entry.name().is_ok_and(|n| n.ends_with(".rs")) {
-                if let Ok(blob) = repo.find_blob(entry.id()) {
-                    let text = String::from_utf8_lossy(blob.content());
-                    found = modules.iter().any(|m| text.contains(m.as_str()));
-                }
-            }
-            git2::TreeWalkResult::Ok
-        })?;
-    Ok(found)
-}
-
-/// The workspace members of the root manifest: its `members` list, `dir/*` expanded from `tree`.
-fn members(repo: &Repository, tree: &Tree, manifest: &str) -> Result<Vec<String>> {
-    let mut members = Vec::new();
-    for item in manifest::members(manifest) {
-        let Some(dir) = item.strip_suffix("/*") else {
-            members.push(item);
-            continue;
-        };
-        if let Ok(entry) = tree.get_path(Path::new(dir)) {
-            for child in repo.find_tree(entry.id())?.iter() {
-                if child.kind() == Some(git2::ObjectType::Tree) {
-                    members.push(format!("{dir}/{}", child.name().unwrap_or_default()));
-                }
-            }
-        }
-    }
-    Ok(members)
-}
-
 /// Makes `dir` hold `tree`: the first time by writing it whole, after that by writing only what
 /// differs from `previous`, so that cargo rebuilds only the crates a branch changes.
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
@@ -180,21 +151,18 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
         trees::write_tree(repo, tree, &staged)?;
         return swap_in(&[(staged, dir.to_path_buf())]);
     };
-    let new_tree = repo.find_tree(tree)?;
-    let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(previous)?), Some(&new_tree), None)?;
+    let [previous, tree] = [previous, tree].map(|id| repo.find_tree(id));
+    let diff = repo.diff_tree_to_tree(Some(&previous?), Some(&tree?), None)?;
     for delta in diff.deltas() {
-        let gone = matches!(delta.status(), Delta::Deleted | Delta::Renamed);
+        let (status, new) = (delta.status(), delta.new_file());
+        let gone = matches!(status, Delta::Deleted | Delta::Renamed);
         if let Some(old) = delta.old_file().path().filter(|_| gone) {
             let _ = std::fs::remove_file(dir.join(old));
         }
-        let Some(path) = delta.new_file().path() else {
-            continue;
-        };
-        if delta.status() != Delta::Deleted {
+        if let Some(path) = new.path().filter(|_| status != Delta::Deleted) {
             let target = dir.join(path);
             std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
-            let blob = repo.find_blob(new_tree.get_path(path)?.id())?;
-            std::fs::write(&target, blob.content())?;
+            std::fs::write(&target, repo.find_blob(new.id())?.content())?;
         }
     }
     Ok(())
@@ -202,20 +170,16 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
 
 /// Runs `commands` in `dir` with cargo's build folder `target_dir`, printing a line each.
 pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
-    let mut checks = Vec::new();
-    for command in commands {
+    let run = |command: &Command| -> Result<Check> {
         let started = Instant::now();
-        let mut cargo = std::process::Command::new("cargo");
-        cargo
+        let metal = command.cross_metal.then(metal::cross_env);
+        let passed = std::process::Command::new("cargo")
             .args(&command.args)
             .current_dir(dir)
             .env("CARGO_TARGET_DIR", target_dir)
             .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN");
-        if command.cross_metal {
-            cargo.envs(metal::cross_env());
-        }
-        let passed = cargo
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .envs(metal.into_iter().flatten())
             .status()
             .with_context(|| format!("cannot run {}", command.text()))?
             .success();
@@ -223,13 +187,13 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
         let result = if passed { "pass" } else { "FAIL" };
         eprintln!("{result}  {} ({seconds:.1} s)", command.text());
         let command = command.clone();
-        checks.push(Check {
+        Ok(Check {
             command,
             passed,
             seconds,
-        });
-    }
-    Ok(checks)
+        })
+    };
+    commands.iter().map(run).collect()
 }
 
 #[cfg(test)]

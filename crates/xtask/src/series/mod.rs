@@ -1,7 +1,5 @@
 //! The patch series in `patches/`: `git format-patch` files, applied in file-name order, and
-//! their mail headers and message as `git am` reads them: folded headers, RFC 2047 encoded
-//! words, and the RFC 2822 date with its offset (which the commit keeps, so that
-//! `format-patch` writes the same `Date:` back).
+//! their headers and message as `git am` reads them.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -16,13 +14,16 @@ pub struct Patch {
     pub bytes: Vec<u8>,
 }
 
-/// The patches in `dir`, in apply order. Other files (the pin) are left alone; a patch file
-/// whose name does not start with a four-digit number, or a number used twice, is an error.
+/// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let entry = entry?;
-        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry?.path();
+        let file_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         if !file_name.ends_with(".patch") {
             continue;
         }
@@ -31,7 +32,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = std::fs::read(entry.path())?;
+        let bytes = std::fs::read(path)?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
@@ -57,8 +58,7 @@ impl Patch {
     }
 }
 
-/// Applies `patch` to `tree` in `repo`. When a hunk does not apply, the error names the patch,
-/// the file and the hunk, and shows the lines it expected beside the ones the file has.
+/// Applies `patch` to `tree`; a hunk that fails shows the lines it expected and the file's.
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
@@ -87,14 +87,13 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         let patch = git2::Patch::from_diff(&diff, files - 1)?.context("no patch for the file")?;
         let (found_hunk, line_count) = patch.hunk(hunk - 1)?;
         let show = |line: &str| format!("\n    | {line}");
-        let mut expected = Vec::new();
-        for line in 0..line_count {
-            let line = patch.line_in_hunk(hunk - 1, line)?;
-            if matches!(line.origin(), ' ' | '-') {
-                let line = String::from_utf8_lossy(line.content());
-                expected.push(show(line.trim_end_matches('\n')));
-            }
-        }
+        let lines = (0..line_count).map(|line| patch.line_in_hunk(hunk - 1, line));
+        let lines = lines.collect::<Result<Vec<_>, _>>()?;
+        let old = lines
+            .iter()
+            .filter(|line| matches!(line.origin(), ' ' | '-'));
+        let old = old.map(|line| String::from_utf8_lossy(line.content()).into_owned());
+        let expected: Vec<String> = old.map(|line| show(line.trim_end_matches('\n'))).collect();
         let blob = repo.find_blob(base.get_path(path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
@@ -117,9 +116,7 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     bail!("{} does not apply: {detail}", patch.file_name)
 }
 
-/// `git format-patch`'s file name for patch `number` with `subject`: the subject's runs of
-/// letters, digits, `.` and `_` joined by `-`, with no `..`, cut so that the name (without
-/// `.patch`) stays within 57 characters, as git's default `--filename-max-length=64` does.
+/// `git format-patch`'s file name for patch `number` (git's default `--filename-max-length=64`).
 pub fn file_name(number: usize, subject: &str) -> String {
     let title = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '_';
     let spaced = subject.replace(|c| !title(c), " ");
@@ -132,8 +129,8 @@ pub fn file_name(number: usize, subject: &str) -> String {
     name + ".patch"
 }
 
-/// `commit` as a `git format-patch` mail (`[PATCH]`, with a diffstat), without libgit2's
-/// version signature, so that the file does not change with the library.
+/// `commit` as a `git format-patch` mail, without libgit2's version signature, so that the file
+/// does not change with the library.
 pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let email = git2::Email::from_commit(commit, &mut git2::EmailCreateOptions::new())?;
     let mut bytes = email.as_slice().to_vec();
@@ -218,8 +215,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     })
 }
 
-/// Decodes the RFC 2047 words (`=?UTF-8?q?...?=`) that format-patch writes for names and
-/// subjects that are not ASCII, dropping the blank between two of them, as the RFC says.
+/// Decodes the RFC 2047 words (`=?UTF-8?q?...?=`) that format-patch writes for text that is not
+/// ASCII, dropping the blank between two of them, as the RFC says.
 fn decode_words(value: &str) -> Result<String> {
     let mut out = String::new();
     let mut last_was_word = false;
@@ -260,8 +257,7 @@ fn decode_word(token: &str) -> Result<Option<String>> {
     Ok(Some(text))
 }
 
-/// An RFC 2822 date, as in `Sun, 29 Nov 2026 21:31:28 +0000`: seconds since the epoch and
-/// the offset.
+/// An RFC 2822 date, as in `Sun, 29 Nov 2026 21:31:28 +0000`: seconds since the epoch, offset.
 fn parse_date(value: &str) -> Option<(i64, i32)> {
     let value = value.split_once(',').map_or(value, |(_, rest)| rest);
     let &[day, month, year, time, zone] = &value.split_whitespace().collect::<Vec<_>>()[..] else {
