@@ -6,7 +6,7 @@ use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin::{self, Pin};
-use crate::project::{self, Generated, Layout, Source};
+use crate::project::{self, Layout, GENERATED_ROOT, POINTS_DIR, POINT_PARTS};
 use crate::published::Published;
 use crate::series::{self, Patch};
 use crate::trees::Scratch;
@@ -23,18 +23,27 @@ pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Resu
     scratch.tree_of_crates(&crates)
 }
 
-/// Every generated folder of the crates `published` holds, with the tree it must hold, after one
-/// `[PATCH]` line per patch on stderr. `patches/stack.toml` decides what each point holds.
+/// A folder that `vendor` writes and `check` compares: its path, what it is in words, its tree.
+pub(crate) struct Generated {
+    pub(crate) dir: String,
+    pub(crate) what: String,
+    pub(crate) tree: Oid,
+}
+
+/// Every generated folder of the crates `published` holds, after one `[PATCH]` line per patch on
+/// stderr: each crate patched, then, when candle-transformers is pinned, its tests as published
+/// (testbed runs them on the `published` point) and the points that `patches/stack.toml` gives.
 pub(crate) fn generated(
     layout: &Layout,
     scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
-) -> Result<Vec<(Generated, Oid)>> {
+) -> Result<Vec<Generated>> {
     let builds_on = branches::builds_on(&layout.patches())?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
-    let mut trees = vec![published_tree(scratch, published)?];
+    let unpatched = published_tree(scratch, published)?;
+    let mut tip = unpatched;
     for patch in patches {
         for delta in patch.diff()?.deltas() {
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
@@ -49,94 +58,81 @@ pub(crate) fn generated(
                 label
             );
         }
-        let tree = series::apply(&scratch.repo, trees[trees.len() - 1], patch)
+        tip = series::apply(&scratch.repo, tip, patch)
             .with_context(|| format!("patching {label}"))?;
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
-        trees.push(tree);
     }
-    let (unpatched, series) = (trees[0], trees[patches.len()]);
     let repo = &scratch.repo;
     let mut all = Vec::new();
-    for generated in project::generated(published) {
-        let (tree, points) = match &generated.source {
-            Source::Part {
-                krate,
-                crate_dir,
-                patched,
-            } => {
-                let root = if *patched { series } else { unpatched };
-                let tree = part(scratch, published, root, krate, crate_dir, &[])
-                    .with_context(|| generated.dir.clone())?;
-                (tree, "")
-            }
-            Source::Points => {
-                let branches = branches::branches(
-                    repo,
-                    unpatched,
-                    "the published crates",
-                    patches,
-                    &builds_on,
-                )?;
-                // In the order the benches list them: the published crates, each patch's branch,
-                // the whole series.
-                let names = patches.iter().map(|p| p.number().to_string());
-                let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
-                    .chain(names.zip(branches.iter().map(|b| b.tree)))
-                    .chain([(SERIES_POINT.to_string(), series)]);
-                let mut folder = repo.treebuilder(None)?;
-                for (name, root) in points {
-                    let mut point = repo.treebuilder(None)?;
-                    for (dir, krate, crate_dir, only) in project::POINT_PARTS {
-                        if published.iter().any(|p| p.pin.name == krate) {
-                            let tree = part(scratch, published, root, krate, crate_dir, only)
-                                .with_context(|| format!("point {name}"))?;
-                            point.insert(dir, tree, TREE)?;
-                        }
-                    }
-                    folder.insert(&name, point.write()?, TREE)?;
+    for krate in published {
+        let dir = project::vendored_dir(&krate.pin.name);
+        let tree = part(scratch, krate, tip, "", &[]).with_context(|| dir.clone())?;
+        all.push((dir, format!("{} + patches/", krate.pin.label()), tree, ""));
+    }
+    let find = |name| published.iter().find(|p| p.pin.name == name);
+    if let Some(transformers) = find(POINT_PARTS[0].1) {
+        let dir = format!("{GENERATED_ROOT}/published-tests");
+        let tree =
+            part(scratch, transformers, unpatched, "tests", &[]).with_context(|| dir.clone())?;
+        all.push((
+            dir,
+            format!("{} as published", transformers.pin.label()),
+            tree,
+            "",
+        ));
+        let branches =
+            branches::branches(repo, unpatched, "the published crates", patches, &builds_on)?;
+        // In the order the benches list them: the published crates, each patch's branch, the
+        // whole series.
+        let names = patches.iter().map(|p| p.number().to_string());
+        let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
+            .chain(names.zip(branches.iter().map(|b| b.tree)))
+            .chain([(SERIES_POINT.to_string(), tip)]);
+        let mut folder = repo.treebuilder(None)?;
+        for (name, root) in points {
+            let mut point = repo.treebuilder(None)?;
+            for (dir, krate, crate_dir, only) in POINT_PARTS {
+                if let Some(krate) = find(krate) {
+                    let tree = part(scratch, krate, root, crate_dir, only)
+                        .with_context(|| format!("point {name}"))?;
+                    point.insert(dir, tree, TREE)?;
                 }
-                let about = "\n\nOne folder per point that the benches measure (crates/points \
-                    builds each as a module): `published` is the published crates, each `NNNN` \
-                    what the branch of patch NNNN holds (its change on the branch that \
-                    patches/stack.toml names, or on the published crates), and `series` every \
-                    patch applied.";
-                (folder.write()?, about)
             }
-        };
+            folder.insert(&name, point.write()?, TREE)?;
+        }
+        let labels: Vec<String> = published.iter().map(|p| p.pin.label()).collect();
+        let what = format!("the points of {} and patches/stack.toml", labels.join(", "));
+        let about = "\n\nOne folder per point that the benches measure (crates/points builds each \
+            as a module): `published` is the published crates, each `NNNN` what the branch of \
+            patch NNNN holds (its change on the branch that patches/stack.toml names, or on the \
+            published crates), and `series` every patch applied.";
+        all.push((POINTS_DIR.to_string(), what, folder.write()?, about));
+    }
+    let marked = |(dir, what, tree, about): (String, String, Oid, &str)| {
         let marker = format!(
-            "# Generated by `cargo xtask vendor`: never edit\n\n{} is {}.{points}\n\n`cargo xtask \
-             check` fails unless this folder is exactly that. To change it, change `patches/` and \
-             run `cargo xtask vendor`.\n",
-            generated.dir,
-            describe(&generated, published)
+            "# Generated by `cargo xtask vendor`: never edit\n\n{dir} is {what}.{about}\n\n`cargo \
+             xtask check` fails unless this folder is exactly that. To change it, change \
+             `patches/` and run `cargo xtask vendor`.\n"
         );
         let mut folder = repo.treebuilder(Some(&repo.find_tree(tree)?))?;
         folder.insert(project::MARKER, repo.blob(marker.as_bytes())?, 0o100644)?;
-        all.push((generated, folder.write()?));
-    }
-    Ok(all)
+        let tree = folder.write()?;
+        Ok(Generated { dir, what, tree })
+    };
+    all.into_iter().map(marked).collect()
 }
 
 /// The folder `crate_dir` of `krate` in `root` (the files `only` names, or all).
 fn part(
     scratch: &Scratch,
-    published: &[Published],
+    krate: &Published,
     root: Oid,
-    krate: &str,
     crate_dir: &str,
     only: &[&str],
 ) -> Result<Oid> {
-    let krate = published
-        .iter()
-        .find(|p| p.pin.name == krate)
-        .with_context(|| format!("{krate} is not pinned"))?;
-    let path = [krate.pin.path_in_vcs.as_str(), crate_dir]
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("/");
+    let path = format!("{}/{crate_dir}", krate.pin.path_in_vcs);
     let tree = scratch
-        .subtree(root, &path)
+        .subtree(root, path.trim_matches('/'))
         .with_context(|| format!("{} has no `{crate_dir}`", krate.pin.label()))?;
     if only.is_empty() {
         return Ok(tree);
@@ -144,26 +140,4 @@ fn part(
     scratch
         .only(tree, only)
         .with_context(|| format!("{} `{crate_dir}`", krate.pin.label()))
-}
-
-/// What `generated` is made from, in words: for messages and its marker.
-pub(crate) fn describe(generated: &Generated, published: &[Published]) -> String {
-    match &generated.source {
-        Source::Part { krate, patched, .. } => {
-            let label = published
-                .iter()
-                .find(|p| &p.pin.name == krate)
-                .map_or(krate.clone(), |p| p.pin.label());
-            let applied = if *patched {
-                "+ patches/"
-            } else {
-                "as published"
-            };
-            format!("{label} {applied}")
-        }
-        Source::Points => {
-            let labels: Vec<String> = published.iter().map(|p| p.pin.label()).collect();
-            format!("the points of {} and patches/stack.toml", labels.join(", "))
-        }
-    }
 }

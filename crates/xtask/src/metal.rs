@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use crate::manifest;
 use crate::pin;
@@ -18,11 +18,8 @@ const NEEDS: [(&str, &str); 3] = [
     ("rustup", "the rustup that manages this toolchain"),
 ];
 
-/// The environment of a cross-check. C code that dependencies build is compiled by clang for
-/// the Apple target without Apple's SDK (`-ffreestanding`: no libc headers); oniguruma, which
-/// needs libc headers, is taken from the system's library instead, which nothing links. The
-/// host's `-C target-cpu=native` (candle's `.cargo/config.toml`) is dropped, as candle's own
-/// macOS job drops that file.
+/// The environment of a cross-check: clang compiles C for Apple without its SDK (no libc
+/// headers), oniguruma comes from the system (nothing links it), and `target-cpu=native` goes.
 pub fn cross_env() -> Vec<(&'static str, &'static str)> {
     vec![
         ("CC_aarch64_apple_darwin", "clang"),
@@ -36,8 +33,7 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// Fails with what to install when the machine cannot cross-check: the target's standard
-/// library, clang, pkg-config and, when `onig` is set, oniguruma's development files.
+/// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
 pub fn preflight(onig: bool) -> Result<()> {
     let mut missing: Vec<String> = NEEDS
         .into_iter()
@@ -87,10 +83,8 @@ fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
     Ok(crates)
 }
 
-/// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
-/// every target of each workspace crate that has the feature, then over the vendored crates'
-/// libraries, so that a patch that breaks their Metal build fails here (their published
-/// manifests leave out what their own tests need).
+/// `cargo xtask metal-check`: clippy for Apple's target with `metal`, over every target of the
+/// members with that feature, then over the vendored crates' libraries too.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
@@ -100,11 +94,11 @@ pub fn run(layout: &Layout) -> Result<()> {
         .collect();
     let members = with_metal(layout, manifest::members(&root))?;
     let vendored = with_metal(layout, vendored)?;
-    if members.is_empty() {
-        bail!("no workspace member has a `metal` feature");
-    }
-    // Features can be named only for members: theirs turn on the vendored crates' `metal` too
-    // (testbed forwards it), so the vendored libraries are selected beside the members.
+    ensure!(
+        !members.is_empty(),
+        "no workspace member has a `metal` feature"
+    );
+    // Only members' features can be named; theirs turn on the vendored crates' `metal` too.
     let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
     let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {

@@ -155,31 +155,23 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         .iter()
         .find(|f| f.path == ".cargo_vcs_info.json")
         .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
-    let VcsInfo { git, path_in_vcs } =
+    let vcs: serde_json::Value =
         serde_json::from_slice(&vcs_info.data).context("in .cargo_vcs_info.json")?;
+    // `cargo package` records no `path_in_vcs` for a crate at the repository's root.
+    let path_in_vcs = vcs["path_in_vcs"].as_str().unwrap_or_default().to_string();
+    let commit = vcs["git"]["sha1"]
+        .as_str()
+        .context("in .cargo_vcs_info.json: no git.sha1")?;
     Ok(Published {
         pin: Pin {
             name: name.to_string(),
             version: version.to_string(),
             sha256: sha256_hex(bytes),
-            commit: git.sha1,
+            commit: commit.to_string(),
             path_in_vcs,
         },
         files,
     })
-}
-
-/// What `cargo package` records in `.cargo_vcs_info.json` (no `path_in_vcs` for a root crate).
-#[derive(serde::Deserialize)]
-struct VcsInfo {
-    git: VcsGit,
-    #[serde(default)]
-    path_in_vcs: String,
-}
-
-#[derive(serde::Deserialize)]
-struct VcsGit {
-    sha1: String,
 }
 
 /// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (and so through the
@@ -206,16 +198,17 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
-    // Only the host's dependencies: `rustc -vV` names the host.
+    // Only the host's dependencies.
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let output = Command::new(rustc)
-        .arg("-vV")
+        .args(["--print", "host-tuple"])
         .output()
         .context("cannot run rustc")?;
-    let host = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
-        .context("`rustc -vV` printed no host")?;
+    let host = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    ensure!(
+        !host.is_empty(),
+        "`rustc --print host-tuple` printed no host"
+    );
     let status = project::cargo()
         .args(["fetch", "--target", &host, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))

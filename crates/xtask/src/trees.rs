@@ -1,12 +1,11 @@
-//! Git trees for whole folders: built from files or from disk in a scratch repository, so that
-//! "is this folder exactly that?" is one comparison of tree ids.
+//! Git trees for whole folders, so that "is this folder exactly that?" is one comparison of ids.
 
 #[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository};
+use git2::{FileMode, ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -31,31 +30,24 @@ impl Scratch {
 
     /// The tree of several crates' `files`, each crate under its own folder.
     pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
-        let mut index = Index::new()?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
         for (prefix, files) in crates {
             for file in files.iter() {
-                let path = if prefix.is_empty() {
-                    file.path.clone()
+                let path = format!("{prefix}/{}", file.path);
+                let mode = if file.executable {
+                    FileMode::BlobExecutable
                 } else {
-                    format!("{prefix}/{}", file.path)
+                    FileMode::Blob
                 };
-                index.add(&IndexEntry {
-                    ctime: IndexTime::new(0, 0),
-                    mtime: IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: if file.executable { 0o100755 } else { 0o100644 },
-                    uid: 0,
-                    gid: 0,
-                    file_size: 0,
-                    id: self.repo.blob(&file.data)?,
-                    flags: path.len().min(0xfff) as u16,
-                    flags_extended: 0,
-                    path: path.into_bytes(),
-                })?;
+                update.upsert(
+                    path.trim_start_matches('/'),
+                    self.repo.blob(&file.data)?,
+                    mode,
+                );
             }
         }
-        Ok(index.write_tree_to(&self.repo)?)
+        let empty = self.repo.find_tree(self.repo.treebuilder(None)?.write()?)?;
+        Ok(update.create_updated(&self.repo, &empty)?)
     }
 
     /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
