@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use crate::pin::Pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST};
@@ -132,9 +132,9 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
             continue;
         }
         ensure!(kind.is_file(), "`{path}` is not a plain file");
-        let Some(relative) = path.strip_prefix(&prefix) else {
-            bail!("`{path}` is outside `{prefix}`");
-        };
+        let relative = path
+            .strip_prefix(&prefix)
+            .with_context(|| format!("`{path}` is outside `{prefix}`"))?;
         ensure!(
             relative
                 .split('/')
@@ -174,9 +174,8 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
     })
 }
 
-/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (and so through the
-/// user's registry and proxy settings) if need be. Cargo has no command for one crate, so this
-/// fetches a throwaway package that depends on it exactly, with the workspace's lock file.
+/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (with the user's
+/// registry settings) if need be, through a throwaway package that depends on it exactly.
 pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     if let Some(path) = find_cached(name, version) {
         return Ok(path);
@@ -204,19 +203,16 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         .args(["--print", "host-tuple"])
         .output()
         .context("cannot run rustc")?;
-    let host = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    ensure!(
-        !host.is_empty(),
-        "`rustc --print host-tuple` printed no host"
-    );
+    let host = String::from_utf8_lossy(&output.stdout);
     let status = project::cargo()
-        .args(["fetch", "--target", &host, "--manifest-path"])
+        .args(["fetch", "--target", host.trim(), "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
         .context("cannot run cargo")?;
-    if !status.success() {
-        bail!("`cargo fetch` could not download {name} {version} ({status})");
-    }
+    ensure!(
+        status.success(),
+        "`cargo fetch` could not download {name} {version} ({status})"
+    );
     find_cached(name, version).with_context(|| {
         format!(
             "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"
