@@ -35,30 +35,23 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 
 /// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
 pub fn preflight(onig: bool) -> Result<()> {
+    let succeeds = |program: &str, args: &[&str]| {
+        let output = Command::new(program).args(args).output();
+        output.ok().filter(|o| o.status.success()).map(|o| o.stdout)
+    };
     let mut missing: Vec<String> = NEEDS
         .into_iter()
-        .filter(|(tool, _)| Command::new(tool).arg("--version").output().is_err())
+        .filter(|(tool, _)| succeeds(tool, &["--version"]).is_none())
         .map(|(tool, install)| format!("{tool} ({install})"))
         .collect();
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
-    if !installed.is_ok_and(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .any(|l| l.trim() == TARGET)
-    }) {
+    let targets = succeeds("rustup", &["target", "list", "--installed"]).unwrap_or_default();
+    if !String::from_utf8_lossy(&targets).contains(TARGET) {
         missing.push(format!(
             "the {TARGET} standard library (rustup target add {TARGET})"
         ));
     }
-    if onig {
-        let found = Command::new("pkg-config")
-            .args(["--exists", "oniguruma"])
-            .status();
-        if !found.is_ok_and(|s| s.success()) {
-            missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
-        }
+    if onig && succeeds("pkg-config", &["--exists", "oniguruma"]).is_none() {
+        missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
     }
     ensure!(
         missing.is_empty(),
@@ -69,10 +62,10 @@ pub fn preflight(onig: bool) -> Result<()> {
 }
 
 /// Of the crates in `dirs`, the names of those that have a `metal` feature, sorted.
-fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
+fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
     for dir in dirs {
-        let manifest = layout.root.join(&dir).join("Cargo.toml");
+        let manifest = layout.root.join(dir).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest)
             .with_context(|| format!("cannot read {}", manifest.display()))?;
         if manifest::has_feature(&text, "metal") {
@@ -88,12 +81,9 @@ fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let vendored = pin::read(&layout.pin())?
-        .into_iter()
-        .map(|pin| project::vendored_dir(&pin.name))
-        .collect();
     let members = with_metal(layout, manifest::members(&root))?;
-    let vendored = with_metal(layout, vendored)?;
+    let pins = pin::read(&layout.pin())?;
+    let vendored = with_metal(layout, pins.iter().map(|p| project::vendored_dir(&p.name)))?;
     ensure!(
         !members.is_empty(),
         "no workspace member has a `metal` feature"
