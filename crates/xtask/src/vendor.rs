@@ -21,11 +21,10 @@ pub struct Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let version = options.version.as_deref();
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {
-        let wanted = version.unwrap_or(line.version());
+        let wanted = options.version.as_deref().unwrap_or(line.version());
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
             _ => {
@@ -101,11 +100,10 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<Str
     let exclude = document
         .get_mut("workspace")
         .and_then(|w| w.get_mut("exclude"))
-        .and_then(Item::as_array_mut);
+        .and_then(Item::as_array_mut)
+        .filter(|e| !e.iter().any(|e| e.as_str() == Some(GENERATED_ROOT)));
     if let Some(exclude) = exclude {
-        if !exclude.iter().any(|e| e.as_str() == Some(GENERATED_ROOT)) {
-            exclude.push(GENERATED_ROOT);
-        }
+        exclude.push(GENERATED_ROOT);
     }
     Ok(document.to_string())
 }
