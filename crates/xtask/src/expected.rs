@@ -1,7 +1,9 @@
 //! Published crates + patches: the trees that `vendor` writes and `check` expects.
 
+use std::path::Path;
+
 use anyhow::{ensure, Context, Result};
-use git2::Oid;
+use git2::{ObjectType, Oid};
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
@@ -66,14 +68,13 @@ pub(crate) fn generated(
     let mut all = Vec::new();
     for krate in published {
         let dir = project::vendored_dir(&krate.pin.name);
-        let tree = part(scratch, krate, tip, "", &[]).with_context(|| dir.clone())?;
+        let tree = part(scratch, krate, tip, "").with_context(|| dir.clone())?;
         all.push((dir, format!("{} + patches/", krate.pin.label()), tree, ""));
     }
     let find = |name| published.iter().find(|p| p.pin.name == name);
     if let Some(transformers) = find(POINT_PARTS[0].1) {
         let dir = format!("{GENERATED_ROOT}/published-tests");
-        let tree =
-            part(scratch, transformers, unpatched, "tests", &[]).with_context(|| dir.clone())?;
+        let tree = part(scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         all.push((
             dir,
             format!("{} as published", transformers.pin.label()),
@@ -91,9 +92,9 @@ pub(crate) fn generated(
         let mut folder = repo.treebuilder(None)?;
         for (name, root) in points {
             let mut point = repo.treebuilder(None)?;
-            for (dir, krate, crate_dir, only) in POINT_PARTS {
+            for (dir, krate, path) in POINT_PARTS {
                 if let Some(krate) = find(krate) {
-                    let tree = part(scratch, krate, root, crate_dir, only)
+                    let tree = part(scratch, krate, root, path)
                         .with_context(|| format!("point {name}"))?;
                     point.insert(dir, tree, TREE)?;
                 }
@@ -122,22 +123,75 @@ pub(crate) fn generated(
     all.into_iter().map(marked).collect()
 }
 
-/// The folder `crate_dir` of `krate` in `root` (the files `only` names, or all).
-fn part(
-    scratch: &Scratch,
-    krate: &Published,
-    root: Oid,
-    crate_dir: &str,
-    only: &[&str],
-) -> Result<Oid> {
-    let path = format!("{}/{crate_dir}", krate.pin.path_in_vcs);
-    let tree = scratch
-        .subtree(root, path.trim_matches('/'))
-        .with_context(|| format!("{} has no `{crate_dir}`", krate.pin.label()))?;
-    if only.is_empty() {
-        return Ok(tree);
+/// The folder `path` of `krate` in `root` ("": all of it); for a file, a folder of it alone.
+fn part(scratch: &Scratch, krate: &Published, root: Oid, path: &str) -> Result<Oid> {
+    let full = format!("{}/{path}", krate.pin.path_in_vcs);
+    let full = full.trim_matches('/');
+    if full.is_empty() {
+        return Ok(root);
     }
-    scratch
-        .only(tree, only)
-        .with_context(|| format!("{} `{crate_dir}`", krate.pin.label()))
+    let repo = &scratch.repo;
+    let entry = repo
+        .find_tree(root)?
+        .get_path(Path::new(full))
+        .with_context(|| format!("{} has no `{path}`", krate.pin.label()))?;
+    if entry.kind() == Some(ObjectType::Tree) {
+        return Ok(entry.id());
+    }
+    let mut folder = repo.treebuilder(None)?;
+    folder.insert(entry.name_bytes(), entry.id(), entry.filemode())?;
+    Ok(folder.write()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::published::CrateFile;
+
+    fn file(path: &str, data: &str) -> CrateFile {
+        CrateFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
+        }
+    }
+
+    fn krate(path_in_vcs: &str) -> Published {
+        Published {
+            pin: Pin {
+                name: "demo".into(),
+                version: "0.1.0".into(),
+                sha256: String::new(),
+                commit: String::new(),
+                path_in_vcs: path_in_vcs.into(),
+            },
+            files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let files = [file("src/lib.rs", "")];
+        let prefixed = scratch.tree("candle-transformers", &files)?;
+        let plain = scratch.tree("", &files)?;
+        let part = |path| part(&scratch, &krate("candle-transformers"), prefixed, path);
+        assert_eq!(part("")?, plain);
+        assert_eq!(part("src")?, scratch.tree("", &[file("lib.rs", "")])?);
+        assert!(part("missing").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn a_part_that_is_a_file_is_a_folder_of_it_alone() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let tree = scratch.tree(
+            "",
+            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")],
+        )?;
+        let only = part(&scratch, &krate(""), tree, "b.rs")?;
+        assert_eq!(only, scratch.tree("", &[file("b.rs", "b")])?);
+        assert!(part(&scratch, &krate(""), tree, "missing.rs").is_err());
+        Ok(())
+    }
 }

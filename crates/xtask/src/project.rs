@@ -22,10 +22,10 @@ pub fn vendored_dir(name: &str) -> String {
 /// `sampling.rs` (which it calls), each built by `crates/points` as a module.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
-/// What each point holds: its folder, the crate, the crate's folder and its files (empty: all).
-pub const POINT_PARTS: [(&str, &str, &str, &[&str]); 2] = [
-    ("generation", "candle-transformers", "src/generation", &[]),
-    ("nn", "candle-nn", "src", &["sampling.rs"]),
+/// What each point holds: its folder, the crate, and the crate's folder or file to put there.
+pub const POINT_PARTS: [(&str, &str, &str); 2] = [
+    ("generation", "candle-transformers", "src/generation"),
+    ("nn", "candle-nn", "src/sampling.rs"),
 ];
 
 /// The paths the commands work on; tests point one at a temporary workspace.

@@ -80,35 +80,6 @@ impl Scratch {
         Ok(builder.write()?)
     }
 
-    /// The tree at `path` inside `tree` ("" for `tree` itself).
-    pub fn subtree(&self, tree: Oid, path: &str) -> Result<Oid> {
-        if path.is_empty() {
-            return Ok(tree);
-        }
-        let entry = self
-            .repo
-            .find_tree(tree)?
-            .get_path(Path::new(path))
-            .with_context(|| format!("no folder `{path}`"))?;
-        if entry.kind() != Some(ObjectType::Tree) {
-            bail!("`{path}` is not a folder");
-        }
-        Ok(entry.id())
-    }
-
-    /// The tree of the entries of `tree` that `names` names, each of which must be there.
-    pub fn only(&self, tree: Oid, names: &[&str]) -> Result<Oid> {
-        let tree = self.repo.find_tree(tree)?;
-        let mut builder = self.repo.treebuilder(None)?;
-        for name in names {
-            let entry = tree
-                .get_name(name)
-                .with_context(|| format!("no `{name}`"))?;
-            builder.insert(name, entry.id(), entry.filemode())?;
-        }
-        Ok(builder.write()?)
-    }
-
     /// What differs from `from` to `to`, one "status path" line each.
     pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
         let [from, to] = [from, to].map(|id| self.repo.find_tree(id));
@@ -195,30 +166,6 @@ mod tests {
         std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
         let edited = scratch.tree_of_dir(&dir)?;
         assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
-        Ok(())
-    }
-
-    #[test]
-    fn subtree_of_a_prefixed_tree_is_the_unprefixed_tree() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let files = [file("src/lib.rs", "")];
-        let prefixed = scratch.tree("candle-transformers", &files)?;
-        let plain = scratch.tree("", &files)?;
-        assert_eq!(scratch.subtree(prefixed, "candle-transformers")?, plain);
-        assert!(scratch.subtree(prefixed, "missing").is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn only_keeps_the_named_files() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let tree = scratch.tree(
-            "",
-            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")],
-        )?;
-        let only = scratch.only(tree, &["b.rs"])?;
-        assert_eq!(only, scratch.tree("", &[file("b.rs", "b")])?);
-        assert!(scratch.only(tree, &["missing.rs"]).is_err());
         Ok(())
     }
 }
