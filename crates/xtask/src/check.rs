@@ -75,7 +75,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
         for entry in entries {
             let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
-            if !generated.iter().any(|g| g.dir == path) {
+            if !generated.iter().any(|(dir, _, _)| *dir == path) {
                 problems.push(format!(
                     "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
                      move it out or delete it"
@@ -95,27 +95,23 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
         ));
     }
-    for generated in &generated {
-        let dir = layout.root.join(&generated.dir);
-        if !dir.is_dir() {
-            problems.push(format!("{} is missing", generated.dir));
+    for (dir, what, expected) in &generated {
+        if !layout.root.join(dir).is_dir() {
+            problems.push(format!("{dir} is missing"));
             continue;
         }
-        let actual = scratch.tree_of_dir(&dir)?;
-        let (what, expected) = (&generated.what, generated.tree);
-        if actual == expected {
-            eprintln!("ok: {} is {what} (tree {actual})", generated.dir);
+        let actual = scratch.tree_of_dir(&layout.root.join(dir))?;
+        if actual == *expected {
+            eprintln!("ok: {dir} is {what} (tree {actual})");
             continue;
         }
-        let mut changes = scratch.changes(expected, actual)?;
-        if changes.len() > 20 {
-            let more = changes.len() - 20;
-            changes.truncate(20);
+        let mut changes = scratch.changes(*expected, actual)?;
+        let more = changes.split_off(changes.len().min(20)).len();
+        if more > 0 {
             changes.push(format!("and {more} more"));
         }
         problems.push(format!(
-            "{} differs from {what}:\n    {}",
-            generated.dir,
+            "{dir} differs from {what}:\n    {}",
             changes.join("\n    ")
         ));
     }

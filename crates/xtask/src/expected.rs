@@ -25,22 +25,15 @@ pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Resu
     scratch.tree_of_crates(&crates)
 }
 
-/// A folder that `vendor` writes and `check` compares: its path, what it is in words, its tree.
-pub(crate) struct Generated {
-    pub(crate) dir: String,
-    pub(crate) what: String,
-    pub(crate) tree: Oid,
-}
-
-/// Every generated folder of the crates `published` holds, after one `[PATCH]` line per patch on
-/// stderr: each crate patched, then, when candle-transformers is pinned, its tests as published
+/// Every generated folder of the crates `published` holds (its path, what it is in words, its
+/// tree), after one `[PATCH]` line per patch on stderr: each crate patched, then, when candle-transformers is pinned, its tests as published
 /// (testbed runs them on the `published` point) and the points that `patches/stack.toml` gives.
 pub(crate) fn generated(
     layout: &Layout,
     scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
-) -> Result<Vec<Generated>> {
+) -> Result<Vec<(String, String, Oid)>> {
     let builds_on = branches::builds_on(&layout.patches())?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
@@ -118,7 +111,7 @@ pub(crate) fn generated(
         let mut folder = repo.treebuilder(Some(&repo.find_tree(tree)?))?;
         folder.insert(project::MARKER, repo.blob(marker.as_bytes())?, 0o100644)?;
         let tree = folder.write()?;
-        Ok(Generated { dir, what, tree })
+        Ok((dir, what, tree))
     };
     all.into_iter().map(marked).collect()
 }

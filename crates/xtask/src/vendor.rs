@@ -149,10 +149,10 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     std::fs::create_dir_all(&root)?;
     let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
-    for (i, generated) in generated.iter().enumerate() {
+    for (i, (dir, _, tree)) in generated.iter().enumerate() {
         let new = temp.path().join(i.to_string());
-        write_tree(&scratch.repo, generated.tree, &new)?;
-        pairs.push((new, layout.root.join(&generated.dir)));
+        write_tree(&scratch.repo, *tree, &new)?;
+        pairs.push((new, layout.root.join(dir)));
     }
     swap_in(&pairs)?;
     let path = layout.root.join(".gitattributes");
@@ -164,8 +164,8 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
         std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
             .with_context(|| format!("cannot write {}", layout.show(&path)))?;
     }
-    for generated in &generated {
-        eprintln!("wrote {} (tree {})", generated.dir, generated.tree);
+    for (dir, _, tree) in &generated {
+        eprintln!("wrote {dir} (tree {tree})");
     }
     Ok(())
 }
