@@ -38,8 +38,7 @@ pub(crate) fn depends_on(manifest: &str, package: &str) -> bool {
 pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
     parse(manifest)
         .get("features")
-        .and_then(|features| features.get(feature))
-        .is_some()
+        .is_some_and(|f| f.get(feature).is_some())
 }
 
 /// The folders of the root manifest's `[workspace] members` list.

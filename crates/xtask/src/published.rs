@@ -45,37 +45,32 @@ fn cache() -> PathBuf {
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let path = find_cached(&pin.name, &pin.version).with_context(|| {
+    let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
+    let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
+    let path = find_cached(name, version).with_context(|| {
         format!(
-            "{} is not in cargo's cache (no {}-{}.crate under {}): run `cargo xtask fetch` once \
-             while online",
+            "{} is not in cargo's cache (no {name}-{version}.crate under {}): run `cargo xtask \
+             fetch` once while online",
             pin.label(),
-            pin.name,
-            pin.version,
             cache().display()
         )
     })?;
-    let published = read_archive(&path, &pin.name, &pin.version)?;
+    let published = read_archive(&path, name, version)?;
+    let (file, got) = (path.display(), &published.pin);
     ensure!(
-        published.pin.sha256 == pin.sha256,
-        "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
-             `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version {}` \
-             records the published crate again",
-        path.display(),
-        published.pin.sha256,
-        pin.sha256,
-        pin.version
+        got.sha256 == *sha256,
+        "{file} has sha256 {}, but patches/upstream.toml pins {sha256}: delete that file and run \
+         `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version \
+         {version}` records the published crate again",
+        got.sha256
     );
     ensure!(
-        published.pin == *pin,
-        "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
-             `{}`: run `cargo xtask vendor --version {}` to record it again",
-        path.display(),
-        published.pin.commit,
-        published.pin.path_in_vcs,
-        pin.commit,
-        pin.path_in_vcs,
-        pin.version
+        got == pin,
+        "{file} says it was published from commit {} in `{}`, but patches/upstream.toml says \
+         {commit} in `{path_in_vcs}`: run `cargo xtask vendor --version {version}` to record it \
+         again",
+        got.commit,
+        got.path_in_vcs
     );
     Ok(published)
 }
