@@ -9,7 +9,6 @@ use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
-use crate::trees::Scratch;
 
 pub fn run(layout: &Layout) -> Result<()> {
     let pins = pin::read(&layout.pin())?;
@@ -68,8 +67,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     for patch in &patches {
         patch.message()?;
     }
-    let scratch = Scratch::new()?;
-    let generated = expected::generated(layout, &scratch, published, &patches)?;
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let root = GENERATED_ROOT;
     if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {

@@ -25,19 +25,22 @@ pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Resu
     scratch.tree_of_crates(&crates)
 }
 
-/// Every generated folder of the crates `published` holds (its path, what it is in words, its
-/// tree), after one `[PATCH]` line per patch on stderr: each crate patched, then, when candle-transformers is pinned, its tests as published
-/// (testbed runs them on the `published` point) and the points that `patches/stack.toml` gives.
+/// A generated folder: its path, what it is in words, and its tree.
+pub(crate) type Folder = (String, String, Oid);
+
+/// Every generated folder of the crates `published` holds (in a new scratch repository), after a
+/// `[PATCH]` line per patch: each crate patched, then, when candle-transformers is pinned, its
+/// tests as published (testbed runs them on the `published` point) and the `stack.toml` points.
 pub(crate) fn generated(
     layout: &Layout,
-    scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
-) -> Result<Vec<(String, String, Oid)>> {
+) -> Result<(Scratch, Vec<Folder>)> {
+    let scratch = Scratch::new()?;
     let builds_on = branches::builds_on(&layout.patches())?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
-    let unpatched = published_tree(scratch, published)?;
+    let unpatched = published_tree(&scratch, published)?;
     let mut tip = unpatched;
     for patch in patches {
         for delta in patch.diff()?.deltas() {
@@ -61,13 +64,13 @@ pub(crate) fn generated(
     let mut all = Vec::new();
     for krate in published {
         let dir = project::vendored_dir(&krate.pin.name);
-        let tree = part(scratch, krate, tip, "").with_context(|| dir.clone())?;
+        let tree = part(&scratch, krate, tip, "").with_context(|| dir.clone())?;
         all.push((dir, format!("{} + patches/", krate.pin.label()), tree, ""));
     }
     let find = |name| published.iter().find(|p| p.pin.name == name);
     if let Some(transformers) = find(POINT_PARTS[0].1) {
         let dir = format!("{GENERATED_ROOT}/published-tests");
-        let tree = part(scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
+        let tree = part(&scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         all.push((
             dir,
             format!("{} as published", transformers.pin.label()),
@@ -87,7 +90,7 @@ pub(crate) fn generated(
             let mut point = repo.treebuilder(None)?;
             for (dir, krate, path) in POINT_PARTS {
                 if let Some(krate) = find(krate) {
-                    let tree = part(scratch, krate, root, path)
+                    let tree = part(&scratch, krate, root, path)
                         .with_context(|| format!("point {name}"))?;
                     point.insert(dir, tree, TREE)?;
                 }
@@ -113,7 +116,8 @@ pub(crate) fn generated(
         let tree = folder.write()?;
         Ok((dir, what, tree))
     };
-    all.into_iter().map(marked).collect()
+    let all = all.into_iter().map(marked).collect::<Result<_>>()?;
+    Ok((scratch, all))
 }
 
 /// The folder `path` of `krate` in `root` ("": all of it); for a file, a folder of it alone.

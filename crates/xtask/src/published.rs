@@ -79,11 +79,8 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
 pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     for pin in &crate::pin::read(&layout.pin())? {
         load_or_fetch(layout, pin)?;
-        eprintln!(
-            "ok: {} is in cargo's cache, sha256 {}",
-            pin.label(),
-            pin.sha256
-        );
+        let (label, sha256) = (pin.label(), &pin.sha256);
+        eprintln!("ok: {label} is in cargo's cache, sha256 {sha256}");
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);

@@ -10,7 +10,7 @@ use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
-use crate::trees::{write_tree, Scratch};
+use crate::trees::write_tree;
 
 /// The flags of `cargo xtask vendor`.
 #[derive(Debug, Default, clap::Args)]
@@ -142,8 +142,7 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 /// first so that a patch that does not apply leaves the workspace as it was.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
-    let scratch = Scratch::new()?;
-    let generated = expected::generated(layout, &scratch, published, &patches)?;
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     std::fs::create_dir_all(&root)?;
