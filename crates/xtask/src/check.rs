@@ -23,11 +23,8 @@ pub fn run(layout: &Layout) -> Result<()> {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
         patch_use::check_lock(&lock, &pin.name, &pin.version)?;
         patch_use::check_cargo(&layout.root, &pin.name, &vendored)?;
-        eprintln!(
-            "ok: cargo builds {} from {}",
-            pin.name,
-            layout.show(&vendored)
-        );
+        let shown = layout.show(&vendored);
+        eprintln!("ok: cargo builds {} from {shown}", pin.name);
     }
     // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency.
     let manifest = layout.root.join(FUZZ_MANIFEST);

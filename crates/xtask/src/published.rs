@@ -127,12 +127,10 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         let relative = path
             .strip_prefix(&prefix)
             .with_context(|| format!("`{path}` is outside `{prefix}`"))?;
-        ensure!(
-            relative
-                .split('/')
-                .all(|part| !part.is_empty() && part != ".."),
-            "`{path}` is not a plain relative path"
-        );
+        let plain = relative
+            .split('/')
+            .all(|part| !part.is_empty() && part != "..");
+        ensure!(plain, "`{path}` is not a plain relative path");
         let executable = entry.header().mode()? & 0o111 != 0;
         let mut data = Vec::new();
         entry.read_to_end(&mut data)?;
@@ -174,8 +172,7 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     }
     let dir = layout
         .target()
-        .join("xtask")
-        .join(format!("fetch-{name}-{version}"));
+        .join(format!("xtask/fetch-{name}-{version}"));
     std::fs::create_dir_all(dir.join("src"))?;
     std::fs::write(
         dir.join("Cargo.toml"),
