@@ -15,8 +15,7 @@ use crate::trees::Scratch;
 
 const TREE: i32 = 0o040000;
 
-/// Every published crate where candle's repository holds it (its `path_in_vcs`), in one tree,
-/// so that one patch may change files of several crates.
+/// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
 pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
     let crates: Vec<_> = published
         .iter()
@@ -113,8 +112,7 @@ pub(crate) fn generated(
         );
         let mut folder = repo.treebuilder(Some(&repo.find_tree(tree)?))?;
         folder.insert(project::MARKER, repo.blob(marker.as_bytes())?, 0o100644)?;
-        let tree = folder.write()?;
-        Ok((dir, what, tree))
+        Ok((dir, what, folder.write()?))
     };
     let all = all.into_iter().map(marked).collect::<Result<_>>()?;
     Ok((scratch, all))

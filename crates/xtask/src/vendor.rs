@@ -126,13 +126,11 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
             Some(table) => table.get_mut("version"),
             None => Some(item),
         };
-        if let Some(Item::Value(value)) = version {
-            if value.as_str() == Some(old) {
-                let decor = value.decor().clone();
-                *value = new.into();
-                *value.decor_mut() = decor;
-                count += 1;
-            }
+        if let Some(Item::Value(value)) = version.filter(|v| v.as_str() == Some(old)) {
+            let decor = value.decor().clone();
+            *value = new.into();
+            *value.decor_mut() = decor;
+            count += 1;
         }
     }
     Ok((document.to_string(), count))
