@@ -67,15 +67,14 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let root = GENERATED_ROOT;
-    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
-        for entry in entries {
-            let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
-            if !generated.iter().any(|(dir, _, _)| *dir == path) {
-                problems.push(format!(
-                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
-                     move it out or delete it"
-                ));
-            }
+    let entries = std::fs::read_dir(layout.root.join(root));
+    for entry in entries.into_iter().flatten() {
+        let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
+        if !generated.iter().any(|(dir, _, _)| *dir == path) {
+            problems.push(format!(
+                "{path} is under {root}, which holds only what `cargo xtask vendor` writes: move \
+                 it out or delete it"
+            ));
         }
     }
     let attributes =

@@ -18,9 +18,8 @@ impl Scratch {
     pub fn new() -> Result<Scratch> {
         let odb = git2::Odb::new()?;
         odb.add_new_mempack_backend(1)?;
-        Ok(Scratch {
-            repo: Repository::from_odb(odb)?,
-        })
+        let repo = Repository::from_odb(odb)?;
+        Ok(Scratch { repo })
     }
 
     /// The tree of `files`, each placed under `prefix` (a folder, or "").
