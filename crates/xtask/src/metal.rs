@@ -76,8 +76,7 @@ fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result
     Ok(crates)
 }
 
-/// `cargo xtask metal-check`: clippy for Apple's target with `metal`, over every target of the
-/// members with that feature, then over the vendored crates' libraries too.
+/// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;

@@ -18,8 +18,7 @@ pub fn vendored_dir(name: &str) -> String {
     format!("{GENERATED_ROOT}/{name}")
 }
 
-/// The benches' points: per version of the sampler, the `generation` module and candle-nn's
-/// `sampling.rs` (which it calls), each built by `crates/points` as a module.
+/// The benches' points: per version of the sampler, the modules that `crates/points` builds.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
 /// What each point holds: its folder, the crate, and the crate's folder or file to put there.

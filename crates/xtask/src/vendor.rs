@@ -108,8 +108,7 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<Str
     Ok(document.to_string())
 }
 
-/// `text` with its candle crates' `[workspace.dependencies]` versions moved from `old` to `new`,
-/// and how many moved.
+/// `text` with its candle crates' `[workspace.dependencies]` moved from `old` to `new`; how many.
 pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)> {
     let mut document: DocumentMut = text.parse()?;
     let mut count = 0;
