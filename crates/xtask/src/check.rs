@@ -9,7 +9,6 @@ use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
-use crate::trees::Scratch;
 
 pub fn run(layout: &Layout) -> Result<()> {
     let pins = pin::read(&layout.pin())?;
@@ -24,14 +23,10 @@ pub fn run(layout: &Layout) -> Result<()> {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
         patch_use::check_lock(&lock, &pin.name, &pin.version)?;
         patch_use::check_cargo(&layout.root, &pin.name, &vendored)?;
-        eprintln!(
-            "ok: cargo builds {} from {}",
-            pin.name,
-            layout.show(&vendored)
-        );
+        let shown = layout.show(&vendored);
+        eprintln!("ok: cargo builds {} from {shown}", pin.name);
     }
-    // The fuzzer is a workspace of its own (cargo-fuzz builds it with other flags), so its
-    // `Cargo.lock` goes stale when a crate it builds gains a dependency; CI builds it `--locked`.
+    // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency.
     let manifest = layout.root.join(FUZZ_MANIFEST);
     if !manifest.is_file() {
         return Ok(());
@@ -62,27 +57,24 @@ pub fn run(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// Fails, naming what differs and the command that fixes it, unless every generated folder of
-/// `layout` holds the tree that `published` and the patches give, the generated root holds
-/// nothing else, and `.gitattributes` marks it (and only it) generated.
+/// Fails, naming what differs, unless the generated root holds exactly the trees that
+/// `published` and the patches give, and `.gitattributes` marks it (only it) generated.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
     for patch in &patches {
         patch.message()?;
     }
-    let scratch = Scratch::new()?;
-    let generated = expected::generated(layout, &scratch, published, &patches)?;
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let root = GENERATED_ROOT;
-    if let Ok(entries) = std::fs::read_dir(layout.root.join(root)) {
-        for entry in entries {
-            let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
-            if !generated.iter().any(|(g, _)| g.dir == path) {
-                problems.push(format!(
-                    "{path} is under {root}, which holds only what `cargo xtask vendor` writes: \
-                     move it out or delete it"
-                ));
-            }
+    let entries = std::fs::read_dir(layout.root.join(root));
+    for entry in entries.into_iter().flatten() {
+        let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
+        if !generated.iter().any(|(dir, _, _)| *dir == path) {
+            problems.push(format!(
+                "{path} is under {root}, which holds only what `cargo xtask vendor` writes: move \
+                 it out or delete it"
+            ));
         }
     }
     let attributes =
@@ -97,33 +89,23 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
         ));
     }
-    for (generated, expected) in &generated {
-        let dir = layout.root.join(&generated.dir);
-        if !generated.dir.starts_with(&format!("{root}/")) {
-            problems.push(format!(
-                "{} is generated but not under {root}",
-                generated.dir
-            ));
-        }
-        if !dir.is_dir() {
-            problems.push(format!("{} is missing", generated.dir));
+    for (dir, what, expected) in &generated {
+        if !layout.root.join(dir).is_dir() {
+            problems.push(format!("{dir} is missing"));
             continue;
         }
-        let actual = scratch.tree_of_dir(&dir)?;
-        let what = expected::describe(generated, published);
+        let actual = scratch.tree_of_dir(&layout.root.join(dir))?;
         if actual == *expected {
-            eprintln!("ok: {} is {what} (tree {actual})", generated.dir);
+            eprintln!("ok: {dir} is {what} (tree {actual})");
             continue;
         }
         let mut changes = scratch.changes(*expected, actual)?;
-        if changes.len() > 20 {
-            let more = changes.len() - 20;
-            changes.truncate(20);
+        let more = changes.split_off(changes.len().min(20)).len();
+        if more > 0 {
             changes.push(format!("and {more} more"));
         }
         problems.push(format!(
-            "{} differs from {what}:\n    {}",
-            generated.dir,
+            "{dir} differs from {what}:\n    {}",
             changes.join("\n    ")
         ));
     }

@@ -1,20 +1,21 @@
 //! Published crates + patches: the trees that `vendor` writes and `check` expects.
 
+use std::path::Path;
+
 use anyhow::{ensure, Context, Result};
-use git2::Oid;
+use git2::{ObjectType, Oid};
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin::{self, Pin};
-use crate::project::{self, Generated, Layout, Source};
+use crate::project::{self, Layout, GENERATED_ROOT, POINTS_DIR, POINT_PARTS};
 use crate::published::Published;
 use crate::series::{self, Patch};
 use crate::trees::Scratch;
 
 const TREE: i32 = 0o040000;
 
-/// Every published crate where candle's repository holds it (its `path_in_vcs`), in one tree,
-/// so that one patch may change files of several crates.
+/// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
 pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
     let crates: Vec<_> = published
         .iter()
@@ -23,18 +24,23 @@ pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Resu
     scratch.tree_of_crates(&crates)
 }
 
-/// Every generated folder of the crates `published` holds, with the tree it must hold, after one
-/// `[PATCH]` line per patch on stderr. `patches/stack.toml` decides what each point holds.
+/// A generated folder: its path, what it is in words, and its tree.
+pub(crate) type Folder = (String, String, Oid);
+
+/// Every generated folder of the crates `published` holds (in a new scratch repository), after a
+/// `[PATCH]` line per patch: each crate patched, then, when candle-transformers is pinned, its
+/// tests as published (testbed runs them on the `published` point) and the `stack.toml` points.
 pub(crate) fn generated(
     layout: &Layout,
-    scratch: &Scratch,
     published: &[Published],
     patches: &[Patch],
-) -> Result<Vec<(Generated, Oid)>> {
+) -> Result<(Scratch, Vec<Folder>)> {
+    let scratch = Scratch::new()?;
     let builds_on = branches::builds_on(&layout.patches())?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
-    let mut trees = vec![published_tree(scratch, published)?];
+    let unpatched = published_tree(&scratch, published)?;
+    let mut tip = unpatched;
     for patch in patches {
         for delta in patch.diff()?.deltas() {
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
@@ -49,121 +55,138 @@ pub(crate) fn generated(
                 label
             );
         }
-        let tree = series::apply(&scratch.repo, trees[trees.len() - 1], patch)
+        tip = series::apply(&scratch.repo, tip, patch)
             .with_context(|| format!("patching {label}"))?;
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
-        trees.push(tree);
     }
-    let (unpatched, series) = (trees[0], trees[patches.len()]);
     let repo = &scratch.repo;
     let mut all = Vec::new();
-    for generated in project::generated(published) {
-        let (tree, points) = match &generated.source {
-            Source::Part {
-                krate,
-                crate_dir,
-                patched,
-            } => {
-                let root = if *patched { series } else { unpatched };
-                let tree = part(scratch, published, root, krate, crate_dir, &[])
-                    .with_context(|| generated.dir.clone())?;
-                (tree, "")
-            }
-            Source::Points => {
-                let branches = branches::branches(
-                    repo,
-                    unpatched,
-                    "the published crates",
-                    patches,
-                    &builds_on,
-                )?;
-                // In the order the benches list them: the published crates, each patch's branch,
-                // the whole series.
-                let names = patches.iter().map(|p| p.number().to_string());
-                let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
-                    .chain(names.zip(branches.iter().map(|b| b.tree)))
-                    .chain([(SERIES_POINT.to_string(), series)]);
-                let mut folder = repo.treebuilder(None)?;
-                for (name, root) in points {
-                    let mut point = repo.treebuilder(None)?;
-                    for (dir, krate, crate_dir, only) in project::POINT_PARTS {
-                        if published.iter().any(|p| p.pin.name == krate) {
-                            let tree = part(scratch, published, root, krate, crate_dir, only)
-                                .with_context(|| format!("point {name}"))?;
-                            point.insert(dir, tree, TREE)?;
-                        }
-                    }
-                    folder.insert(&name, point.write()?, TREE)?;
+    for krate in published {
+        let dir = project::vendored_dir(&krate.pin.name);
+        let tree = part(&scratch, krate, tip, "").with_context(|| dir.clone())?;
+        all.push((dir, format!("{} + patches/", krate.pin.label()), tree, ""));
+    }
+    let find = |name| published.iter().find(|p| p.pin.name == name);
+    if let Some(transformers) = find(POINT_PARTS[0].1) {
+        let dir = format!("{GENERATED_ROOT}/published-tests");
+        let tree = part(&scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
+        all.push((
+            dir,
+            format!("{} as published", transformers.pin.label()),
+            tree,
+            "",
+        ));
+        let branches =
+            branches::branches(repo, unpatched, "the published crates", patches, &builds_on)?;
+        // In the order the benches list them: the published crates, each patch's branch, the
+        // whole series.
+        let names = patches.iter().map(|p| p.number().to_string());
+        let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
+            .chain(names.zip(branches.iter().map(|b| b.tree)))
+            .chain([(SERIES_POINT.to_string(), tip)]);
+        let mut folder = repo.treebuilder(None)?;
+        for (name, root) in points {
+            let mut point = repo.treebuilder(None)?;
+            for (dir, krate, path) in POINT_PARTS {
+                if let Some(krate) = find(krate) {
+                    let tree = part(&scratch, krate, root, path)
+                        .with_context(|| format!("point {name}"))?;
+                    point.insert(dir, tree, TREE)?;
                 }
-                let about = "\n\nOne folder per point that the benches measure (crates/points \
-                    builds each as a module): `published` is the published crates, each `NNNN` \
-                    what the branch of patch NNNN holds (its change on the branch that \
-                    patches/stack.toml names, or on the published crates), and `series` every \
-                    patch applied.";
-                (folder.write()?, about)
             }
-        };
+            folder.insert(&name, point.write()?, TREE)?;
+        }
+        let labels: Vec<String> = published.iter().map(|p| p.pin.label()).collect();
+        let what = format!("the points of {} and patches/stack.toml", labels.join(", "));
+        let about = "\n\nOne folder per point that the benches measure (crates/points builds each \
+            as a module): `published` is the published crates, each `NNNN` what the branch of \
+            patch NNNN holds (its change on the branch that patches/stack.toml names, or on the \
+            published crates), and `series` every patch applied.";
+        all.push((POINTS_DIR.to_string(), what, folder.write()?, about));
+    }
+    let marked = |(dir, what, tree, about): (String, String, Oid, &str)| {
         let marker = format!(
-            "# Generated by `cargo xtask vendor`: never edit\n\n{} is {}.{points}\n\n`cargo xtask \
-             check` fails unless this folder is exactly that. To change it, change `patches/` and \
-             run `cargo xtask vendor`.\n",
-            generated.dir,
-            describe(&generated, published)
+            "# Generated by `cargo xtask vendor`: never edit\n\n{dir} is {what}.{about}\n\n`cargo \
+             xtask check` fails unless this folder is exactly that. To change it, change \
+             `patches/` and run `cargo xtask vendor`.\n"
         );
         let mut folder = repo.treebuilder(Some(&repo.find_tree(tree)?))?;
         folder.insert(project::MARKER, repo.blob(marker.as_bytes())?, 0o100644)?;
-        all.push((generated, folder.write()?));
-    }
-    Ok(all)
+        Ok((dir, what, folder.write()?))
+    };
+    let all = all.into_iter().map(marked).collect::<Result<_>>()?;
+    Ok((scratch, all))
 }
 
-/// The folder `crate_dir` of `krate` in `root` (the files `only` names, or all).
-fn part(
-    scratch: &Scratch,
-    published: &[Published],
-    root: Oid,
-    krate: &str,
-    crate_dir: &str,
-    only: &[&str],
-) -> Result<Oid> {
-    let krate = published
-        .iter()
-        .find(|p| p.pin.name == krate)
-        .with_context(|| format!("{krate} is not pinned"))?;
-    let path = [krate.pin.path_in_vcs.as_str(), crate_dir]
-        .into_iter()
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("/");
-    let tree = scratch
-        .subtree(root, &path)
-        .with_context(|| format!("{} has no `{crate_dir}`", krate.pin.label()))?;
-    if only.is_empty() {
-        return Ok(tree);
+/// The folder `path` of `krate` in `root` ("": all of it); for a file, a folder of it alone.
+fn part(scratch: &Scratch, krate: &Published, root: Oid, path: &str) -> Result<Oid> {
+    let full = format!("{}/{path}", krate.pin.path_in_vcs);
+    let full = full.trim_matches('/');
+    if full.is_empty() {
+        return Ok(root);
     }
-    scratch
-        .only(tree, only)
-        .with_context(|| format!("{} `{crate_dir}`", krate.pin.label()))
+    let repo = &scratch.repo;
+    let entry = repo
+        .find_tree(root)?
+        .get_path(Path::new(full))
+        .with_context(|| format!("{} has no `{path}`", krate.pin.label()))?;
+    if entry.kind() == Some(ObjectType::Tree) {
+        return Ok(entry.id());
+    }
+    let mut folder = repo.treebuilder(None)?;
+    folder.insert(entry.name_bytes(), entry.id(), entry.filemode())?;
+    Ok(folder.write()?)
 }
 
-/// What `generated` is made from, in words: for messages and its marker.
-pub(crate) fn describe(generated: &Generated, published: &[Published]) -> String {
-    match &generated.source {
-        Source::Part { krate, patched, .. } => {
-            let label = published
-                .iter()
-                .find(|p| &p.pin.name == krate)
-                .map_or(krate.clone(), |p| p.pin.label());
-            let applied = if *patched {
-                "+ patches/"
-            } else {
-                "as published"
-            };
-            format!("{label} {applied}")
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::published::CrateFile;
+
+    fn file(path: &str, data: &str) -> CrateFile {
+        CrateFile {
+            path: path.into(),
+            data: data.as_bytes().to_vec(),
+            executable: false,
         }
-        Source::Points => {
-            let labels: Vec<String> = published.iter().map(|p| p.pin.label()).collect();
-            format!("the points of {} and patches/stack.toml", labels.join(", "))
+    }
+
+    fn krate(path_in_vcs: &str) -> Published {
+        Published {
+            pin: Pin {
+                name: "demo".into(),
+                version: "0.1.0".into(),
+                sha256: String::new(),
+                commit: String::new(),
+                path_in_vcs: path_in_vcs.into(),
+            },
+            files: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let files = [file("src/lib.rs", "")];
+        let prefixed = scratch.tree("candle-transformers", &files)?;
+        let plain = scratch.tree("", &files)?;
+        let part = |path| part(&scratch, &krate("candle-transformers"), prefixed, path);
+        assert_eq!(part("")?, plain);
+        assert_eq!(part("src")?, scratch.tree("", &[file("lib.rs", "")])?);
+        assert!(part("missing").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn a_part_that_is_a_file_is_a_folder_of_it_alone() -> Result<()> {
+        let scratch = Scratch::new()?;
+        let tree = scratch.tree(
+            "",
+            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")],
+        )?;
+        let only = part(&scratch, &krate(""), tree, "b.rs")?;
+        assert_eq!(only, scratch.tree("", &[file("b.rs", "b")])?);
+        assert!(part(&scratch, &krate(""), tree, "missing.rs").is_err());
+        Ok(())
     }
 }

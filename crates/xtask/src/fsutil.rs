@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// A new folder inside `parent`, removed when dropped: `.xtask-<label>-` and a random name, so
-/// that it sits on the target's file system and a rename can move it into place.
+/// A new folder `.xtask-<label>-…` in `parent`, removed when dropped, that a rename can move.
 pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(&format!(".xtask-{label}-"))
@@ -13,9 +12,8 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
         .with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
-/// Replaces each `(new, target)`'s target folder with the folder `new`, which must be on the
-/// same file system. Every target is moved aside first; if a move fails, the ones already
-/// made are undone, so the targets end up all new or all as they were.
+/// Replaces each `(new, target)`'s target folder with `new` (on the same file system), all or
+/// nothing: every target is moved aside first, and moved back if a later move fails.
 pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
     let aside = |target: &Path| {
         let name = target.file_name().unwrap_or_default().to_string_lossy();

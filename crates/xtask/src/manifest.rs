@@ -15,8 +15,7 @@ pub(crate) fn package_name(manifest: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Whether the manifest depends on `package`, by name or renamed, in any dependency table
-/// (target-specific ones too).
+/// Whether the manifest depends on `package`, by name or renamed, in any (target's) dependencies.
 pub(crate) fn depends_on(manifest: &str, package: &str) -> bool {
     let document = parse(manifest);
     let tables = ["dependencies", "dev-dependencies", "build-dependencies"];
@@ -38,8 +37,7 @@ pub(crate) fn depends_on(manifest: &str, package: &str) -> bool {
 pub(crate) fn has_feature(manifest: &str, feature: &str) -> bool {
     parse(manifest)
         .get("features")
-        .and_then(|features| features.get(feature))
-        .is_some()
+        .is_some_and(|f| f.get(feature).is_some())
 }
 
 /// The folders of the root manifest's `[workspace] members` list.

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use crate::manifest;
 use crate::pin;
@@ -18,11 +18,8 @@ const NEEDS: [(&str, &str); 3] = [
     ("rustup", "the rustup that manages this toolchain"),
 ];
 
-/// The environment of a cross-check. C code that dependencies build is compiled by clang for
-/// the Apple target without Apple's SDK (`-ffreestanding`: no libc headers); oniguruma, which
-/// needs libc headers, is taken from the system's library instead, which nothing links. The
-/// host's `-C target-cpu=native` (candle's `.cargo/config.toml`) is dropped, as candle's own
-/// macOS job drops that file.
+/// The environment of a cross-check: clang compiles C for Apple without its SDK (no libc
+/// headers), oniguruma comes from the system (nothing links it), and `target-cpu=native` goes.
 pub fn cross_env() -> Vec<(&'static str, &'static str)> {
     vec![
         ("CC_aarch64_apple_darwin", "clang"),
@@ -36,33 +33,25 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// Fails with what to install when the machine cannot cross-check: the target's standard
-/// library, clang, pkg-config and, when `onig` is set, oniguruma's development files.
+/// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
 pub fn preflight(onig: bool) -> Result<()> {
+    let succeeds = |program: &str, args: &[&str]| {
+        let output = Command::new(program).args(args).output();
+        output.ok().filter(|o| o.status.success()).map(|o| o.stdout)
+    };
     let mut missing: Vec<String> = NEEDS
         .into_iter()
-        .filter(|(tool, _)| Command::new(tool).arg("--version").output().is_err())
+        .filter(|(tool, _)| succeeds(tool, &["--version"]).is_none())
         .map(|(tool, install)| format!("{tool} ({install})"))
         .collect();
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
-    if !installed.is_ok_and(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .any(|l| l.trim() == TARGET)
-    }) {
+    let targets = succeeds("rustup", &["target", "list", "--installed"]).unwrap_or_default();
+    if !String::from_utf8_lossy(&targets).contains(TARGET) {
         missing.push(format!(
             "the {TARGET} standard library (rustup target add {TARGET})"
         ));
     }
-    if onig {
-        let found = Command::new("pkg-config")
-            .args(["--exists", "oniguruma"])
-            .status();
-        if !found.is_ok_and(|s| s.success()) {
-            missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
-        }
+    if onig && succeeds("pkg-config", &["--exists", "oniguruma"]).is_none() {
+        missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
     }
     ensure!(
         missing.is_empty(),
@@ -73,10 +62,10 @@ pub fn preflight(onig: bool) -> Result<()> {
 }
 
 /// Of the crates in `dirs`, the names of those that have a `metal` feature, sorted.
-fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
+fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
     for dir in dirs {
-        let manifest = layout.root.join(&dir).join("Cargo.toml");
+        let manifest = layout.root.join(dir).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest)
             .with_context(|| format!("cannot read {}", manifest.display()))?;
         if manifest::has_feature(&text, "metal") {
@@ -87,24 +76,18 @@ fn with_metal(layout: &Layout, dirs: Vec<String>) -> Result<Vec<String>> {
     Ok(crates)
 }
 
-/// `cargo xtask metal-check`: clippy with warnings denied, for Apple's target with `metal`, over
-/// every target of each workspace crate that has the feature, then over the vendored crates'
-/// libraries, so that a patch that breaks their Metal build fails here (their published
-/// manifests leave out what their own tests need).
+/// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let vendored = pin::read(&layout.pin())?
-        .into_iter()
-        .map(|pin| project::vendored_dir(&pin.name))
-        .collect();
     let members = with_metal(layout, manifest::members(&root))?;
-    let vendored = with_metal(layout, vendored)?;
-    if members.is_empty() {
-        bail!("no workspace member has a `metal` feature");
-    }
-    // Features can be named only for members: theirs turn on the vendored crates' `metal` too
-    // (testbed forwards it), so the vendored libraries are selected beside the members.
+    let pins = pin::read(&layout.pin())?;
+    let vendored = with_metal(layout, pins.iter().map(|p| project::vendored_dir(&p.name)))?;
+    ensure!(
+        !members.is_empty(),
+        "no workspace member has a `metal` feature"
+    );
+    // Only members' features can be named; theirs turn on the vendored crates' `metal` too.
     let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
     let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {

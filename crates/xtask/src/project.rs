@@ -2,32 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::published::Published;
-
-/// A folder that `cargo xtask vendor` writes and `cargo xtask check` compares, relative to the
-/// workspace root.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Generated {
-    pub dir: String,
-    pub source: Source,
-}
-
-/// What a generated folder is made from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
-    /// The folder `crate_dir` (`""` for the whole crate) of one pinned crate, with `patches/`
-    /// applied or as published.
-    Part {
-        krate: String,
-        crate_dir: &'static str,
-        patched: bool,
-    },
-    /// The benches' points (`POINTS_DIR`).
-    Points,
-}
-
-/// The one folder that holds everything `cargo xtask vendor` writes. `.gitattributes` marks it
-/// generated (`GITATTRIBUTES_LINE`), and each folder in it carries a `MARKER` file.
+/// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
 pub const GENERATED_ROOT: &str = "crates/vendor";
 
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
@@ -43,46 +18,14 @@ pub fn vendored_dir(name: &str) -> String {
     format!("{GENERATED_ROOT}/{name}")
 }
 
-/// The benches' points: one folder per version of the sampler that a bench measures, each the
-/// `generation` module (and candle-nn's `sampling.rs`, which it calls) as one tree holds them.
-/// `crates/points` builds each as a module of its own; the `published` point is also what tests
-/// compare the patched crate with.
+/// The benches' points: per version of the sampler, the modules that `crates/points` builds.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
-/// What each point holds: its folder, the crate, the crate's folder and the files of it (all
-/// of them when empty).
-pub const POINT_PARTS: [(&str, &str, &str, &[&str]); 2] = [
-    ("generation", "candle-transformers", "src/generation", &[]),
-    ("nn", "candle-nn", "src", &["sampling.rs"]),
+/// What each point holds: its folder, the crate, and the crate's folder or file to put there.
+pub const POINT_PARTS: [(&str, &str, &str); 2] = [
+    ("generation", "candle-transformers", "src/generation"),
+    ("nn", "candle-nn", "src/sampling.rs"),
 ];
-
-/// Every generated folder for the crates `published` holds: each crate whole and patched, then,
-/// when candle-transformers is pinned, its tests as published (crates/testbed runs them on the
-/// `published` point, and the `pr` tests build a candle-like repository from them) and the points.
-pub fn generated(published: &[Published]) -> Vec<Generated> {
-    let part = |dir, krate: &str, crate_dir, patched| Generated {
-        dir,
-        source: Source::Part {
-            krate: krate.to_string(),
-            crate_dir,
-            patched,
-        },
-    };
-    let mut all: Vec<Generated> = published
-        .iter()
-        .map(|p| part(vendored_dir(&p.pin.name), &p.pin.name, "", true))
-        .collect();
-    let transformers = POINT_PARTS[0].1;
-    if published.iter().any(|p| p.pin.name == transformers) {
-        let tests = format!("{GENERATED_ROOT}/published-tests");
-        all.push(part(tests, transformers, "tests", false));
-        all.push(Generated {
-            dir: POINTS_DIR.to_string(),
-            source: Source::Points,
-        });
-    }
-    all
-}
 
 /// The paths the commands work on; tests point one at a temporary workspace.
 #[derive(Clone, Debug)]

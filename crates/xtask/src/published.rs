@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 
 use crate::pin::Pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST};
@@ -45,37 +45,32 @@ fn cache() -> PathBuf {
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let path = find_cached(&pin.name, &pin.version).with_context(|| {
+    let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
+    let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
+    let path = find_cached(name, version).with_context(|| {
         format!(
-            "{} is not in cargo's cache (no {}-{}.crate under {}): run `cargo xtask fetch` once \
-             while online",
+            "{} is not in cargo's cache (no {name}-{version}.crate under {}): run `cargo xtask \
+             fetch` once while online",
             pin.label(),
-            pin.name,
-            pin.version,
             cache().display()
         )
     })?;
-    let published = read_archive(&path, &pin.name, &pin.version)?;
+    let published = read_archive(&path, name, version)?;
+    let (file, got) = (path.display(), &published.pin);
     ensure!(
-        published.pin.sha256 == pin.sha256,
-        "{} has sha256 {}, but patches/upstream.toml pins {}: delete that file and run \
-             `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version {}` \
-             records the published crate again",
-        path.display(),
-        published.pin.sha256,
-        pin.sha256,
-        pin.version
+        got.sha256 == *sha256,
+        "{file} has sha256 {}, but patches/upstream.toml pins {sha256}: delete that file and run \
+         `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version \
+         {version}` records the published crate again",
+        got.sha256
     );
     ensure!(
-        published.pin == *pin,
-        "{} says it was published from commit {} in `{}`, but patches/upstream.toml says {} in \
-             `{}`: run `cargo xtask vendor --version {}` to record it again",
-        path.display(),
-        published.pin.commit,
-        published.pin.path_in_vcs,
-        pin.commit,
-        pin.path_in_vcs,
-        pin.version
+        got == pin,
+        "{file} says it was published from commit {} in `{}`, but patches/upstream.toml says \
+         {commit} in `{path_in_vcs}`: run `cargo xtask vendor --version {version}` to record it \
+         again",
+        got.commit,
+        got.path_in_vcs
     );
     Ok(published)
 }
@@ -84,11 +79,8 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
 pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     for pin in &crate::pin::read(&layout.pin())? {
         load_or_fetch(layout, pin)?;
-        eprintln!(
-            "ok: {} is in cargo's cache, sha256 {}",
-            pin.label(),
-            pin.sha256
-        );
+        let (label, sha256) = (pin.label(), &pin.sha256);
+        eprintln!("ok: {label} is in cargo's cache, sha256 {sha256}");
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
@@ -132,15 +124,13 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
             continue;
         }
         ensure!(kind.is_file(), "`{path}` is not a plain file");
-        let Some(relative) = path.strip_prefix(&prefix) else {
-            bail!("`{path}` is outside `{prefix}`");
-        };
-        ensure!(
-            relative
-                .split('/')
-                .all(|part| !part.is_empty() && part != ".."),
-            "`{path}` is not a plain relative path"
-        );
+        let relative = path
+            .strip_prefix(&prefix)
+            .with_context(|| format!("`{path}` is outside `{prefix}`"))?;
+        let plain = relative
+            .split('/')
+            .all(|part| !part.is_empty() && part != "..");
+        ensure!(plain, "`{path}` is not a plain relative path");
         let executable = entry.header().mode()? & 0o111 != 0;
         let mut data = Vec::new();
         entry.read_to_end(&mut data)?;
@@ -155,44 +145,34 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         .iter()
         .find(|f| f.path == ".cargo_vcs_info.json")
         .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
-    let VcsInfo { git, path_in_vcs } =
+    let vcs: serde_json::Value =
         serde_json::from_slice(&vcs_info.data).context("in .cargo_vcs_info.json")?;
+    // `cargo package` records no `path_in_vcs` for a crate at the repository's root.
+    let path_in_vcs = vcs["path_in_vcs"].as_str().unwrap_or_default().to_string();
+    let commit = vcs["git"]["sha1"]
+        .as_str()
+        .context("in .cargo_vcs_info.json: no git.sha1")?;
     Ok(Published {
         pin: Pin {
             name: name.to_string(),
             version: version.to_string(),
             sha256: sha256_hex(bytes),
-            commit: git.sha1,
+            commit: commit.to_string(),
             path_in_vcs,
         },
         files,
     })
 }
 
-/// What `cargo package` records in `.cargo_vcs_info.json` (no `path_in_vcs` for a root crate).
-#[derive(serde::Deserialize)]
-struct VcsInfo {
-    git: VcsGit,
-    #[serde(default)]
-    path_in_vcs: String,
-}
-
-#[derive(serde::Deserialize)]
-struct VcsGit {
-    sha1: String,
-}
-
-/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (and so through the
-/// user's registry and proxy settings) if need be. Cargo has no command for one crate, so this
-/// fetches a throwaway package that depends on it exactly, with the workspace's lock file.
+/// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (with the user's
+/// registry settings) if need be, through a throwaway package that depends on it exactly.
 pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     if let Some(path) = find_cached(name, version) {
         return Ok(path);
     }
     let dir = layout
         .target()
-        .join("xtask")
-        .join(format!("fetch-{name}-{version}"));
+        .join(format!("xtask/fetch-{name}-{version}"));
     std::fs::create_dir_all(dir.join("src"))?;
     std::fs::write(
         dir.join("Cargo.toml"),
@@ -206,24 +186,22 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
-    // Only the host's dependencies: `rustc -vV` names the host.
+    // Only the host's dependencies.
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let output = Command::new(rustc)
-        .arg("-vV")
+        .args(["--print", "host-tuple"])
         .output()
         .context("cannot run rustc")?;
-    let host = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|line| line.strip_prefix("host: ").map(str::to_string))
-        .context("`rustc -vV` printed no host")?;
+    let host = String::from_utf8_lossy(&output.stdout);
     let status = project::cargo()
-        .args(["fetch", "--target", &host, "--manifest-path"])
+        .args(["fetch", "--target", host.trim(), "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
         .context("cannot run cargo")?;
-    if !status.success() {
-        bail!("`cargo fetch` could not download {name} {version} ({status})");
-    }
+    ensure!(
+        status.success(),
+        "`cargo fetch` could not download {name} {version} ({status})"
+    );
     find_cached(name, version).with_context(|| {
         format!(
             "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"

@@ -1,12 +1,11 @@
-//! Git trees for whole folders: built from files or from disk in a scratch repository, so that
-//! "is this folder exactly that?" is one comparison of tree ids.
+//! Git trees for whole folders, so that "is this folder exactly that?" is one comparison of ids.
 
 #[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository};
+use git2::{FileMode, ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -19,9 +18,8 @@ impl Scratch {
     pub fn new() -> Result<Scratch> {
         let odb = git2::Odb::new()?;
         odb.add_new_mempack_backend(1)?;
-        Ok(Scratch {
-            repo: Repository::from_odb(odb)?,
-        })
+        let repo = Repository::from_odb(odb)?;
+        Ok(Scratch { repo })
     }
 
     /// The tree of `files`, each placed under `prefix` (a folder, or "").
@@ -31,31 +29,24 @@ impl Scratch {
 
     /// The tree of several crates' `files`, each crate under its own folder.
     pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
-        let mut index = Index::new()?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
         for (prefix, files) in crates {
             for file in files.iter() {
-                let path = if prefix.is_empty() {
-                    file.path.clone()
+                let path = format!("{prefix}/{}", file.path);
+                let mode = if file.executable {
+                    FileMode::BlobExecutable
                 } else {
-                    format!("{prefix}/{}", file.path)
+                    FileMode::Blob
                 };
-                index.add(&IndexEntry {
-                    ctime: IndexTime::new(0, 0),
-                    mtime: IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: if file.executable { 0o100755 } else { 0o100644 },
-                    uid: 0,
-                    gid: 0,
-                    file_size: 0,
-                    id: self.repo.blob(&file.data)?,
-                    flags: path.len().min(0xfff) as u16,
-                    flags_extended: 0,
-                    path: path.into_bytes(),
-                })?;
+                update.upsert(
+                    path.trim_start_matches('/'),
+                    self.repo.blob(&file.data)?,
+                    mode,
+                );
             }
         }
-        Ok(index.write_tree_to(&self.repo)?)
+        let empty = self.repo.find_tree(self.repo.treebuilder(None)?.write()?)?;
+        Ok(update.create_updated(&self.repo, &empty)?)
     }
 
     /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
@@ -84,35 +75,6 @@ impl Scratch {
             } else {
                 bail!("{}: not a plain file or folder", path.display());
             }
-        }
-        Ok(builder.write()?)
-    }
-
-    /// The tree at `path` inside `tree` ("" for `tree` itself).
-    pub fn subtree(&self, tree: Oid, path: &str) -> Result<Oid> {
-        if path.is_empty() {
-            return Ok(tree);
-        }
-        let entry = self
-            .repo
-            .find_tree(tree)?
-            .get_path(Path::new(path))
-            .with_context(|| format!("no folder `{path}`"))?;
-        if entry.kind() != Some(ObjectType::Tree) {
-            bail!("`{path}` is not a folder");
-        }
-        Ok(entry.id())
-    }
-
-    /// The tree of the entries of `tree` that `names` names, each of which must be there.
-    pub fn only(&self, tree: Oid, names: &[&str]) -> Result<Oid> {
-        let tree = self.repo.find_tree(tree)?;
-        let mut builder = self.repo.treebuilder(None)?;
-        for name in names {
-            let entry = tree
-                .get_name(name)
-                .with_context(|| format!("no `{name}`"))?;
-            builder.insert(name, entry.id(), entry.filemode())?;
         }
         Ok(builder.write()?)
     }
@@ -203,30 +165,6 @@ mod tests {
         std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
         let edited = scratch.tree_of_dir(&dir)?;
         assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
-        Ok(())
-    }
-
-    #[test]
-    fn subtree_of_a_prefixed_tree_is_the_unprefixed_tree() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let files = [file("src/lib.rs", "")];
-        let prefixed = scratch.tree("candle-transformers", &files)?;
-        let plain = scratch.tree("", &files)?;
-        assert_eq!(scratch.subtree(prefixed, "candle-transformers")?, plain);
-        assert!(scratch.subtree(prefixed, "missing").is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn only_keeps_the_named_files() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let tree = scratch.tree(
-            "",
-            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")],
-        )?;
-        let only = scratch.only(tree, &["b.rs"])?;
-        assert_eq!(only, scratch.tree("", &[file("b.rs", "b")])?);
-        assert!(scratch.only(tree, &["missing.rs"]).is_err());
         Ok(())
     }
 }

@@ -1,6 +1,5 @@
-//! `cargo xtask vendor [--version X]`: regenerates the vendored crates and the unpatched
-//! `generation` module from the published crates and `patches/`, and pins the crates that
-//! `patches/upstream.toml` lists.
+//! `cargo xtask vendor [--version X]`: regenerates `crates/vendor` from the published crates and
+//! `patches/`, and pins the crates that `patches/upstream.toml` lists.
 
 use anyhow::{ensure, Context, Result};
 use toml_edit::{DocumentMut, Item};
@@ -11,7 +10,7 @@ use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series;
-use crate::trees::{write_tree, Scratch};
+use crate::trees::write_tree;
 
 /// The flags of `cargo xtask vendor`.
 #[derive(Debug, Default, clap::Args)]
@@ -22,11 +21,10 @@ pub struct Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let version = options.version.as_deref();
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {
-        let wanted = version.unwrap_or(line.version());
+        let wanted = options.version.as_deref().unwrap_or(line.version());
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
             _ => {
@@ -48,14 +46,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     Ok(())
 }
 
-/// The candle crates whose version `[workspace.dependencies]` sets to the pin's: the pinned
-/// crate and the ones published with it, which must be of the same release.
+/// The candle crates of one release, whose version `[workspace.dependencies]` sets to the pin's.
 const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transformers"];
 
-/// Writes `new` to the pin file; moves `Cargo.toml`'s candle versions from the first crate's old
-/// version to its new one; and points `[patch.crates-io]` at every vendored crate, in the
-/// workspace and in the fuzzer's workspace. Fails, writing nothing, if `Cargo.toml` names no
-/// candle crate at the old version.
+/// Writes `new` to the pin file, moves `Cargo.toml`'s candle versions to the first crate's new one
+/// and points both workspaces' `[patch.crates-io]` at the vendored crates; all or nothing.
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest)
@@ -70,21 +65,18 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = match std::fs::read_to_string(&fuzz) {
-        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
-        Err(_) => None,
-    };
+    let fuzz_text = std::fs::read_to_string(&fuzz).ok();
+    let fuzz_text = fuzz_text.map(|text| patch_entries(&text, &names, "../vendor/"));
     std::fs::write(layout.pin(), pin::render(new))?;
     std::fs::write(&manifest, updated)?;
-    if let Some(text) = fuzz_text {
+    if let Some(text) = fuzz_text.transpose()? {
         std::fs::write(&fuzz, text)?;
     }
     Ok(())
 }
 
 /// `manifest` with a `[patch.crates-io]` entry `name = { path = "<prefix>name" }` for each of
-/// `names` it lacks, and, where it has an `exclude` list, the generated root in it: the
-/// vendored crates are dependencies, not members. Comments and order stay as they are.
+/// `names` it lacks, and the generated root in its `exclude` list if any (they are not members).
 pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<String> {
     let mut document: DocumentMut = manifest.parse()?;
     let mut implicit = toml_edit::Table::new();
@@ -108,17 +100,15 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<Str
     let exclude = document
         .get_mut("workspace")
         .and_then(|w| w.get_mut("exclude"))
-        .and_then(Item::as_array_mut);
+        .and_then(Item::as_array_mut)
+        .filter(|e| !e.iter().any(|e| e.as_str() == Some(GENERATED_ROOT)));
     if let Some(exclude) = exclude {
-        if !exclude.iter().any(|e| e.as_str() == Some(GENERATED_ROOT)) {
-            exclude.push(GENERATED_ROOT);
-        }
+        exclude.push(GENERATED_ROOT);
     }
     Ok(document.to_string())
 }
 
-/// `text` with the version of each candle crate in `[workspace.dependencies]` moved from `old`
-/// to `new`, and how many entries changed.
+/// `text` with its candle crates' `[workspace.dependencies]` moved from `old` to `new`; how many.
 pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)> {
     let mut document: DocumentMut = text.parse()?;
     let mut count = 0;
@@ -135,35 +125,30 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
             Some(table) => table.get_mut("version"),
             None => Some(item),
         };
-        if let Some(Item::Value(value)) = version {
-            if value.as_str() == Some(old) {
-                let decor = value.decor().clone();
-                *value = new.into();
-                *value.decor_mut() = decor;
-                count += 1;
-            }
+        if let Some(Item::Value(value)) = version.filter(|v| v.as_str() == Some(old)) {
+            let decor = value.decor().clone();
+            *value = new.into();
+            *value.decor_mut() = decor;
+            count += 1;
         }
     }
     Ok((document.to_string(), count))
 }
 
-/// Writes every generated folder of the crates `published` holds, from them and the patches,
-/// and marks them generated in `.gitattributes`. Everything is built in a temporary folder first,
-/// so a patch that does not apply leaves the workspace as it was.
+/// Writes every generated folder and marks them generated in `.gitattributes`, building all
+/// first so that a patch that does not apply leaves the workspace as it was.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
-    let scratch = Scratch::new()?;
-    let generated = expected::generated(layout, &scratch, published, &patches)?;
-    // Every generated folder sits in the generated root, so a folder there is on the same file
-    // system and a rename moves it.
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
+    // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     std::fs::create_dir_all(&root)?;
     let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
-    for (i, (generated, tree)) in generated.iter().enumerate() {
+    for (i, (dir, _, tree)) in generated.iter().enumerate() {
         let new = temp.path().join(i.to_string());
         write_tree(&scratch.repo, *tree, &new)?;
-        pairs.push((new, layout.root.join(&generated.dir)));
+        pairs.push((new, layout.root.join(dir)));
     }
     swap_in(&pairs)?;
     let path = layout.root.join(".gitattributes");
@@ -175,8 +160,8 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
         std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
             .with_context(|| format!("cannot write {}", layout.show(&path)))?;
     }
-    for (generated, tree) in &generated {
-        eprintln!("wrote {} (tree {tree})", generated.dir);
+    for (dir, _, tree) in &generated {
+        eprintln!("wrote {dir} (tree {tree})");
     }
     Ok(())
 }
