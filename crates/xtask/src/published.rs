@@ -79,8 +79,11 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
 pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     for pin in &crate::pin::read(&layout.pin())? {
         load_or_fetch(layout, pin)?;
-        let (label, sha256) = (pin.label(), &pin.sha256);
-        eprintln!("ok: {label} is in cargo's cache, sha256 {sha256}");
+        eprintln!(
+            "ok: {} is in cargo's cache, sha256 {}",
+            pin.label(),
+            pin.sha256
+        );
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
@@ -145,23 +148,32 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         .iter()
         .find(|f| f.path == ".cargo_vcs_info.json")
         .context("the crate has no .cargo_vcs_info.json, so its upstream commit is unknown")?;
-    let vcs: serde_json::Value =
+    let VcsInfo { git, path_in_vcs } =
         serde_json::from_slice(&vcs_info.data).context("in .cargo_vcs_info.json")?;
-    // `cargo package` records no `path_in_vcs` for a crate at the repository's root.
-    let path_in_vcs = vcs["path_in_vcs"].as_str().unwrap_or_default().to_string();
-    let commit = vcs["git"]["sha1"]
-        .as_str()
-        .context("in .cargo_vcs_info.json: no git.sha1")?;
     Ok(Published {
         pin: Pin {
             name: name.to_string(),
             version: version.to_string(),
             sha256: sha256_hex(bytes),
-            commit: commit.to_string(),
+            commit: git.sha1,
             path_in_vcs,
         },
         files,
     })
+}
+
+/// What `cargo package` records in `.cargo_vcs_info.json`: the commit it packaged, and the
+/// crate's folder in the repository (absent for a crate at the root).
+#[derive(serde::Deserialize)]
+struct VcsInfo {
+    git: VcsGit,
+    #[serde(default)]
+    path_in_vcs: String,
+}
+
+#[derive(serde::Deserialize)]
+struct VcsGit {
+    sha1: String,
 }
 
 /// The `.crate` of `name` `version` in cargo's cache, downloaded by cargo (with the user's
@@ -193,6 +205,11 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         .output()
         .context("cannot run rustc")?;
     let host = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        output.status.success() && !host.trim().is_empty(),
+        "`rustc --print host-tuple` printed no host: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
     let status = project::cargo()
         .args(["fetch", "--target", host.trim(), "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
