@@ -1,6 +1,12 @@
 //! The upstream pin, `patches/upstream.toml`: a line per published crate that `patches/` applies
-//! to, the first naming the labels. A line with a version alone is a crate to add, whose sha256,
-//! commit and folder `cargo xtask vendor` fills in from the `.crate`.
+//! to, such as
+//!
+//! ```toml
+//! candle-transformers = { version = "0.11.1", sha256 = "…", commit = "…", path_in_vcs = "candle-transformers" }
+//! ```
+//!
+//! The first line's crate is the one the labels name. A line with a version alone is a crate to
+//! add, whose sha256, commit and folder `cargo xtask vendor` fills in from the `.crate`.
 
 use std::path::{Path, PathBuf};
 
