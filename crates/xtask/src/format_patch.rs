@@ -1,5 +1,4 @@
-//! `cargo xtask format-patch`: writes a branch's commits back into `patches/`, one
-//! `git format-patch` file each, after review comments were addressed in the clone.
+//! `cargo xtask format-patch`: a branch's commits back into `patches/`, after review.
 
 use std::path::PathBuf;
 

@@ -3,8 +3,7 @@
 use anyhow::Result;
 use git2::{Oid, Repository};
 
-/// Whether a call maps temperature <= 0 to `ArgMax` itself, builds its `Sampling` with no such
-/// guard, or takes its `Sampling` from its caller.
+/// Who guards a call against temperature <= 0: the call itself, nobody, or its caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Guard {
     Itself,
@@ -19,8 +18,7 @@ pub struct CallSite {
     pub guard: Guard,
 }
 
-/// Every `from_sampling(` call in the base's Rust files, outside the module that defines it and
-/// its own tests, which call it at fixed temperatures.
+/// Every `from_sampling(` call in the base outside its module and its tests (fixed temperatures).
 pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
     let own = ["generation/mod.rs", "tests/generation_tests.rs"];
     let mut sites = Vec::new();
@@ -32,8 +30,7 @@ pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
     Ok(sites)
 }
 
-/// The calls in one file. A guard is a comparison of a temperature with 0 (or `1e-7`) in the 40
-/// lines before the call; a `Sampling::` there means the call builds its own.
+/// The calls in one file: a guard compares a temperature with 0 in the 40 lines before the call.
 pub fn sites_in(path: &str, text: &str) -> Vec<CallSite> {
     let lines: Vec<&str> = text.lines().collect();
     let mut sites = Vec::new();

@@ -8,8 +8,7 @@ use git2::{Oid, Repository};
 use crate::published::Published;
 use crate::series::Patch;
 
-/// The base against the commit the pinned crate was published from: that commit, this many
-/// commits after it, not after it, or that commit is not in the clone.
+/// The base against the commit the pinned crate was published from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BaseRelation {
     Pinned,

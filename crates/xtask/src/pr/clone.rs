@@ -7,8 +7,7 @@ use super::{audit, base, stack, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
-/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded:
-/// anything refused or failed leaves `repo` as it was.
+/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -56,10 +55,10 @@ pub fn prepare(
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
     let disk = on_disk.odb()?;
-    for entry in &stack.entries {
+    for entry in &stack {
         write_missing(repo, &disk, entry.commit)?;
     }
-    for entry in &stack.entries {
+    for entry in &stack {
         let commit = on_disk.find_commit(entry.commit)?;
         on_disk.branch(&entry.branch, &commit, force_branch)?;
     }
@@ -71,8 +70,7 @@ pub fn prepare(
     })
 }
 
-/// Writes object `id` of `repo` and every object it refers to that `disk` lacks into `disk`,
-/// children first, so that `disk` never holds an object whose parts it lacks.
+/// Copies object `id` and what it refers to into `disk`, children first, skipping what it has.
 fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()> {
     if disk.exists(id) {
         return Ok(());
@@ -95,8 +93,7 @@ fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()>
     Ok(())
 }
 
-/// The commit of the local or remote-tracking (`origin/main`) branch `name`: a pull request is
-/// made against a branch, not a commit or a tag.
+/// The commit of the local or remote-tracking (`origin/main`) branch `name`, never a tag.
 fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
     for reference in [format!("refs/heads/{name}"), format!("refs/remotes/{name}")] {
         if let Ok(reference) = repo.find_reference(&reference) {

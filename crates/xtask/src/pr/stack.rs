@@ -18,13 +18,7 @@ pub struct Entry {
     pub commit: Oid,
 }
 
-#[derive(Debug)]
-pub struct Stack {
-    pub entries: Vec<Entry>,
-}
-
-/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
-/// many whole words as fit in 40 characters, short enough to read in a list of pull requests.
+/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0" (40 max).
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = match message.subject.split_once(": ") {
         Some((area, rest)) if !area.contains(' ') => rest,
@@ -46,7 +40,7 @@ pub fn build(
     base: Oid,
     series: &Series,
     contributor: &git2::Signature<'_>,
-) -> Result<Stack> {
+) -> Result<Vec<Entry>> {
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
     let trees = branches(repo, tree, short(&base_name), patches, &series.builds_on)?;
@@ -74,5 +68,5 @@ pub fn build(
     if entries.is_empty() {
         bail!("no patch to make a branch of");
     }
-    Ok(Stack { entries })
+    Ok(entries)
 }
