@@ -8,8 +8,7 @@ use git2::{Oid, Repository};
 
 use crate::series::{self, Patch};
 
-/// What each patch's branch builds on, from the optional `patches/stack.toml`: `"0005" = "0002"`
-/// says that 0005's pull request needs 0002's merged first; other patches start from the base.
+/// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
     if !path.exists() {

@@ -47,8 +47,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
 
     let repo = git::open(candle)?;
-    let tip = git::resolve(&repo, branch)?;
-    let commits = git::commits_between(&repo, git::resolve(&repo, base)?, tip)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(git::resolve(&repo, branch)?)?;
+    walk.hide(git::resolve(&repo, base)?)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let commits = walk.collect::<Result<Vec<_>, _>>()?;
     if commits.is_empty() {
         bail!("`{branch}` has no commits that `{base}` does not have");
     }
@@ -56,9 +59,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let temp = temp_in(&layout.root, "format-patch")?;
     let new = temp.path().join("patches");
     std::fs::create_dir(&new)?;
-    for entry in
-        std::fs::read_dir(&patches).with_context(|| format!("cannot read {}", patches.display()))?
-    {
+    let listing = std::fs::read_dir(&patches);
+    for entry in listing.with_context(|| format!("cannot read {}", patches.display()))? {
         let entry = entry?;
         if !entry.file_name().to_string_lossy().ends_with(".patch") {
             std::fs::copy(entry.path(), new.join(entry.file_name()))?;
@@ -67,6 +69,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut written = Vec::new();
     for (index, id) in commits.iter().enumerate() {
         let commit = repo.find_commit(*id)?;
+        if commit.parent_count() != 1 {
+            bail!("{id} is a merge: rebase the branch onto its base first");
+        }
         let subject = commit.summary()?.unwrap_or_default();
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;

@@ -22,7 +22,6 @@ use crate::series::{self, Patch};
 use crate::{expected, metal, trees};
 
 pub use clone::prepare;
-pub use notes::{parse_real_model, Facts};
 use stack::Entry;
 use verify::Check;
 
@@ -127,11 +126,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         Some(_) => {
             let (base, force) = (&options.base, options.force_branch);
             let prepared = prepare(&identity, &published, &series, base, &contributor, force)?;
-            (
-                identity,
-                prepared.stack,
-                Some((prepared.base, prepared.call_sites)),
-            )
+            let found = Some((prepared.base, prepared.call_sites));
+            (identity, prepared.stack, found)
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`.
         None => {

@@ -255,8 +255,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     )
 }
 
-/// The tests a patch adds, per file: functions on added lines after a `#[test]`, which git's diff
-/// often leaves as a context line when a test is added after another.
+/// The tests a patch adds, per file: added `fn`s after a `#[test]`, which may be a context line.
 pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
     let mut after_test_attribute = false;

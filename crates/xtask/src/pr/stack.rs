@@ -47,7 +47,6 @@ pub fn build(
     let mut entries: Vec<Entry> = Vec::new();
     for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
         let (message, parent) = (patch.message()?, branch_tree.parent);
-        let onto = parent.map_or(base, |index| entries[index].commit);
         // The contributor's identity, at the time the patch records.
         let author = git2::Signature::new(
             contributor.name().unwrap_or_default(),
@@ -55,7 +54,7 @@ pub fn build(
             &git2::Time::new(message.time.0, message.time.1),
         )?;
         let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
-        let onto = repo.find_commit(onto)?;
+        let onto = repo.find_commit(parent.map_or(base, |index| entries[index].commit))?;
         let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
         entries.push(Entry {
             patch: patch.clone(),

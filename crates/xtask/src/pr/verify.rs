@@ -116,10 +116,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
             continue;
         }
         let files = crate::git::rust_files(repo, tree_obj.get_path(Path::new(&member))?.id())?;
-        if files
-            .iter()
-            .any(|(_, text)| modules.iter().any(|m| text.contains(m.as_str())))
-        {
+        let uses_a_module = |text: &String| modules.iter().any(|m| text.contains(m.as_str()));
+        if files.iter().any(|(_, text)| uses_a_module(text)) {
             crates.dependents.push(name);
         }
     }

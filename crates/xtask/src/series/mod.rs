@@ -84,11 +84,9 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         let show = |line: &str| format!("\n    | {line}");
         let lines = (0..line_count).map(|line| patch.line_in_hunk(hunk - 1, line));
         let lines = lines.collect::<Result<Vec<_>, _>>()?;
-        let old = lines
-            .iter()
-            .filter(|line| matches!(line.origin(), ' ' | '-'));
-        let old = old.map(|line| String::from_utf8_lossy(line.content()).into_owned());
-        let expected: Vec<String> = old.map(|line| show(line.trim_end_matches('\n'))).collect();
+        let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
+        let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
+        let expected: Vec<String> = old.map(|l| show(l.trim_end_matches('\n'))).collect();
         let blob = repo.find_blob(base.get_path(path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
