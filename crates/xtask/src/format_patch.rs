@@ -30,9 +30,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let workspace = git2::Repository::discover(&layout.root).with_context(|| {
         format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
     })?;
-    let workdir = workspace
-        .workdir()
-        .context("the workspace's repository is bare")?;
+    let workdir = workspace.workdir();
+    let workdir = workdir.context("the workspace's repository is bare")?;
     let patches = layout.patches();
     let relative = patches
         .strip_prefix(workdir.canonicalize()?)

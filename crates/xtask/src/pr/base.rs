@@ -39,9 +39,8 @@ pub(super) fn relate(
     published: &[Published],
     patches: &[Patch],
 ) -> Result<BaseReport> {
-    let pinned = Oid::from_str(&published[0].pin.commit)
-        .ok()
-        .filter(|id| repo.find_commit(*id).is_ok());
+    let pinned = Oid::from_str(&published[0].pin.commit).ok();
+    let pinned = pinned.filter(|id| repo.find_commit(*id).is_ok());
     let relation = match pinned {
         None => BaseRelation::PinNotInClone,
         Some(pinned) if pinned == base => BaseRelation::Pinned,

@@ -23,9 +23,8 @@ pub fn body(
     let message = entry.message.body.as_str();
     let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
     // The point that the branch builds on: the published crates, or the branch of a patch.
-    let before = entry
-        .parent
-        .map_or(shared::PUBLISHED_POINT, |p| stack[p].patch.number());
+    let parent = entry.parent.map(|p| stack[p].patch.number());
+    let before = parent.unwrap_or(shared::PUBLISHED_POINT);
     let part_text = |part: &Part| match part {
         Part::Text(text) => text.clone(),
         Part::Marker(Marker::CallSites) => match &facts.call_sites {
@@ -305,9 +304,8 @@ pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> Stri
     };
     out += &(relation + "\n");
     for (path, state) in &base.files {
-        let holder = pins
-            .iter()
-            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)));
+        let holds = |pin: &&Pin| path.starts_with(&format!("{}/", pin.path_in_vcs));
+        let holder = pins.iter().find(holds);
         let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
         let state = match state {
             FileState::AsPublished => format!("as published in {holder}"),

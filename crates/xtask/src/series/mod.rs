@@ -169,9 +169,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     }
     let header = |name: &str| -> Result<String> {
         let mut headers = headers.lines().filter_map(|line| line.split_once(':'));
-        let (_, value) = headers
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .with_context(|| format!("no `{name}:` header"))?;
+        let found = headers.find(|(n, _)| n.eq_ignore_ascii_case(name));
+        let (_, value) = found.with_context(|| format!("no `{name}:` header"))?;
         decode_words(value.trim())
     };
     let from = header("from")?;
