@@ -110,10 +110,8 @@ pub fn prepare(
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     let odb = repo.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let at = format!(
-        "on `{base_name}` ({}); {clone} is as it was",
-        short(&base.to_string())
-    );
+    let id = base.to_string();
+    let at = format!("on `{base_name}` ({}); {clone} is as it was", short(&id));
     let stack = build(repo, base, series, contributor).context(at)?;
     let call_sites = base::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
@@ -164,15 +162,14 @@ fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
             return Ok(reference.peel_to_commit()?.id());
         }
     }
+    let clone = git::show(repo);
     if repo.revparse_single(name).is_ok() {
         bail!(
-            "`{name}` is not a branch of {} (a commit or a tag): name the branch the pull request \
-             goes to, or make one there with `git branch <name> {name}`",
-            git::show(repo)
+            "`{name}` is not a branch of {clone} (a commit or a tag): name the branch the pull \
+             request goes to, or make one there with `git branch <name> {name}`"
         );
     }
     bail!(
-        "{} has no branch `{name}`: fetch it (`git fetch origin {name}`), or name another with --base",
-        git::show(repo)
+        "{clone} has no branch `{name}`: fetch it (`git fetch origin {name}`), or name another with --base"
     )
 }
