@@ -101,9 +101,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         };
         if let Ok(entry) = tree_obj.get_path(Path::new(dir)) {
             let children = repo.find_tree(entry.id())?;
-            let subdirs = children
-                .iter()
-                .filter(|c| c.kind() == Some(ObjectType::Tree));
+            let is_dir = |c: &git2::TreeEntry<'_>| c.kind() == Some(ObjectType::Tree);
+            let subdirs = children.iter().filter(is_dir);
             members.extend(subdirs.map(|c| format!("{dir}/{}", c.name().unwrap_or_default())));
         }
     }
