@@ -90,7 +90,7 @@ pub fn prepare(
             if changed.len() > 5 { ", ..." } else { "" }
         );
     }
-    let base = resolve_base(repo, base_name)?;
+    let base = resolve_base(repo, base_name, &clone)?;
     for branch in &series.branches {
         let existing = repo.find_branch(branch, git2::BranchType::Local);
         if existing.as_ref().is_ok_and(|b| b.is_head()) {
@@ -156,13 +156,12 @@ fn write_missing(repo: &Repository, disk: &git2::Odb<'_>, id: Oid) -> Result<()>
 }
 
 /// The commit of the local or remote-tracking (`origin/main`) branch `name`, never a tag.
-fn resolve_base(repo: &Repository, name: &str) -> Result<Oid> {
+fn resolve_base(repo: &Repository, name: &str, clone: &str) -> Result<Oid> {
     for reference in [format!("refs/heads/{name}"), format!("refs/remotes/{name}")] {
         if let Ok(reference) = repo.find_reference(&reference) {
             return Ok(reference.peel_to_commit()?.id());
         }
     }
-    let clone = git::show(repo);
     if repo.revparse_single(name).is_ok() {
         bail!(
             "`{name}` is not a branch of {clone} (a commit or a tag): name the branch the pull \
