@@ -1,6 +1,4 @@
-//! What each patch's branch holds: its parent's tree with the patch's change merged in, as
-//! `git cherry-pick` would. `pr` commits these trees and `vendor` writes the benches' points
-//! from them, so that a pull request's evidence measures the very tree it proposes.
+//! Each patch's tree cherry-picked onto its parent's: `pr` commits these, `vendor` benches them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,8 +8,7 @@ use git2::{Oid, Repository};
 
 use crate::series::{self, Patch};
 
-/// What each patch's branch builds on, from the optional `patches/stack.toml`: `"0005" = "0002"`
-/// says that 0005's pull request needs 0002's merged first; other patches start from the base.
+/// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
     if !path.exists() {
@@ -34,16 +31,14 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
         .collect()
 }
 
-/// One patch's branch: the index of the patch whose branch it starts from (`None` for the
-/// base), and the tree it holds.
+/// One patch's branch: the patch whose branch it starts from (`None`: the base), and its tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Branch {
     pub parent: Option<usize>,
     pub tree: Oid,
 }
 
-/// Each patch's branch over the tree `base` (`base_name` for errors): each patch's change in the
-/// linear series is merged onto the branch of the patch that `builds_on` names, else the base.
+/// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,

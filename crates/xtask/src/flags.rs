@@ -1,5 +1,4 @@
-//! The command line of `cargo xtask`, declared once: clap derives the parsing and `--help`
-//! from it. Each command's options live in its own module, beside its `run`.
+//! The command line of `cargo xtask`; each command's options live beside its `run`.
 
 use clap::{Parser, Subcommand};
 

@@ -1,5 +1,4 @@
-//! `cargo xtask format-patch`: writes a branch's commits back into `patches/`, one
-//! `git format-patch` file each, after review comments were addressed in the clone.
+//! `cargo xtask format-patch`: a branch's commits back into `patches/`, after review.
 
 use std::path::PathBuf;
 
@@ -31,9 +30,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let workspace = git2::Repository::discover(&layout.root).with_context(|| {
         format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
     })?;
-    let workdir = workspace
-        .workdir()
-        .context("the workspace's repository is bare")?;
+    let workdir = workspace.workdir();
+    let workdir = workdir.context("the workspace's repository is bare")?;
     let patches = layout.patches();
     let relative = patches
         .strip_prefix(workdir.canonicalize()?)
@@ -48,8 +46,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
 
     let repo = git::open(candle)?;
-    let tip = git::resolve(&repo, branch)?;
-    let commits = git::commits_between(&repo, git::resolve(&repo, base)?, tip)?;
+    let mut walk = repo.revwalk()?;
+    walk.push(git::resolve(&repo, branch)?)?;
+    walk.hide(git::resolve(&repo, base)?)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    let commits = walk.collect::<Result<Vec<_>, _>>()?;
     if commits.is_empty() {
         bail!("`{branch}` has no commits that `{base}` does not have");
     }
@@ -57,9 +58,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let temp = temp_in(&layout.root, "format-patch")?;
     let new = temp.path().join("patches");
     std::fs::create_dir(&new)?;
-    for entry in
-        std::fs::read_dir(&patches).with_context(|| format!("cannot read {}", patches.display()))?
-    {
+    let listing = std::fs::read_dir(&patches);
+    for entry in listing.with_context(|| format!("cannot read {}", patches.display()))? {
         let entry = entry?;
         if !entry.file_name().to_string_lossy().ends_with(".patch") {
             std::fs::copy(entry.path(), new.join(entry.file_name()))?;
@@ -68,6 +68,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut written = Vec::new();
     for (index, id) in commits.iter().enumerate() {
         let commit = repo.find_commit(*id)?;
+        if commit.parent_count() != 1 {
+            bail!("{id} is a merge: rebase the branch onto its base first");
+        }
         let subject = commit.summary()?.unwrap_or_default();
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;

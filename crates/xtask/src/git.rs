@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use git2::{Oid, Repository, Status, StatusOptions};
 
 pub fn open(path: &Path) -> Result<Repository> {
@@ -11,27 +11,11 @@ pub fn open(path: &Path) -> Result<Repository> {
 
 /// The commit that `spec` (a branch, tag or commit) names.
 pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
-    let found = repo.revparse_single(spec);
-    let object = found.with_context(|| format!("`{spec}` names nothing in {}", show(repo)))?;
+    let object = repo.revparse_single(spec);
+    let object = object.with_context(|| format!("`{spec}` names nothing in {}", show(repo)))?;
     let commit = object.peel_to_commit();
-    Ok(commit
-        .with_context(|| format!("`{spec}` is not a commit"))?
-        .id())
-}
-
-/// The commits reachable from `tip` and not from `base`, oldest first, none a merge.
-pub fn commits_between(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Oid>> {
-    let mut walk = repo.revwalk()?;
-    walk.push(tip)?;
-    walk.hide(base)?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
-    let commits = walk.collect::<std::result::Result<Vec<_>, _>>()?;
-    for id in &commits {
-        if repo.find_commit(*id)?.parent_count() != 1 {
-            bail!("{id} is a merge: rebase the branch onto its base first");
-        }
-    }
-    Ok(commits)
+    let commit = commit.with_context(|| format!("`{spec}` is not a commit"))?;
+    Ok(commit.id())
 }
 
 /// The paths under `pathspec` (all if `None`) that differ from HEAD, untracked ones included.

@@ -9,11 +9,10 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::Repository;
-use xtask::pr::notes::{self, Notes};
+use xtask::pr::notes::{self, Facts, Notes};
 use xtask::pr::render;
 use xtask::pr::stack;
-use xtask::pr::Facts;
-use xtask::pr::{self, audit};
+use xtask::pr::{self, base};
 use xtask::series::{self, Patch};
 
 #[test]
@@ -22,9 +21,9 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
     let head_before = repo.head()?.target();
     let prepared = prepare(&repo, "main", false)?;
     let stack = &prepared.stack;
-    let parents: Vec<Option<usize>> = stack.entries.iter().map(|e| e.parent).collect();
+    let parents: Vec<Option<usize>> = stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, Some(0), None]);
-    let names: Vec<&str> = stack.entries.iter().map(|e| e.branch.as_str()).collect();
+    let names: Vec<&str> = stack.iter().map(|e| e.branch.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -33,13 +32,13 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
             "test-argmax-on-ties"
         ]
     );
-    let ancestors = std::iter::successors(stack.entries[1].parent, |&i| stack.entries[i].parent);
+    let ancestors = std::iter::successors(stack[1].parent, |&i| stack[i].parent);
     assert_eq!(ancestors.collect::<Vec<_>>(), [0]);
-    let children = (0..3).filter(|&i| stack.entries[i].parent == Some(0));
+    let children = (0..3).filter(|&i| stack[i].parent == Some(0));
     assert_eq!(children.collect::<Vec<_>>(), [1]);
 
     let main = repo.head()?.peel_to_commit()?.id();
-    for entry in &stack.entries {
+    for entry in stack {
         assert_eq!(branch_tip(&repo, &entry.branch)?, entry.commit);
         let commit = repo.find_commit(entry.commit)?;
         assert_eq!(commit.message().ok(), Some(entry.message.text().as_str()));
@@ -52,18 +51,18 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
         assert_eq!(commit.author().when().seconds(), 1_700_000_000);
         let parent = match entry.parent {
             None => main,
-            Some(i) => stack.entries[i].commit,
+            Some(i) => stack[i].commit,
         };
         assert_eq!(commit.parent_ids().collect::<Vec<_>>(), [parent]);
     }
     // Branch 2 holds both threshold changes; branch 3 only its test, on the published module.
-    let module_2 = String::from_utf8(blob_at(&repo, stack.entries[1].commit, MODULE)?)?;
+    let module_2 = String::from_utf8(blob_at(&repo, stack[1].commit, MODULE)?)?;
     assert!(module_2.contains("if v < 1e-5 { None } else { Some(v) }"));
     assert_eq!(
-        blob_at(&repo, stack.entries[2].commit, MODULE)?,
+        blob_at(&repo, stack[2].commit, MODULE)?,
         published_generation()
     );
-    let tests_3 = String::from_utf8(blob_at(&repo, stack.entries[2].commit, TESTS)?)?;
+    let tests_3 = String::from_utf8(blob_at(&repo, stack[2].commit, TESTS)?)?;
     assert!(tests_3.ends_with("fn sample_ties() -> Result<()> {\n    Ok(())\n}\n"));
 
     // The user's branch and work tree are as they were.
@@ -97,7 +96,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     )?;
     let facts = Facts {
         call_sites: Some(prepared.call_sites.clone()),
-        real_model: Some(pr::parse_real_model(
+        real_model: Some(notes::parse_real_model(
             r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
                 "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\"",
                           "points": {"published": "error: rand", "0001": "66 \"R\"", "0002": "66 \"R\"", "0003": "error: rand", "series": "66 \"R\""}}]}"#,
@@ -143,7 +142,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     }
     // The title is the subject, as candle squash-merges it (`Title (#N)`).
     assert_eq!(
-        prepared.stack.entries[1].message.subject,
+        prepared.stack[1].message.subject,
         "generation: Raise it again"
     );
     Ok(())
@@ -236,7 +235,7 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
     let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- real-model -->\n\n<!-- bench -->\n")?;
     let facts = Facts {
-        real_model: Some(pr::parse_real_model(
+        real_model: Some(notes::parse_real_model(
             r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
                 "rows": [{"case": "All { temperature: 0.0 }", "upstream": "error: rand", "patched": "66",
                           "points": {"published": "error: rand", "0001": "66", "0002": "66", "0003": "error: rand", "series": "66"}},
@@ -371,7 +370,7 @@ fn format_patch_of_a_branch_gives_back_its_patches() -> Result<()> {
     let ws = workspace()?;
     let ws_repo = Repository::init(&ws.layout.root)?;
     commit_all(&ws_repo, "pin")?;
-    let second = &prepared.stack.entries[1].branch;
+    let second = &prepared.stack[1].branch;
     xtask::format_patch::run(
         &ws.layout,
         &xtask::format_patch::Options {
@@ -419,15 +418,11 @@ let p = LogitsProcessor::from_sampling(2, sampling);
 let sampling = if temperature <= 0. { Sampling::ArgMax } else { Sampling::All { temperature } };
 let p = LogitsProcessor::from_sampling(3, sampling);
 ";
-    let sites = audit::sites_in("x.rs", text);
-    let guards: Vec<audit::Guard> = sites.iter().map(|s| s.guard).collect();
+    let sites = base::sites_in("x.rs", text);
+    let guards: Vec<base::Guard> = sites.iter().map(|s| s.guard).collect();
     assert_eq!(
         guards,
-        [
-            audit::Guard::Caller,
-            audit::Guard::None,
-            audit::Guard::Itself
-        ]
+        [base::Guard::Caller, base::Guard::None, base::Guard::Itself]
     );
     assert_eq!(sites[1].line, 3);
 }
@@ -457,7 +452,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         &contributor,
         false,
     )?;
-    let parents: Vec<Option<usize>> = prepared.stack.entries.iter().map(|e| e.parent).collect();
+    let parents: Vec<Option<usize>> = prepared.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
     // The second patch alone has nothing to stand on.
     let second = pr::select(all.clone(), &["0002".into()])?;

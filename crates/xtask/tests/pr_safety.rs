@@ -53,7 +53,7 @@ fn an_existing_branch_is_refused_unless_forced() -> Result<()> {
     let prepared = prepare(&repo, "main", true)?;
     assert_eq!(
         branch_tip(&repo, "raise-it-again")?,
-        prepared.stack.entries[1].commit
+        prepared.stack[1].commit
     );
     // The checked-out branch is never moved, even when forced.
     repo.set_head("refs/heads/raise-the-threshold")?;
@@ -193,7 +193,7 @@ fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
     // Read back through a new handle, without the in-memory objects of the first.
     let fresh = Repository::open(temp.path())?;
     let mut branches = BTreeSet::new();
-    for entry in &prepared.stack.entries {
+    for entry in &prepared.stack {
         reachable(&fresh, entry.commit, &mut branches)?;
     }
     let written: BTreeSet<String> = after.difference(&before).cloned().collect();

@@ -1,9 +1,6 @@
-//! `cargo xtask pr`: the upstream pull requests, one per patch, as a stack: a branch each in a
-//! clone of candle (its work tree untouched), and `target/pr/<branch>/` with title, body, patch.
+//! `cargo xtask pr`: one upstream pull request per patch, as a stack of branches in a clone.
 
-pub mod audit;
 pub mod base;
-mod clone;
 pub mod notes;
 pub mod render;
 pub mod stack;
@@ -22,9 +19,8 @@ use crate::published::{self, Published};
 use crate::series::{self, Patch};
 use crate::{expected, metal, trees};
 
-pub use clone::prepare;
-pub use notes::{parse_real_model, Facts};
-use stack::Stack;
+pub use stack::prepare;
+use stack::Entry;
 use verify::Check;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
@@ -103,9 +99,9 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
 
 #[derive(Debug)]
 pub struct Prepared {
-    pub stack: Stack,
+    pub stack: Vec<Entry>,
     pub base: base::BaseReport,
-    pub call_sites: Vec<audit::CallSite>,
+    pub call_sites: Vec<base::CallSite>,
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
@@ -149,7 +145,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     std::fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
-    for (index, entry) in stack.entries.iter().enumerate() {
+    for (index, entry) in stack.iter().enumerate() {
         let dir = new.join(&entry.branch);
         std::fs::create_dir_all(&dir)?;
         let checks = checks.map(|all| all[index].as_slice());
@@ -168,7 +164,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
     let mut failed = Vec::new();
-    for (entry, checks) in stack.entries.iter().zip(checks.unwrap_or_default()) {
+    for (entry, checks) in stack.iter().zip(checks.unwrap_or_default()) {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
@@ -196,7 +192,7 @@ impl Series {
             bail!("patches/ holds no patch");
         }
         let load = |patch| notes::load(&dir, patch);
-        let notes = patches.iter().map(load).collect::<Result<Vec<_>>>()?;
+        let notes = patches.iter().map(load).collect::<Result<_>>()?;
         Ok(Series {
             branches: branch_names(&options.prefix, &patches)?,
             builds_on: crate::branches::builds_on(&dir)?,
@@ -242,7 +238,7 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
 }
 
 /// Runs candle's CI commands on each branch, in one export that follows the stack.
-fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec<Vec<Check>>> {
+fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it.
@@ -251,7 +247,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &Stack) -> Result<Vec
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
     let mut all = Vec::new();
-    for entry in &stack.entries {
+    for entry in stack {
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;

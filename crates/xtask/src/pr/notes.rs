@@ -1,18 +1,15 @@
-//! What a pull request says beyond its commit: `patches/<patch>.md` beside each patch adds
-//! sections for reviewers and lines for the Test plan (after a `## Test plan` heading); a marker
-//! line there is replaced by what `pr` computes (`Facts`).
+//! `patches/<patch>.md`: what a pull request says beyond its commit, with markers that `pr` fills.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::audit::CallSite;
+use super::base::CallSite;
 use crate::bench_report;
 use crate::project::{self, Layout};
 use crate::series::Patch;
 
-/// A line of the notes that `pr` replaces: the calls of `from_sampling` in the base, the
-/// real-model table from `cargo repro --format json`, the table from `cargo xtask bench-report`.
+/// A line of the notes that `pr` replaces with what it computed (`Facts`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Marker {
     CallSites,
@@ -33,8 +30,7 @@ pub enum Part {
     Marker(Marker),
 }
 
-/// The notes' parts: what comes before their first heading (the top of the body, above the
-/// Summary), the sections after the Fix, and what follows the Test plan's generated lines.
+/// The notes before their first heading (above the Summary), after it, and in the Test plan.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Notes {
     pub preamble: Vec<Part>,
@@ -55,7 +51,6 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
 }
 
 pub fn parse(text: &str) -> Result<Notes> {
-    // The preamble, the sections and the test plan, in that order.
     let (mut parts, mut at): ([Vec<Part>; 3], usize) = Default::default();
     for line in text.lines() {
         if at == 0 && line.starts_with("## ") {
@@ -111,7 +106,6 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
     Ok(())
 }
 
-/// `cargo repro --format json`'s table: each case on the published crate and every point.
 pub use shared::repro::Table as RealModel;
 
 /// What `pr` computed for the markers of the notes; `None` where it could not.

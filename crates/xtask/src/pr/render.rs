@@ -1,9 +1,8 @@
 //! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
-use super::audit::{CallSite, Guard};
-use super::base::{BaseRelation, BaseReport, FileState};
+use super::base::{BaseRelation, BaseReport, CallSite, FileState, Guard};
 use super::notes::{Facts, Marker, Notes, Part, RealModel};
-use super::stack::Stack;
+use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::data::Report;
 use crate::bench_report::render::{self as report, point, Greedy};
@@ -11,21 +10,20 @@ use crate::git::short;
 use crate::pin::{self, Pin};
 
 pub fn body(
-    stack: &Stack,
+    stack: &[Entry],
     index: usize,
     notes: &Notes,
     facts: &Facts,
     pins: &[Pin],
     checks: Option<&[Check]>,
 ) -> String {
-    let entry = &stack.entries[index];
+    let entry = &stack[index];
     let number = entry.patch.number();
     let message = entry.message.body.as_str();
     let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
     // The point that the branch builds on: the published crates, or the branch of a patch.
-    let before = entry
-        .parent
-        .map_or(shared::PUBLISHED_POINT, |p| stack.entries[p].patch.number());
+    let parent = entry.parent.map(|p| stack[p].patch.number());
+    let before = parent.unwrap_or(shared::PUBLISHED_POINT);
     let part_text = |part: &Part| match part {
         Part::Text(text) => text.clone(),
         Part::Marker(Marker::CallSites) => match &facts.call_sites {
@@ -72,8 +70,8 @@ pub fn body(
         None => out += "candle's CI commands have not been run on this branch yet.\n\n",
     }
     out += &text(&notes.test_plan);
-    let quoted = |i: usize| format!("\"{}\"", stack.entries[i].message.subject);
-    let ancestors = std::iter::successors(entry.parent, |&i| stack.entries[i].parent);
+    let quoted = |i: usize| format!("\"{}\"", stack[i].message.subject);
+    let ancestors = std::iter::successors(entry.parent, |&i| stack[i].parent);
     let mut titles: Vec<String> = ancestors.map(quoted).collect();
     titles.reverse();
     if let [rest @ .., last] = titles.as_slice() {
@@ -255,8 +253,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     )
 }
 
-/// The tests a patch adds, per file: functions on added lines after a `#[test]`, which git's diff
-/// often leaves as a context line when a test is added after another.
+/// The tests a patch adds, per file: added `fn`s after a `#[test]`, which may be a context line.
 pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
     let mut after_test_attribute = false;
@@ -280,12 +277,12 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
 }
 
 /// The console report: the order to open the pull requests in, and how the base relates to the pin.
-pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String {
+pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let mut out = String::from("Open the pull requests in this order:\n");
-    for (index, entry) in stack.entries.iter().enumerate() {
+    for (index, entry) in stack.iter().enumerate() {
         let depends = match entry.parent {
             None => "on the base alone".to_string(),
-            Some(parent) => format!("after {}", stack.entries[parent].branch),
+            Some(parent) => format!("after {}", stack[parent].branch),
         };
         let (n, branch, subject) = (index + 1, &entry.branch, &entry.message.subject);
         let number = entry.patch.number();
@@ -306,9 +303,8 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
     };
     out += &(relation + "\n");
     for (path, state) in &base.files {
-        let holder = pins
-            .iter()
-            .find(|p| path.starts_with(&format!("{}/", p.path_in_vcs)));
+        let holds = |pin: &&Pin| path.starts_with(&format!("{}/", pin.path_in_vcs));
+        let holder = pins.iter().find(holds);
         let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
         let state = match state {
             FileState::AsPublished => format!("as published in {holder}"),
@@ -326,7 +322,7 @@ pub fn console(stack: &Stack, base: Option<&BaseReport>, pins: &[Pin]) -> String
 /// What was made and what is left to do, for the contributor.
 pub fn next_steps(
     options: &super::Options,
-    stack: &Stack,
+    stack: &[Entry],
     out: &std::path::Path,
     facts: &Facts,
     verified: bool,
@@ -335,7 +331,7 @@ pub fn next_steps(
         Some(clone) => format!(
             "made {} branches in {clone}; push each with `git -C {clone} push <your fork> \
              <branch>`\n",
-            stack.entries.len(),
+            stack.len(),
             clone = clone.display()
         ),
         None => String::from(

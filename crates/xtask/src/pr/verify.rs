@@ -1,5 +1,4 @@
-//! `--verify`: the commands of candle's CI (`.github/workflows/rust-ci.yml`) for the crates each
-//! branch touches, run in an export of the branch beside the workspace's target folder.
+//! `--verify`: candle's CI commands (`.github/workflows/rust-ci.yml`) for what each branch touches.
 
 use std::path::Path;
 use std::time::Instant;
@@ -10,8 +9,7 @@ use git2::{Delta, ObjectType, Oid, Repository};
 use crate::fsutil::{swap_in, temp_in};
 use crate::{manifest, metal, trees};
 
-/// A cargo command of candle's CI: the arguments after `cargo`, and whether it is the type-check
-/// for Apple's target with `metal` (in `metal::cross_env`: compiled, never run).
+/// A cargo command of candle's CI; `cross_metal` marks the Metal type-check, compiled, never run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Command {
     pub args: Vec<String>,
@@ -31,8 +29,7 @@ pub struct Check {
     pub seconds: f64,
 }
 
-/// The packages a branch changes, the workspace members that use a module it changes, and the
-/// changed packages with a `metal` feature.
+/// The packages a branch changes, the members using a module it changes, and those with `metal`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Crates {
     pub touched: Vec<String>,
@@ -40,9 +37,7 @@ pub struct Crates {
     pub metal: Vec<String>,
 }
 
-/// candle's CI commands for `crates`: fmt, clippy over the touched crates and their dependents,
-/// the touched crates' tests, and the cross-check of `--features metal` that candle's macOS job
-/// runs natively.
+/// candle's CI commands for `crates`: fmt, clippy (and dependents), tests, a Metal cross-check.
 pub fn commands(crates: &Crates) -> Vec<Command> {
     // `cargo <verb> -p <package>... <flags>`.
     let command = |verb: &str, packages: &[String], flags: &str, cross_metal| Command {
@@ -106,9 +101,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         };
         if let Ok(entry) = tree_obj.get_path(Path::new(dir)) {
             let children = repo.find_tree(entry.id())?;
-            let subdirs = children
-                .iter()
-                .filter(|c| c.kind() == Some(ObjectType::Tree));
+            let is_dir = |c: &git2::TreeEntry<'_>| c.kind() == Some(ObjectType::Tree);
+            let subdirs = children.iter().filter(is_dir);
             members.extend(subdirs.map(|c| format!("{dir}/{}", c.name().unwrap_or_default())));
         }
     }
@@ -121,10 +115,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
             continue;
         }
         let files = crate::git::rust_files(repo, tree_obj.get_path(Path::new(&member))?.id())?;
-        if files
-            .iter()
-            .any(|(_, text)| modules.iter().any(|m| text.contains(m.as_str())))
-        {
+        let uses_a_module = |text: &String| modules.iter().any(|m| text.contains(m.as_str()));
+        if files.iter().any(|(_, text)| uses_a_module(text)) {
             crates.dependents.push(name);
         }
     }
@@ -140,8 +132,7 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
     (!lib).then(|| format!("{}::", inner.replace('/', "::")))
 }
 
-/// Makes `dir` hold `tree`: the first time by writing it whole, after that by writing only what
-/// differs from `previous`, so that cargo rebuilds only the crates a branch changes.
+/// Makes `dir` hold `tree`, writing only what differs from `previous` so cargo rebuilds little.
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
     let Some(previous) = previous.filter(|_| dir.is_dir()) else {
         let parent = dir.parent().context("the export has no parent folder")?;
@@ -186,9 +177,8 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
         let seconds = started.elapsed().as_secs_f64();
         let result = if passed { "pass" } else { "FAIL" };
         eprintln!("{result}  {} ({seconds:.1} s)", command.text());
-        let command = command.clone();
         Ok(Check {
-            command,
+            command: command.clone(),
             passed,
             seconds,
         })

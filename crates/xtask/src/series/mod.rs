@@ -1,5 +1,4 @@
-//! The patch series in `patches/`: `git format-patch` files, applied in file-name order, and
-//! their headers and message as `git am` reads them.
+//! The `git format-patch` files in `patches/`, in apply order, read as `git am` reads them.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -18,12 +17,8 @@ pub struct Patch {
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let path = entry?.path();
-        let file_name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
+        let entry = entry?;
+        let file_name = entry.file_name().to_string_lossy().into_owned();
         if !file_name.ends_with(".patch") {
             continue;
         }
@@ -32,7 +27,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = std::fs::read(path)?;
+        let bytes = std::fs::read(entry.path())?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
@@ -89,11 +84,9 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         let show = |line: &str| format!("\n    | {line}");
         let lines = (0..line_count).map(|line| patch.line_in_hunk(hunk - 1, line));
         let lines = lines.collect::<Result<Vec<_>, _>>()?;
-        let old = lines
-            .iter()
-            .filter(|line| matches!(line.origin(), ' ' | '-'));
-        let old = old.map(|line| String::from_utf8_lossy(line.content()).into_owned());
-        let expected: Vec<String> = old.map(|line| show(line.trim_end_matches('\n'))).collect();
+        let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
+        let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
+        let expected: Vec<String> = old.map(|l| show(l.trim_end_matches('\n'))).collect();
         let blob = repo.find_blob(base.get_path(path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
@@ -129,8 +122,7 @@ pub fn file_name(number: usize, subject: &str) -> String {
     name + ".patch"
 }
 
-/// `commit` as a `git format-patch` mail, without libgit2's version signature, so that the file
-/// does not change with the library.
+/// `commit` as a `git format-patch` mail, without libgit2's version signature (it would change).
 pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let email = git2::Email::from_commit(commit, &mut git2::EmailCreateOptions::new())?;
     let mut bytes = email.as_slice().to_vec();
@@ -168,8 +160,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     let text = std::str::from_utf8(bytes).context("the patch is not UTF-8")?;
     let mbox_line = text.strip_prefix("From ").and_then(|t| t.split_once('\n'));
     let text = mbox_line.map_or(text, |(_, rest)| rest);
-    // Headers end at the first blank line; a line that starts with a blank continues the one
-    // before it.
+    // A line that starts with a blank continues the header before it.
     let (headers, message) = text.split_once("\n\n").unwrap_or((text, ""));
     let headers = headers.replace("\n ", " ").replace("\n\t", "\t");
     let not_header = |l: &&str| !l.contains(':') || l.starts_with([' ', '\t']);
@@ -178,9 +169,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     }
     let header = |name: &str| -> Result<String> {
         let mut headers = headers.lines().filter_map(|line| line.split_once(':'));
-        let (_, value) = headers
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .with_context(|| format!("no `{name}:` header"))?;
+        let found = headers.find(|(n, _)| n.eq_ignore_ascii_case(name));
+        let (_, value) = found.with_context(|| format!("no `{name}:` header"))?;
         decode_words(value.trim())
     };
     let from = header("from")?;
@@ -199,8 +189,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     while let Some((_, rest)) = subject.strip_prefix('[').and_then(|s| s.split_once(']')) {
         subject = rest.trim_start();
     }
-    // The message ends where format-patch's `---` separator or the diff begins; blank lines
-    // around it are dropped.
+    // The message ends at format-patch's `---` separator or at the diff.
     let body: Vec<&str> = message
         .lines()
         .take_while(|line| *line != "---" && !line.starts_with("diff --git "))
@@ -215,8 +204,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     })
 }
 
-/// Decodes the RFC 2047 words (`=?UTF-8?q?...?=`) that format-patch writes for text that is not
-/// ASCII, dropping the blank between two of them, as the RFC says.
+/// Decodes format-patch's RFC 2047 words (`=?UTF-8?q?...?=`), dropping the blank between two.
 fn decode_words(value: &str) -> Result<String> {
     let mut out = String::new();
     let mut last_was_word = false;
