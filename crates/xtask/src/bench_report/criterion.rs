@@ -16,8 +16,6 @@ pub struct Measurement {
     pub value: Option<String>,
     /// The time of one iteration in each sample, in nanoseconds.
     pub per_iteration_ns: Vec<f64>,
-    /// criterion's own median estimate, to check ours against.
-    pub criterion_median_ns: f64,
 }
 
 /// The parts of criterion's `benchmark.json` and `sample.json` read here.
@@ -64,10 +62,6 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
         .map(|run| {
             let benchmark: Benchmark = read(&run.join("benchmark.json"))?;
             let sample: Sample = read(&run.join("sample.json"))?;
-            let estimates = run.join("estimates.json");
-            let median = read::<serde_json::Value>(&estimates)?["median"]["point_estimate"]
-                .as_f64()
-                .with_context(|| format!("{} is not criterion's JSON", estimates.display()))?;
             if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
                 let shown = run.display();
                 bail!("{shown}: sample.json's iters and times do not pair up");
@@ -78,7 +72,6 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
                 function: benchmark.function_id.unwrap_or_default(),
                 value: benchmark.value_str,
                 per_iteration_ns: times.map(|(t, i)| t / i).collect(),
-                criterion_median_ns: median,
             })
         })
         .collect()

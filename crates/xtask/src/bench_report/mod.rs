@@ -19,7 +19,6 @@ pub mod data;
 pub mod render;
 pub mod stats;
 
-pub use chart::svg as chart_svg;
 pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
 use stats::{median, parse_rounds, Paired, Verdict};
@@ -241,8 +240,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
                     Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
                 };
                 let [few, many] = COUNTED_CALLS;
-                let few_total = total(few)?;
-                let per_call = (total(many)? - few_total) / (many - few) as f64;
+                let per_call = (total(many)? - total(few)?) / (many - few) as f64;
                 eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
                 counts.insert((comparison.clone(), point.clone()), per_call);
             }

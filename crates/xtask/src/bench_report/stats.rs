@@ -103,8 +103,7 @@ impl Paired {
         };
     }
 
-    /// "1.010 (0.997 to 1.023)", the interval rounded outwards, so that the printed interval
-    /// holds the exact one.
+    /// "1.010 (0.997 to 1.023)", rounded outwards so that it holds the exact interval.
     pub fn interval(&self) -> String {
         // The nudge keeps a bound that is already a multiple of 0.001 where it is.
         let low = (self.low * 1000.0 + 1e-6).floor() / 1000.0;
@@ -127,8 +126,7 @@ impl Paired {
         }
     }
 
-    /// "no measurable cost", "within ±1%: slower by 0.4%", "slower by 3.0%", "same instructions;
-    /// slower by 1.2% in time".
+    /// In words: "within ±1%: slower by 0.4%", "same instructions; slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
         let change = match self.ratio {
             r if r >= 1.0 => format!("slower by {:.1}%", (r - 1.0) * 100.0),
