@@ -9,7 +9,6 @@ use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-use crate::series;
 use crate::trees::write_tree;
 
 /// The flags of `cargo xtask vendor`.
@@ -138,8 +137,7 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 /// Writes every generated folder and marks them generated in `.gitattributes`, building all
 /// first so that a patch that does not apply leaves the workspace as it was.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
-    let patches = series::load(&layout.patches())?;
-    let (scratch, generated) = expected::generated(layout, published, &patches)?;
+    let (scratch, generated) = expected::generated(layout, published)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     std::fs::create_dir_all(&root)?;
