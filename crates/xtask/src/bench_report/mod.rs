@@ -1,10 +1,9 @@
-//! `cargo xtask bench-report`: the series against the published crates, each patch against its
-//! base and the decode loop, from `cargo bench`'s medians and `bench-driver`'s paired rounds
+//! `cargo xtask bench-report`, from `cargo bench`'s medians and `bench-driver`'s paired rounds
 //! (two criterion runs a minute apart drift by 10% and more; a round's ratio does not).
 
 use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -184,6 +183,16 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
     let settings: Settings =
         serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")?;
+    // Each run's output is kept in `target/bench-driver/`, to trace a report's rounds.
+    let trace = layout.target().join("bench-driver");
+    let driver_rounds = |args: &[&str], points: &[String]| -> Result<String> {
+        let line = format!("{} {}", args.join(" "), points.join(" "));
+        let (name, mut command) = (format!("bench-driver {line}"), Command::new(&driver));
+        let output = stdout_of(&name, command.args(args).args(points))?;
+        std::fs::create_dir_all(&trace)?;
+        std::fs::write(trace.join(format!("{line}.txt")), &output)?;
+        Ok(output)
+    };
     let mut patches = patches(layout)?;
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
@@ -205,7 +214,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let (comparison, vocab, device) = (&row.comparison, &row.vocab, &row.device);
         let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
         let args = ["pair", comparison, vocab, &rounds, &count, device];
-        let output = driver_rounds(layout, &driver, &args, points)?;
+        let output = driver_rounds(&args, points)?;
         let measured = per_call(points, &output, calls)?;
         let side = |name: &str| {
             let rounds = measured.get(name);
@@ -261,7 +270,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let points = decode_points(comparison, &patches);
         let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
         let args = ["decode", comparison, &rounds, &count];
-        let output = driver_rounds(layout, &driver, &args, &points)?;
+        let output = driver_rounds(&args, &points)?;
         eprintln!("decode {comparison}: {} measured", points.join(", "));
         let rounds = parse_rounds(&output, 2 * points.len())?;
         let between = |before: &str, after: &str| {
@@ -308,22 +317,6 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 /// Where `run` writes what it measured as data, for `cargo xtask pr`.
 pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
-}
-
-/// Runs `bench-driver`, keeping its output in `target/bench-driver/` to trace a report's rounds.
-fn driver_rounds(
-    layout: &Layout,
-    driver: &Path,
-    args: &[&str],
-    points: &[String],
-) -> Result<String> {
-    let line = format!("{} {}", args.join(" "), points.join(" "));
-    let (name, mut command) = (format!("bench-driver {line}"), Command::new(driver));
-    let output = stdout_of(&name, command.args(args).args(points))?;
-    let dir = layout.target().join("bench-driver");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{line}.txt")), &output)?;
-    Ok(output)
 }
 
 /// What `command` prints, or an error with what it said on stderr; `name` says what ran.
