@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{PatchStep, Report};
-use xtask::bench_report::stats::median;
 use xtask::bench_report::{self, PointRounds};
 
 fn fixtures() -> PathBuf {
@@ -37,7 +36,7 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
     );
     for m in &measurements {
         // Our median of criterion's samples is criterion's own estimate.
-        let ours = median(&m.per_iteration_ns);
+        let ours = m.median_ns;
         let run = [&m.group, &m.function].into_iter().chain(&m.value);
         let estimates = run
             .fold(fixtures().join("criterion"), |dir, part| dir.join(part))

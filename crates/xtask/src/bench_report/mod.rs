@@ -299,7 +299,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let profile: Vec<(String, f64)> = measurements
         .iter()
         .filter(|m| m.group == "cpu_profile")
-        .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
+        .map(|m| (m.function.clone(), m.median_ns))
         .collect();
     let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
