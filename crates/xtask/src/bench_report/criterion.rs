@@ -32,7 +32,6 @@ struct Sample {
     times: Vec<f64>,
 }
 
-/// One of criterion's JSON files.
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;

@@ -39,7 +39,7 @@ impl Report {
 }
 
 /// One patch against the point it builds on, with the decode loop where it makes one faster.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PatchStep {
     pub patch: String,
     pub subject: String,

@@ -42,8 +42,7 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
                 patch: p.number().to_string(),
                 subject: p.message()?.subject,
                 before: before.to_string(),
-                rows: Vec::new(),
-                decode: Vec::new(),
+                ..PatchStep::default()
             })
         })
         .collect()
