@@ -331,13 +331,12 @@ fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
 /// The processor, its threads and the system.
 fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo.lines().find_map(|l| {
-        let name = l.strip_prefix("model name")?;
-        Some(name.trim_start_matches([' ', '\t', ':']))
+    let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name"));
+    let cpu = cpu.map_or("unknown processor", |n| {
+        n.trim_start_matches([' ', '\t', ':'])
     });
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let (cpu, os, arch) = (cpu.unwrap_or("unknown processor"), OS, ARCH);
-    format!("{cpu}, {threads} threads, {os} {arch}")
+    format!("{cpu}, {threads} threads, {OS} {ARCH}")
 }
 
 /// The workspace's commit, and whether its tree had uncommitted changes.

@@ -211,9 +211,8 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         }
     }
     if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n";
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\nWhat each step of a `sample` \
+                call costs alone: the floor for the next performance work.\n\n";
         out += &table(
             profile,
             &[
