@@ -48,12 +48,11 @@ pub(crate) fn point(name: &str) -> String {
 pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
     let greedy = temperature_0.map_or(String::new(), |greedy| {
         let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
-        match greedy {
-            Greedy::After(after) => {
-                format!("; `temperature_0`: `ArgMax` on the published crates, {top_k} on {after}")
-            }
-            Greedy::BothSides => format!("; `temperature_0`: {top_k} on both sides"),
-        }
+        let sides = match greedy {
+            Greedy::After(after) => format!("`ArgMax` on the published crates, {top_k} on {after}"),
+            Greedy::BothSides => format!("{top_k} on both sides"),
+        };
+        format!("; `temperature_0`: {sides}")
     });
     let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
     let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);

@@ -91,12 +91,9 @@ impl Paired {
 
     /// Sets `work` from the instruction ratio, after over before.
     pub fn weigh(&mut self, instructions: Option<f64>) {
+        let same = |r: f64| (r - 1.0).abs() <= SAME_INSTRUCTIONS;
         self.work = match (instructions, self.verdict()) {
-            (Some(r), Verdict::Slower | Verdict::Faster)
-                if (r - 1.0).abs() <= SAME_INSTRUCTIONS =>
-            {
-                Some(Work::SameInstructions)
-            }
+            (Some(r), Verdict::Slower | Verdict::Faster) if same(r) => Some(Work::SameInstructions),
             (Some(r), Verdict::Slower) if r < 1.0 => Some(Work::FewerInstructions),
             (Some(r), Verdict::Faster) if r > 1.0 => Some(Work::MoreInstructions),
             _ => None,
