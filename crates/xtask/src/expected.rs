@@ -3,17 +3,15 @@
 use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
-use git2::{ObjectType, Oid};
+use git2::{FileMode, ObjectType, Oid};
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin::{self, Pin};
 use crate::project::{self, Layout, GENERATED_ROOT, POINTS_DIR, POINT_PARTS};
 use crate::published::Published;
-use crate::series::{self, Patch};
+use crate::series;
 use crate::trees::Scratch;
-
-const TREE: i32 = 0o040000;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
 pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
@@ -27,32 +25,26 @@ pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Resu
 /// A generated folder: its path, what it is in words, and its tree.
 pub(crate) type Folder = (String, String, Oid);
 
-/// Every generated folder of the crates `published` holds (in a new scratch repository), after a
-/// `[PATCH]` line per patch: each crate patched, then, when candle-transformers is pinned, its
-/// tests as published (testbed runs them on the `published` point) and the `stack.toml` points.
-pub(crate) fn generated(
-    layout: &Layout,
-    published: &[Published],
-    patches: &[Patch],
-) -> Result<(Scratch, Vec<Folder>)> {
-    let scratch = Scratch::new()?;
+/// Every generated folder, in a new scratch repository: each crate patched (a `[PATCH]` line per
+/// patch), then, when candle-transformers is pinned, its published tests and the points.
+pub(crate) fn generated(layout: &Layout, crates: &[Published]) -> Result<(Scratch, Vec<Folder>)> {
+    let (scratch, patches) = (Scratch::new()?, &series::load(&layout.patches())?);
     let builds_on = branches::builds_on(&layout.patches())?;
-    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
+    let pins: Vec<Pin> = crates.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);
-    let unpatched = published_tree(&scratch, published)?;
+    let unpatched = published_tree(&scratch, crates)?;
     let mut tip = unpatched;
     for patch in patches {
-        for delta in patch.diff()?.deltas() {
-            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
-                continue;
-            };
+        let diff = patch.diff()?;
+        let paths = diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or(d.old_file().path()));
+        for path in paths {
+            let (file, shown) = (&patch.file_name, path.display());
             ensure!(
                 pins.iter().any(|p| path.starts_with(&p.path_in_vcs)),
-                "{} changes {}, which is in none of the pinned crates ({}): add its crate to \
-                     patches/upstream.toml",
-                patch.file_name,
-                path.display(),
-                label
+                "{file} changes {shown}, which is in none of the pinned crates ({label}): add its \
+                 crate to patches/upstream.toml"
             );
         }
         tip = series::apply(&scratch.repo, tip, patch)
@@ -61,25 +53,20 @@ pub(crate) fn generated(
     }
     let repo = &scratch.repo;
     let mut all = Vec::new();
-    for krate in published {
+    for krate in crates {
         let dir = project::vendored_dir(&krate.pin.name);
         let tree = part(&scratch, krate, tip, "").with_context(|| dir.clone())?;
         all.push((dir, format!("{} + patches/", krate.pin.label()), tree, ""));
     }
-    let find = |name| published.iter().find(|p| p.pin.name == name);
+    let find = |name| crates.iter().find(|p| p.pin.name == name);
     if let Some(transformers) = find(POINT_PARTS[0].1) {
         let dir = format!("{GENERATED_ROOT}/published-tests");
         let tree = part(&scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
-        all.push((
-            dir,
-            format!("{} as published", transformers.pin.label()),
-            tree,
-            "",
-        ));
+        let what = format!("{} as published", transformers.pin.label());
+        all.push((dir, what, tree, ""));
         let branches =
             branches::branches(repo, unpatched, "the published crates", patches, &builds_on)?;
-        // In the order the benches list them: the published crates, each patch's branch, the
-        // whole series.
+        // In the order the benches list them.
         let names = patches.iter().map(|p| p.number().to_string());
         let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
             .chain(names.zip(branches.iter().map(|b| b.tree)))
@@ -91,12 +78,12 @@ pub(crate) fn generated(
                 if let Some(krate) = find(krate) {
                     let tree = part(&scratch, krate, root, path)
                         .with_context(|| format!("point {name}"))?;
-                    point.insert(dir, tree, TREE)?;
+                    point.insert(dir, tree, FileMode::Tree.into())?;
                 }
             }
-            folder.insert(&name, point.write()?, TREE)?;
+            folder.insert(&name, point.write()?, FileMode::Tree.into())?;
         }
-        let labels: Vec<String> = published.iter().map(|p| p.pin.label()).collect();
+        let labels: Vec<String> = crates.iter().map(|p| p.pin.label()).collect();
         let what = format!("the points of {} and patches/stack.toml", labels.join(", "));
         let about = "\n\nOne folder per point that the benches measure (crates/points builds each \
             as a module): `published` is the published crates, each `NNNN` what the branch of \

@@ -12,8 +12,7 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
         .with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
-/// Replaces each `(new, target)`'s target folder with `new` (on the same file system), all or
-/// nothing: every target is moved aside first, and moved back if a later move fails.
+/// Moves each `(new, target)` into place, all or nothing: targets go aside, and back on failure.
 pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
     let aside = |target: &Path| {
         let name = target.file_name().unwrap_or_default().to_string_lossy();

@@ -1,5 +1,4 @@
-//! What the tools read from `Cargo.toml` files, in one place: a package's name, its features and
-//! dependencies, and a workspace's members. A manifest that is not TOML reads as empty.
+//! What the tools read from `Cargo.toml` files; a manifest that is not TOML reads as empty.
 
 use toml_edit::{DocumentMut, Item};
 

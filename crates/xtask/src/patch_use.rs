@@ -23,8 +23,7 @@ struct LockEntry {
     source: Option<String>,
 }
 
-/// Fails unless `lock` resolves `name` once, to a path (the patch), at `version`, and does not
-/// list it under `[[patch.unused]]`.
+/// Fails unless `lock` resolves `name` once, to the patch at `version`, and not as unused.
 pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
     let lock: Lock = toml_edit::de::from_str(lock).context("Cargo.lock is not a lock file")?;
     let mut unused = lock.patch.get("unused").into_iter().flatten();
@@ -57,8 +56,7 @@ pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
     }
 }
 
-/// Asks cargo which `name` the workspace builds; fails unless it is the one in `vendored`.
-/// Offline and `--locked`, so it neither downloads anything nor rewrites Cargo.lock.
+/// Fails unless cargo builds `name` from `vendored`; offline and `--locked`, so it changes nothing.
 pub fn check_cargo(manifest_dir: &Path, name: &str, vendored: &Path) -> Result<()> {
     let output = project::cargo()
         .current_dir(manifest_dir)

@@ -57,10 +57,8 @@ impl Layout {
 
     /// A path relative to the root, for messages.
     pub fn show(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        relative.display().to_string()
     }
 }
 

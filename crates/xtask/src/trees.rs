@@ -38,11 +38,8 @@ impl Scratch {
                 } else {
                     FileMode::Blob
                 };
-                update.upsert(
-                    path.trim_start_matches('/'),
-                    self.repo.blob(&file.data)?,
-                    mode,
-                );
+                let (path, blob) = (path.trim_start_matches('/'), self.repo.blob(&file.data)?);
+                update.upsert(path, blob, mode);
             }
         }
         let empty = self.repo.find_tree(self.repo.treebuilder(None)?.write()?)?;
@@ -81,10 +78,9 @@ impl Scratch {
 
     /// What differs from `from` to `to`, one "status path" line each.
     pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
-        let [from, to] = [from, to].map(|id| self.repo.find_tree(id));
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
+        let repo = &self.repo;
+        let [from, to] = [from, to].map(|id| repo.find_tree(id));
+        let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
         Ok(diff
             .deltas()
             .map(|delta| {

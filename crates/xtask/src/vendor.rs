@@ -1,5 +1,4 @@
-//! `cargo xtask vendor [--version X]`: regenerates `crates/vendor` from the published crates and
-//! `patches/`, and pins the crates that `patches/upstream.toml` lists.
+//! `cargo xtask vendor`: writes `crates/vendor` from the published crates and `patches/`; pins.
 
 use anyhow::{ensure, Context, Result};
 use toml_edit::{DocumentMut, Item};
@@ -9,7 +8,6 @@ use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-use crate::series;
 use crate::trees::write_tree;
 
 /// The flags of `cargo xtask vendor`.
@@ -49,8 +47,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 /// The candle crates of one release, whose version `[workspace.dependencies]` sets to the pin's.
 const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transformers"];
 
-/// Writes `new` to the pin file, moves `Cargo.toml`'s candle versions to the first crate's new one
-/// and points both workspaces' `[patch.crates-io]` at the vendored crates; all or nothing.
+/// Pins `new`, with `Cargo.toml`'s candle versions and both `[patch.crates-io]` to match.
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest)
@@ -75,8 +72,7 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     Ok(())
 }
 
-/// `manifest` with a `[patch.crates-io]` entry `name = { path = "<prefix>name" }` for each of
-/// `names` it lacks, and the generated root in its `exclude` list if any (they are not members).
+/// `manifest` with a `[patch.crates-io]` entry per name it lacks, and the generated root excluded.
 pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<String> {
     let mut document: DocumentMut = manifest.parse()?;
     let mut implicit = toml_edit::Table::new();
@@ -135,11 +131,9 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
     Ok((document.to_string(), count))
 }
 
-/// Writes every generated folder and marks them generated in `.gitattributes`, building all
-/// first so that a patch that does not apply leaves the workspace as it was.
+/// Writes and marks every generated folder, all built first so a failing patch changes nothing.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
-    let patches = series::load(&layout.patches())?;
-    let (scratch, generated) = expected::generated(layout, published, &patches)?;
+    let (scratch, generated) = expected::generated(layout, published)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     std::fs::create_dir_all(&root)?;

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{PatchStep, Report};
-use xtask::bench_report::stats::median;
 use xtask::bench_report::{self, PointRounds};
 
 fn fixtures() -> PathBuf {
@@ -37,13 +36,17 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
     );
     for m in &measurements {
         // Our median of criterion's samples is criterion's own estimate.
-        let ours = median(&m.per_iteration_ns);
-        assert!(
-            (ours - m.criterion_median_ns).abs() <= 1e-9 * ours,
-            "{} {}",
-            ours,
-            m.criterion_median_ns
-        );
+        let ours = m.median_ns;
+        let run = [&m.group, &m.function].into_iter().chain(&m.value);
+        let estimates = run
+            .fold(fixtures().join("criterion"), |dir, part| dir.join(part))
+            .join("new/estimates.json");
+        let estimates: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(estimates)?)?;
+        let theirs = estimates["median"]["point_estimate"]
+            .as_f64()
+            .context("criterion's median")?;
+        assert!((ours - theirs).abs() <= 1e-9 * ours, "{ours} {theirs}");
         assert!(
             ours > 1_000.0 && ours < 1_000_000.0,
             "{ours} ns for ArgMax over 49152 logits"
@@ -275,7 +278,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
         row("all", "151936", 700e3),
         row("top_p", "49152", 900e3),
     ];
-    let svg = bench_report::chart_svg(&rows)?;
+    let svg = bench_report::chart::svg(&rows)?;
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
     for text in [
         "all",
@@ -292,7 +295,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
     }
     // A mark for each of the 9 measurements (3 rows, 3 lines), whether or not a line joins it.
     assert_eq!(svg.matches("<circle").count(), 9);
-    let empty = bench_report::chart_svg(&[])?;
+    let empty = bench_report::chart::svg(&[])?;
     assert!(empty.contains(bench_report::chart::NO_DATA), "{empty}");
     assert_eq!(empty.matches("<circle").count(), 0);
     Ok(())

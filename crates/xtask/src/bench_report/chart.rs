@@ -32,12 +32,11 @@ pub fn svg(rows: &[Row]) -> Result<String> {
         root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))?;
     }
     for (panel, comparison) in root.split_evenly((lines, columns)).iter().zip(&comparisons) {
-        let mut points: Vec<(f64, &Row)> = rows
+        let points: Vec<(f64, &Row)> = rows
             .iter()
             .filter(|r| r.comparison == *comparison)
             .filter_map(|r| Some((r.vocab.parse::<f64>().ok()? / 1000.0, *r)))
             .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
         let highest = points
             .iter()
             .flat_map(|(_, r)| LINES.iter().filter_map(|(_, _, value)| value(r)))

@@ -14,10 +14,8 @@ pub struct Measurement {
     pub group: String,
     pub function: String,
     pub value: Option<String>,
-    /// The time of one iteration in each sample, in nanoseconds.
-    pub per_iteration_ns: Vec<f64>,
-    /// criterion's own median estimate, to check ours against.
-    pub criterion_median_ns: f64,
+    /// The median over the samples of one iteration's time, in nanoseconds.
+    pub median_ns: f64,
 }
 
 /// The parts of criterion's `benchmark.json` and `sample.json` read here.
@@ -34,7 +32,6 @@ struct Sample {
     times: Vec<f64>,
 }
 
-/// One of criterion's JSON files.
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
@@ -64,10 +61,6 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
         .map(|run| {
             let benchmark: Benchmark = read(&run.join("benchmark.json"))?;
             let sample: Sample = read(&run.join("sample.json"))?;
-            let estimates = run.join("estimates.json");
-            let median = read::<serde_json::Value>(&estimates)?["median"]["point_estimate"]
-                .as_f64()
-                .with_context(|| format!("{} is not criterion's JSON", estimates.display()))?;
             if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
                 let shown = run.display();
                 bail!("{shown}: sample.json's iters and times do not pair up");
@@ -77,8 +70,7 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
                 group: benchmark.group_id,
                 function: benchmark.function_id.unwrap_or_default(),
                 value: benchmark.value_str,
-                per_iteration_ns: times.map(|(t, i)| t / i).collect(),
-                criterion_median_ns: median,
+                median_ns: median(times.map(|(t, i)| t / i)),
             })
         })
         .collect()
@@ -105,12 +97,9 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
         .filter(|m| m.function == PUBLISHED_POINT && !m.group.ends_with("_decode"))
         .filter_map(|published| {
             let beside = |function: &str| {
-                let m = measurements.iter().find(|m| {
-                    m.function == function
-                        && m.group == published.group
-                        && m.value == published.value
-                })?;
-                Some(median(&m.per_iteration_ns))
+                let mut same = measurements.iter().filter(|m| m.group == published.group);
+                same.find(|m| m.function == function && m.value == published.value)
+                    .map(|m| m.median_ns)
             };
             let (device, comparison) = published
                 .group
@@ -120,7 +109,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 device: device.to_string(),
                 comparison: comparison.to_string(),
                 vocab: published.value.clone().unwrap_or_default(),
-                published_ns: median(&published.per_iteration_ns),
+                published_ns: published.median_ns,
                 series_ns: beside(SERIES_POINT)?,
                 floor_ns: beside("floor"),
                 paired: None,

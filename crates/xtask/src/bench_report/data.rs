@@ -23,8 +23,7 @@ pub struct Report {
 }
 
 impl Report {
-    /// A report from its JSON, its instruction labels and decode loops read by today's rules, so
-    /// that a report written before a rule changed reads as one written now.
+    /// A report from its JSON, its instruction labels and decode loops read by today's rules.
     pub fn parse(json: &str) -> serde_json::Result<Report> {
         let mut report: Report = serde_json::from_str(json)?;
         for step in &mut report.patches {
@@ -40,7 +39,7 @@ impl Report {
 }
 
 /// One patch against the point it builds on, with the decode loop where it makes one faster.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PatchStep {
     pub patch: String,
     pub subject: String,
@@ -70,7 +69,6 @@ pub struct Decode {
     pub before_share: f64,
     pub after_share: f64,
     pub per_token: Paired,
-    /// A token's time before, less what the sampler saves, over the time before: this leaves out
-    /// the forward pass's noise, the same work on both sides.
+    /// Before less what the sampler saves, over before: the forward pass's noise left out.
     pub sampler_only: Paired,
 }

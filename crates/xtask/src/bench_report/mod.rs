@@ -1,10 +1,9 @@
-//! `cargo xtask bench-report`: the series against the published crates, each patch against its
-//! base and the decode loop, from `cargo bench`'s medians and `bench-driver`'s paired rounds
+//! `cargo xtask bench-report`, from `cargo bench`'s medians and `bench-driver`'s paired rounds
 //! (two criterion runs a minute apart drift by 10% and more; a round's ratio does not).
 
 use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -19,7 +18,6 @@ pub mod data;
 pub mod render;
 pub mod stats;
 
-pub use chart::svg as chart_svg;
 pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
 use stats::{median, parse_rounds, Paired, Verdict};
@@ -44,8 +42,7 @@ pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
                 patch: p.number().to_string(),
                 subject: p.message()?.subject,
                 before: before.to_string(),
-                rows: Vec::new(),
-                decode: Vec::new(),
+                ..PatchStep::default()
             })
         })
         .collect()
@@ -185,6 +182,16 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
     let settings: Settings =
         serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")?;
+    // Each run's output is kept in `target/bench-driver/`, to trace a report's rounds.
+    let trace = layout.target().join("bench-driver");
+    let driver_rounds = |args: &[&str], points: &[String]| -> Result<String> {
+        let line = format!("{} {}", args.join(" "), points.join(" "));
+        let (name, mut command) = (format!("bench-driver {line}"), Command::new(&driver));
+        let output = stdout_of(&name, command.args(args).args(points))?;
+        std::fs::create_dir_all(&trace)?;
+        std::fs::write(trace.join(format!("{line}.txt")), &output)?;
+        Ok(output)
+    };
     let mut patches = patches(layout)?;
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
@@ -206,7 +213,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let (comparison, vocab, device) = (&row.comparison, &row.vocab, &row.device);
         let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
         let args = ["pair", comparison, vocab, &rounds, &count, device];
-        let output = driver_rounds(layout, &driver, &args, points)?;
+        let output = driver_rounds(&args, points)?;
         let measured = per_call(points, &output, calls)?;
         let side = |name: &str| {
             let rounds = measured.get(name);
@@ -241,8 +248,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
                     Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
                 };
                 let [few, many] = COUNTED_CALLS;
-                let few_total = total(few)?;
-                let per_call = (total(many)? - few_total) / (many - few) as f64;
+                let per_call = (total(many)? - total(few)?) / (many - few) as f64;
                 eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
                 counts.insert((comparison.clone(), point.clone()), per_call);
             }
@@ -263,7 +269,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let points = decode_points(comparison, &patches);
         let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
         let args = ["decode", comparison, &rounds, &count];
-        let output = driver_rounds(layout, &driver, &args, &points)?;
+        let output = driver_rounds(&args, &points)?;
         eprintln!("decode {comparison}: {} measured", points.join(", "));
         let rounds = parse_rounds(&output, 2 * points.len())?;
         let between = |before: &str, after: &str| {
@@ -292,7 +298,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let profile: Vec<(String, f64)> = measurements
         .iter()
         .filter(|m| m.group == "cpu_profile")
-        .map(|m| (m.function.clone(), median(&m.per_iteration_ns)))
+        .map(|m| (m.function.clone(), m.median_ns))
         .collect();
     let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
@@ -312,22 +318,6 @@ pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
 }
 
-/// Runs `bench-driver`, keeping its output in `target/bench-driver/` to trace a report's rounds.
-fn driver_rounds(
-    layout: &Layout,
-    driver: &Path,
-    args: &[&str],
-    points: &[String],
-) -> Result<String> {
-    let line = format!("{} {}", args.join(" "), points.join(" "));
-    let (name, mut command) = (format!("bench-driver {line}"), Command::new(driver));
-    let output = stdout_of(&name, command.args(args).args(points))?;
-    let dir = layout.target().join("bench-driver");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{line}.txt")), &output)?;
-    Ok(output)
-}
-
 /// What `command` prints, or an error with what it said on stderr; `name` says what ran.
 fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
     let output = command
@@ -341,13 +331,12 @@ fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
 /// The processor, its threads and the system.
 fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo.lines().find_map(|l| {
-        let name = l.strip_prefix("model name")?;
-        Some(name.trim_start_matches([' ', '\t', ':']))
+    let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name"));
+    let cpu = cpu.map_or("unknown processor", |n| {
+        n.trim_start_matches([' ', '\t', ':'])
     });
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let (cpu, os, arch) = (cpu.unwrap_or("unknown processor"), OS, ARCH);
-    format!("{cpu}, {threads} threads, {os} {arch}")
+    format!("{cpu}, {threads} threads, {OS} {ARCH}")
 }
 
 /// The workspace's commit, and whether its tree had uncommitted changes.

@@ -1,5 +1,4 @@
-//! The report as Markdown: the whole series against the published crates, one table per patch,
-//! the decode loop, and upstream's cost profile.
+//! The report as Markdown: the whole series, one table per patch, the decode loop, the profile.
 
 use shared::bench::{TOP_K, TOP_P};
 
@@ -45,17 +44,15 @@ pub(crate) fn point(name: &str) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio; `temperature_0` says what each
-/// side runs for that comparison, when the rows have it.
+/// How one `sample` call was measured and how to read a ratio, with what runs `temperature_0`.
 pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
     let greedy = temperature_0.map_or(String::new(), |greedy| {
         let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
-        match greedy {
-            Greedy::After(after) => {
-                format!("; `temperature_0`: `ArgMax` on the published crates, {top_k} on {after}")
-            }
-            Greedy::BothSides => format!("; `temperature_0`: {top_k} on both sides"),
-        }
+        let sides = match greedy {
+            Greedy::After(after) => format!("`ArgMax` on the published crates, {top_k} on {after}"),
+            Greedy::BothSides => format!("{top_k} on both sides"),
+        };
+        format!("; `temperature_0`: {sides}")
     });
     let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
     let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
@@ -94,8 +91,7 @@ pub(crate) const INSTRUCTIONS: &str =
     most likely comes from where the code lands in memory rather than from the change; \"more \
     instructions\" or \"fewer instructions\": the time moves against the work";
 
-/// The table of one patch: what a pull request's body shows, and the instruction ratio where
-/// callgrind counted.
+/// One patch's table, as a pull request's body shows it, with instructions where counted.
 pub(crate) fn patch_table(step: &PatchStep) -> String {
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
     let columns: [Column<Step>; 6] = [
@@ -214,9 +210,8 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         }
     }
     if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\n";
-        out += "What each step of a `sample` call costs alone: the floor for the next \
-                performance work.\n\n";
+        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\nWhat each step of a `sample` \
+                call costs alone: the floor for the next performance work.\n\n";
         out += &table(
             profile,
             &[

@@ -91,20 +91,16 @@ impl Paired {
 
     /// Sets `work` from the instruction ratio, after over before.
     pub fn weigh(&mut self, instructions: Option<f64>) {
+        let same = |r: f64| (r - 1.0).abs() <= SAME_INSTRUCTIONS;
         self.work = match (instructions, self.verdict()) {
-            (Some(r), Verdict::Slower | Verdict::Faster)
-                if (r - 1.0).abs() <= SAME_INSTRUCTIONS =>
-            {
-                Some(Work::SameInstructions)
-            }
+            (Some(r), Verdict::Slower | Verdict::Faster) if same(r) => Some(Work::SameInstructions),
             (Some(r), Verdict::Slower) if r < 1.0 => Some(Work::FewerInstructions),
             (Some(r), Verdict::Faster) if r > 1.0 => Some(Work::MoreInstructions),
             _ => None,
         };
     }
 
-    /// "1.010 (0.997 to 1.023)", the interval rounded outwards, so that the printed interval
-    /// holds the exact one.
+    /// "1.010 (0.997 to 1.023)", rounded outwards so that it holds the exact interval.
     pub fn interval(&self) -> String {
         // The nudge keeps a bound that is already a multiple of 0.001 where it is.
         let low = (self.low * 1000.0 + 1e-6).floor() / 1000.0;
@@ -127,8 +123,7 @@ impl Paired {
         }
     }
 
-    /// "no measurable cost", "within ±1%: slower by 0.4%", "slower by 3.0%", "same instructions;
-    /// slower by 1.2% in time".
+    /// In words: "within ±1%: slower by 0.4%", "same instructions; slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
         let change = match self.ratio {
             r if r >= 1.0 => format!("slower by {:.1}%", (r - 1.0) * 100.0),
@@ -174,7 +169,7 @@ pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
         .collect()
 }
 
-/// The instruction total in a callgrind output file.
+/// The instruction total in callgrind's output.
 pub fn callgrind_total(text: &str) -> Result<u64> {
     text.lines()
         .find_map(|line| {
