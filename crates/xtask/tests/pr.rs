@@ -12,7 +12,7 @@ use git2::Repository;
 use xtask::pr::notes::{self, Facts, Notes};
 use xtask::pr::render;
 use xtask::pr::stack;
-use xtask::pr::{self, base};
+use xtask::pr::{self, audit};
 use xtask::series::{self, Patch};
 
 #[test]
@@ -418,11 +418,15 @@ let p = LogitsProcessor::from_sampling(2, sampling);
 let sampling = if temperature <= 0. { Sampling::ArgMax } else { Sampling::All { temperature } };
 let p = LogitsProcessor::from_sampling(3, sampling);
 ";
-    let sites = base::sites_in("x.rs", text);
-    let guards: Vec<base::Guard> = sites.iter().map(|s| s.guard).collect();
+    let sites = audit::sites_in("x.rs", text);
+    let guards: Vec<audit::Guard> = sites.iter().map(|s| s.guard).collect();
     assert_eq!(
         guards,
-        [base::Guard::Caller, base::Guard::None, base::Guard::Itself]
+        [
+            audit::Guard::Caller,
+            audit::Guard::None,
+            audit::Guard::Itself
+        ]
     );
     assert_eq!(sites[1].line, 3);
 }

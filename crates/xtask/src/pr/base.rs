@@ -1,5 +1,4 @@
-//! The base: how it relates to the pin (for the contributor's eyes only, never in a pull request),
-//! and its calls of `LogitsProcessor::from_sampling`, with how each treats temperature 0.
+//! How the base relates to the pin, for the contributor's eyes only (never in a pull request).
 
 use std::path::Path;
 
@@ -83,57 +82,4 @@ pub(super) fn relate(
         }
     }
     Ok(BaseReport { relation, files })
-}
-
-/// Who guards a call against temperature <= 0: the call itself, nobody, or its caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Guard {
-    Itself,
-    None,
-    Caller,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallSite {
-    pub path: String,
-    pub line: usize,
-    pub guard: Guard,
-}
-
-/// Every `from_sampling(` call in the base outside its module and its tests (fixed temperatures).
-pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
-    let own = ["generation/mod.rs", "tests/generation_tests.rs"];
-    let mut sites = Vec::new();
-    for (path, text) in crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())? {
-        if !own.iter().any(|own| path.ends_with(own)) {
-            sites.extend(sites_in(&path, &text));
-        }
-    }
-    Ok(sites)
-}
-
-/// The calls in one file: a guard compares a temperature with 0 in the 40 lines before the call.
-pub fn sites_in(path: &str, text: &str) -> Vec<CallSite> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut sites = Vec::new();
-    for (index, line) in lines.iter().enumerate() {
-        if !line.contains("from_sampling(") || line.contains("fn from_sampling") {
-            continue;
-        }
-        let before = &lines[index.saturating_sub(40)..index];
-        let guarded = before.iter().any(|l| {
-            let l = l.replace(' ', "");
-            l.contains("temperature")
-                && (l.contains("<=0") || l.contains("<1e-7") || l.contains("<0."))
-        });
-        let builds = before.iter().any(|l| l.contains("Sampling::"));
-        let guard = match (guarded, builds) {
-            (true, _) => Guard::Itself,
-            (false, true) => Guard::None,
-            (false, false) => Guard::Caller,
-        };
-        let (path, line) = (path.to_string(), index + 1);
-        sites.push(CallSite { path, line, guard });
-    }
-    sites
 }

@@ -1,6 +1,8 @@
 //! `cargo xtask pr`: one upstream pull request per patch, as a stack of branches in a clone.
 
+pub mod audit;
 pub mod base;
+mod clone;
 pub mod notes;
 pub mod render;
 pub mod stack;
@@ -19,7 +21,7 @@ use crate::published::{self, Published};
 use crate::series::{self, Patch};
 use crate::{expected, metal, trees};
 
-pub use stack::prepare;
+pub use clone::prepare;
 use stack::Entry;
 use verify::Check;
 
@@ -101,7 +103,7 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
 pub struct Prepared {
     pub stack: Vec<Entry>,
     pub base: base::BaseReport,
-    pub call_sites: Vec<base::CallSite>,
+    pub call_sites: Vec<audit::CallSite>,
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::base::CallSite;
+use super::audit::CallSite;
 use crate::bench_report;
 use crate::project::{self, Layout};
 use crate::series::Patch;

@@ -1,6 +1,7 @@
 //! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
-use super::base::{BaseRelation, BaseReport, CallSite, FileState, Guard};
+use super::audit::{CallSite, Guard};
+use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Marker, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
