@@ -61,8 +61,13 @@ fn run(driver: Driver) -> Result<()> {
             calls,
         } => {
             // Under callgrind, where two runs with different `calls` give one call's count.
-            let (logits, cpu) = (logits(&fixture, vocab, &Device::Cpu)?, Device::Cpu);
-            time_calls(&mut processor(&point, &group)?, &logits, &cpu, calls)?;
+            let logits = logits(&fixture, vocab, &Device::Cpu)?;
+            time_calls(
+                &mut processor(&point, &group)?,
+                &logits,
+                &Device::Cpu,
+                calls,
+            )?;
             Ok(())
         }
         Driver::Pair {
