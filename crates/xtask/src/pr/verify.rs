@@ -114,10 +114,13 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         if touched.contains(&name) || !touched.iter().any(|t| manifest::depends_on(&text, t)) {
             continue;
         }
-        let files = crate::git::rust_files(repo, tree_obj.get_path(Path::new(&member))?.id())?;
-        let uses_a_module = |text: &String| modules.iter().any(|m| text.contains(m.as_str()));
-        if files.iter().any(|(_, text)| uses_a_module(text)) {
-            crates.dependents.push(name);
+        let member_tree = tree_obj.get_path(Path::new(&member))?.id();
+        for file in crate::git::rust_files(repo, member_tree)? {
+            let (_, text) = file?;
+            if modules.iter().any(|m| text.contains(m.as_str())) {
+                crates.dependents.push(name);
+                break;
+            }
         }
     }
     Ok(crates)
