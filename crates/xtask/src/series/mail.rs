@@ -44,10 +44,11 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         decode_words(value.trim())
     };
     let from = header("from")?;
-    let Some((name, email)) = from.strip_suffix('>').and_then(|f| f.rsplit_once('<')) else {
+    let address = from.rfind('<').zip(from.rfind('>'));
+    let Some((open, close)) = address.filter(|(open, close)| open < close) else {
         bail!("`From: {from}` has no <address>");
     };
-    let name = name.trim();
+    let (name, email) = (from[..open].trim(), &from[open + 1..close]);
     let quoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
     let name = quoted.unwrap_or(name);
     let date = header("date")?;
@@ -74,14 +75,20 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     })
 }
 
-/// Decodes format-patch's RFC 2047 words (`=?UTF-8?q?...?=`), dropping the blank between two.
+/// Decodes format-patch's RFC 2047 words (`=?UTF-8?q?...?=`), dropping the blanks between two.
 fn decode_words(value: &str) -> Result<String> {
     let mut out = String::new();
     let mut last_was_word = false;
-    for (i, token) in value.split(' ').enumerate() {
+    let mut rest = value;
+    // Each step takes a run of blanks, then a token.
+    while !rest.is_empty() {
+        let token = rest.trim_start_matches([' ', '\t']);
+        let blank = &rest[..rest.len() - token.len()];
+        let (token, after) = token.split_at(token.find([' ', '\t']).unwrap_or(token.len()));
+        rest = after;
         let decoded = decode_word(token)?;
-        if i > 0 && !(last_was_word && decoded.is_some()) {
-            out.push(' ');
+        if !(last_was_word && decoded.is_some()) {
+            out.push_str(blank);
         }
         last_was_word = decoded.is_some();
         out.push_str(decoded.as_deref().unwrap_or(token));
@@ -130,8 +137,10 @@ fn parse_date(value: &str) -> Option<(i64, i32)> {
         return None;
     };
     // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
-    let digits = zone.strip_prefix(['+', '-']).filter(|d| d.len() == 4);
-    let zone: i32 = digits.and(zone.parse().ok())?;
+    if zone.len() != 5 || !zone.starts_with(['+', '-']) {
+        return None;
+    }
+    let zone: i32 = zone.parse().ok()?;
     let offset = zone / 100 * 60 + zone % 100;
     let days = crate::date::days_from_civil(year.parse().ok()?, month, day.parse().ok()?);
     let local = days * 86_400 + hours * 3600 + minutes * 60 + seconds;
@@ -176,6 +185,17 @@ diff --git a/a.rs b/a.rs
     }
 
     #[test]
+    fn parse_message_reads_tab_folded_words_and_text_after_the_address() -> Result<()> {
+        let mail = "From: =?UTF-8?q?Zo=C3=AB?=\n\t=?UTF-8?q?_Example?= <zoe@example.com> (Zoe)\n\
+                    Date: Thu, 1 Jan 1970 00:00:00 +0000\nSubject: [PATCH] a\tb  c\n\nBody.\n";
+        let message = parse_message(mail.as_bytes())?;
+        assert_eq!(message.author_name, "Zoë Example");
+        assert_eq!(message.author_email, "zoe@example.com");
+        assert_eq!(message.subject, "a\tb  c");
+        Ok(())
+    }
+
+    #[test]
     fn parse_date_matches_known_instants() {
         assert_eq!(parse_date("Thu, 1 Jan 1970 00:00:00 +0000"), Some((0, 0)));
         assert_eq!(
@@ -183,5 +203,6 @@ diff --git a/a.rs b/a.rs
             Some((1_582_970_400, 120))
         );
         assert!(parse_date("yesterday").is_none());
+        assert!(parse_date("Thu, 1 Jan 1970 00:00:00 0000").is_none());
     }
 }
