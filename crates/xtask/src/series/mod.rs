@@ -4,8 +4,8 @@ mod mail;
 
 pub use mail::{parse_message, Message};
 
-use std::cell::Cell;
-use std::path::Path;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{ApplyOptions, Diff, Oid, Repository};
@@ -61,54 +61,60 @@ impl Patch {
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
-    // How many files, and hunks of the last one, libgit2 reached: the last failed.
-    let reached = Cell::new((0_usize, 0));
+    // The file and hunk libgit2 last reached, from its callbacks: that one failed.
+    let file = RefCell::new(None::<PathBuf>);
+    // The hunk's number in its file, and its `@@ ... @@` header.
+    let hunk = RefCell::new((0_usize, None::<String>));
     let mut options = ApplyOptions::new();
-    options.delta_callback(|_| {
-        reached.set((reached.get().0 + 1, 0));
+    options.delta_callback(|delta| {
+        let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
+        *file.borrow_mut() = path.map(Path::to_path_buf);
+        *hunk.borrow_mut() = (0, None);
         true
     });
-    options.hunk_callback(|_| {
-        reached.set((reached.get().0, reached.get().1 + 1));
+    options.hunk_callback(|found| {
+        let mut hunk = hunk.borrow_mut();
+        hunk.0 += 1;
+        hunk.1 = found.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
         true
     });
     let err = match repo.apply_to_tree(&base, &diff, Some(&mut options)) {
         Ok(mut index) => return Ok(index.write_tree_to(repo)?),
         Err(err) => err,
     };
-    let (files, hunk) = reached.get();
-    let delta = files.checked_sub(1).and_then(|i| diff.get_delta(i));
-    let Some(path) = delta.and_then(|d| d.old_file().path().or(d.new_file().path())) else {
+    let Some(path) = file.take() else {
         bail!("{} does not apply: {}", patch.file_name, err.message());
     };
+    let (number, header) = hunk.take();
     let file = path.display();
-    let explain_hunk = || -> Result<String> {
-        let patch = git2::Patch::from_diff(&diff, files - 1)?.context("no patch for the file")?;
-        let (found_hunk, line_count) = patch.hunk(hunk - 1)?;
+    let explain_hunk = |header: &str| -> Result<String> {
+        let mut deltas = diff.deltas();
+        let index = deltas.position(|d| d.old_file().path().or(d.new_file().path()) == Some(&path));
+        let index = index.context("no such file in the patch")?;
+        let patch = git2::Patch::from_diff(&diff, index)?.context("no patch for the file")?;
+        let (found_hunk, line_count) = patch.hunk(number - 1)?;
         let show = |line: &str| format!("\n    | {line}");
-        let lines = (0..line_count).map(|line| patch.line_in_hunk(hunk - 1, line));
+        let lines = (0..line_count).map(|line| patch.line_in_hunk(number - 1, line));
         let lines = lines.collect::<Result<Vec<_>, _>>()?;
         let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
         let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
         let expected: Vec<String> = old.map(|l| show(l.trim_end_matches('\n'))).collect();
-        let blob = repo.find_blob(base.get_path(path)?.id())?;
+        let blob = repo.find_blob(base.get_path(&path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
         let found = text.lines().skip(start).take(expected.len()).map(show);
         Ok(format!(
-            "{file}: hunk {hunk} ({}) expected, from line {}:{}\nbut the file has:{}",
-            String::from_utf8_lossy(found_hunk.header()).trim_end(),
+            "{file}: hunk {number} ({header}) expected, from line {}:{}\nbut the file has:{}",
             start + 1,
             expected.concat(),
             found.collect::<String>()
         ))
     };
-    let detail = if hunk > 0 {
-        explain_hunk().unwrap_or_else(|_| format!("{file}: hunk {hunk} does not apply"))
-    } else if base.get_path(path).is_err() {
-        format!("{file} does not exist")
-    } else {
-        format!("{file}: {}", err.message())
+    let detail = match header {
+        Some(header) => explain_hunk(&header)
+            .unwrap_or_else(|_| format!("{file}: hunk {number} ({header}) does not apply")),
+        None if base.get_path(&path).is_err() => format!("{file} does not exist"),
+        None => format!("{file}: {}", err.message()),
     };
     bail!("{} does not apply: {detail}", patch.file_name)
 }
