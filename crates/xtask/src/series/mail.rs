@@ -48,7 +48,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     let Some((open, close)) = address.filter(|(open, close)| open < close) else {
         bail!("`From: {from}` has no <address>");
     };
-    let (name, email) = (from[..open].trim(), &from[open + 1..close]);
+    let email = &from[open + 1..close];
+    let name = from[..open].trim();
     let quoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
     let name = quoted.unwrap_or(name);
     let date = header("date")?;
