@@ -11,12 +11,12 @@ use crate::series::{self, Patch};
 /// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
-    if !path.exists() {
-        return Ok(BTreeMap::new());
-    }
-    let text = std::fs::read_to_string(&path);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+    };
     let document: toml_edit::DocumentMut = text
-        .with_context(|| format!("cannot read {}", path.display()))?
         .parse()
         .with_context(|| format!("{} is not TOML", path.display()))?;
     document

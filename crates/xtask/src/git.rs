@@ -31,18 +31,24 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
     Ok(paths.collect())
 }
 
-/// The Rust files in `tree`, by path, with their text.
-pub(crate) fn rust_files(repo: &Repository, tree: Oid) -> Result<Vec<(String, String)>> {
+/// The Rust files in `tree`, by path, with their text; each file is read as the iteration reaches it.
+pub(crate) fn rust_files(
+    repo: &Repository,
+    tree: Oid,
+) -> Result<impl Iterator<Item = Result<(String, String)>> + '_> {
     let mut files = Vec::new();
     repo.find_tree(tree)?
         .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
             let path = format!("{dir}{}", entry.name().unwrap_or_default());
-            if let Some(Ok(blob)) = path.ends_with(".rs").then(|| repo.find_blob(entry.id())) {
-                files.push((path, String::from_utf8_lossy(blob.content()).into_owned()));
+            if path.ends_with(".rs") {
+                files.push((path, entry.id()));
             }
             git2::TreeWalkResult::Ok
         })?;
-    Ok(files)
+    Ok(files.into_iter().map(|(path, id)| {
+        let blob = repo.find_blob(id)?;
+        Ok((path, String::from_utf8_lossy(blob.content()).into_owned()))
+    }))
 }
 
 /// A commit id cut to 10 characters, for messages.

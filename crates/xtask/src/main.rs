@@ -18,9 +18,5 @@ fn main() -> ExitCode {
         Command::MetalCheck => metal::run(&layout),
         Command::FormatPatch(options) => format_patch::run(&layout, &options),
     };
-    let Err(err) = result else {
-        return ExitCode::SUCCESS;
-    };
-    eprintln!("error: {err:#}");
-    ExitCode::FAILURE
+    shared::exit(result)
 }

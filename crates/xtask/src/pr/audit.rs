@@ -22,7 +22,8 @@ pub struct CallSite {
 pub fn audit(repo: &Repository, base: Oid) -> Result<Vec<CallSite>> {
     let own = ["generation/mod.rs", "tests/generation_tests.rs"];
     let mut sites = Vec::new();
-    for (path, text) in crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())? {
+    for file in crate::git::rust_files(repo, repo.find_commit(base)?.tree_id())? {
+        let (path, text) = file?;
         if !own.iter().any(|own| path.ends_with(own)) {
             sites.extend(sites_in(&path, &text));
         }

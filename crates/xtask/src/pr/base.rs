@@ -71,10 +71,12 @@ pub(super) fn relate(
                 (Some(file), Some(id)) => {
                     let blob = repo.find_blob(id)?;
                     let (old, new) = (&file.data, blob.content());
-                    let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
-                    match diff.line_stats()? {
-                        _ if old == new => FileState::AsPublished,
-                        (_, added, removed) => FileState::Changed { added, removed },
+                    if old == new {
+                        FileState::AsPublished
+                    } else {
+                        let diff = git2::Patch::from_buffers(old, None, new, None, None)?;
+                        let (_, added, removed) = diff.line_stats()?;
+                        FileState::Changed { added, removed }
                     }
                 }
             };

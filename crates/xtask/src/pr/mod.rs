@@ -59,7 +59,9 @@ impl Options {
         if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
             bail!("--candle {}: no such folder", clone.display());
         }
-        self.author.as_deref().map(parse_author).transpose()?;
+        if let Some(author) = &self.author {
+            parse_author(author)?;
+        }
         if self.base.is_empty() {
             bail!("--base needs a branch name");
         }
@@ -139,34 +141,27 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     };
     let (base, call_sites) = found.unzip();
     let facts = notes::compute(layout, &series.notes, call_sites);
-    let checks = options.verify.then(|| verify_stack(layout, &repo, &stack));
-    let checks = checks.transpose()?;
-    let checks = checks.as_deref();
-    // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
-    let target = layout.target();
-    std::fs::create_dir_all(&target)?;
-    let temp = temp_in(&target, "pr")?;
-    let new = temp.path().join("pr");
-    for (index, entry) in stack.iter().enumerate() {
-        let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
-        let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
-        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
-    }
-    std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
-    let out = target.join("pr");
-    swap_in(&[(new, out.clone())])?;
+    let checks = if options.verify {
+        Some(verify_stack(layout, &repo, &stack)?)
+    } else {
+        None
+    };
+    let out = write_out(
+        layout,
+        &repo,
+        &stack,
+        &series.notes,
+        &facts,
+        &pins,
+        checks.as_deref(),
+    )?;
     eprint!(
         "{}{}",
         render::console(&stack, base.as_ref(), &pins),
         render::next_steps(options, &stack, &out, &facts, checks.is_some())
     );
     let mut failed = Vec::new();
-    for (entry, checks) in stack.iter().zip(checks.unwrap_or_default()) {
+    for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
@@ -239,6 +234,36 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
+/// `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
+fn write_out(
+    layout: &Layout,
+    repo: &Repository,
+    stack: &[Entry],
+    notes: &[notes::Notes],
+    facts: &notes::Facts,
+    pins: &[Pin],
+    checks: Option<&[Vec<Check>]>,
+) -> Result<PathBuf> {
+    let target = layout.target();
+    std::fs::create_dir_all(&target)?;
+    let temp = temp_in(&target, "pr")?;
+    let new = temp.path().join("pr");
+    for (index, entry) in stack.iter().enumerate() {
+        let dir = new.join(&entry.branch);
+        std::fs::create_dir_all(&dir)?;
+        let checks = checks.map(|all| all[index].as_slice());
+        let body = render::body(stack, index, &notes[index], facts, pins, checks);
+        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        std::fs::write(dir.join("body.md"), body)?;
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
+        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+    }
+    std::fs::write(new.join("stack.txt"), render::console(stack, None, pins))?;
+    let out = target.join("pr");
+    swap_in(&[(new, out.clone())])?;
+    Ok(out)
+}
+
 /// Runs candle's CI commands on each branch, in one export that follows the stack.
 fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
@@ -253,9 +278,10 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;
-        let dependents = match crates.dependents.is_empty() {
-            true => "no dependents".to_string(),
-            false => crates.dependents.join(", "),
+        let dependents = if crates.dependents.is_empty() {
+            "no dependents".to_string()
+        } else {
+            crates.dependents.join(", ")
         };
         let touched = crates.touched.join(", ");
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);

@@ -126,7 +126,11 @@ pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite
     let wants_real_model = parts.any(|parts| parts.contains(&real));
     Facts {
         call_sites,
-        real_model: wants_real_model.then(|| real_model(layout)).flatten(),
+        real_model: if wants_real_model {
+            real_model(layout)
+        } else {
+            None
+        },
         bench: bench(layout),
     }
 }

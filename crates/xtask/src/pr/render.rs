@@ -62,8 +62,11 @@ pub fn body(
                     (true, false) => "pass",
                     (false, _) => "**fail**",
                 };
-                let (command, seconds) = (check.command.text(), check.seconds);
-                out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
+                out += &format!(
+                    "| `{}` | {result} | {:.0} s |\n",
+                    check.command.text(),
+                    check.seconds
+                );
             }
             out += "\nNot run: candle's macOS, CUDA and Windows jobs (Metal is checked for \
                     aarch64-apple-darwin, cross, not run).\n\n";
@@ -266,9 +269,10 @@ pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
         }
         let added = line.strip_prefix('+').map(str::trim);
         let name = added.and_then(|a| a.strip_prefix("fn ")?.split('(').next());
-        if let (true, Some(name), Some((_, tests))) = (after_test_attribute, name, files.last_mut())
-        {
-            tests.push(name.to_string());
+        if after_test_attribute {
+            if let (Some(name), Some((_, tests))) = (name, files.last_mut()) {
+                tests.push(name.to_string());
+            }
         }
         let code = added.or(line.strip_prefix(' ').map(str::trim));
         after_test_attribute = code == Some("#[test]");
@@ -285,9 +289,13 @@ pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> Stri
             None => "on the base alone".to_string(),
             Some(parent) => format!("after {}", stack[parent].branch),
         };
-        let (n, branch, subject) = (index + 1, &entry.branch, &entry.message.subject);
-        let number = entry.patch.number();
-        out += &format!("  {n}. {branch} ({number}): \"{subject}\", {depends}\n");
+        out += &format!(
+            "  {}. {} ({}): \"{}\", {depends}\n",
+            index + 1,
+            entry.branch,
+            entry.patch.number(),
+            entry.message.subject
+        );
     }
     let Some(base) = base else { return out };
     let (commit, label) = (short(&pins[0].commit), pins[0].label());

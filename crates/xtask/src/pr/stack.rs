@@ -18,20 +18,33 @@ pub struct Entry {
     pub commit: Oid,
 }
 
-/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0" (40 max).
+/// The longest branch name: short enough to read in a list of pull requests.
+const MAX_BRANCH: usize = 40;
+
+/// "generation: Sample greedily at temperature 0" -> "sample-greedily-at-temperature-0", in as
+/// many whole words as fit in `MAX_BRANCH` characters.
 pub fn branch_name(prefix: &str, message: &Message) -> String {
     let subject = match message.subject.split_once(": ") {
         Some((area, rest)) if !area.contains(' ') => rest,
         _ => &message.subject,
     };
     let subject = subject.replace('\'', "").to_ascii_lowercase();
-    // Each word's length with the `-` after it, summed.
-    let (mut length, words) = (0, subject.split(|c: char| !c.is_ascii_alphanumeric()));
-    let words = words.filter(|w| !w.is_empty()).take_while(|w| {
-        length += w.len() + 1;
-        length <= 40 + 1
-    });
-    format!("{prefix}{}", words.collect::<Vec<_>>().join("-"))
+    let mut name = String::new();
+    for word in subject
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let longer = if name.is_empty() {
+            word.to_string()
+        } else {
+            format!("{name}-{word}")
+        };
+        if longer.len() > MAX_BRANCH {
+            break;
+        }
+        name = longer;
+    }
+    format!("{prefix}{name}")
 }
 
 /// Commits each patch's branch (`branches::branches`) in `repo`, no reference written.

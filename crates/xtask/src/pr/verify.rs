@@ -114,10 +114,13 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
         if touched.contains(&name) || !touched.iter().any(|t| manifest::depends_on(&text, t)) {
             continue;
         }
-        let files = crate::git::rust_files(repo, tree_obj.get_path(Path::new(&member))?.id())?;
-        let uses_a_module = |text: &String| modules.iter().any(|m| text.contains(m.as_str()));
-        if files.iter().any(|(_, text)| uses_a_module(text)) {
-            crates.dependents.push(name);
+        let member_tree = tree_obj.get_path(Path::new(&member))?.id();
+        for file in crate::git::rust_files(repo, member_tree)? {
+            let (_, text) = file?;
+            if modules.iter().any(|m| text.contains(m.as_str())) {
+                crates.dependents.push(name);
+                break;
+            }
         }
     }
     Ok(crates)
@@ -134,26 +137,34 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
 
 /// Makes `dir` hold `tree`, writing only what differs from `previous` so cargo rebuilds little.
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
-    let Some(previous) = previous.filter(|_| dir.is_dir()) else {
-        let parent = dir.parent().context("the export has no parent folder")?;
-        std::fs::create_dir_all(parent)?;
-        let temp = temp_in(parent, "export")?;
-        let staged = temp.path().join("tree");
-        trees::write_tree(repo, tree, &staged)?;
-        return swap_in(&[(staged, dir.to_path_buf())]);
-    };
-    let [previous, tree] = [previous, tree].map(|id| repo.find_tree(id));
-    let diff = repo.diff_tree_to_tree(Some(&previous?), Some(&tree?), None)?;
-    for delta in diff.deltas() {
-        let (status, new) = (delta.status(), delta.new_file());
-        let gone = matches!(status, Delta::Deleted | Delta::Renamed);
-        if let Some(old) = delta.old_file().path().filter(|_| gone) {
-            let _ = std::fs::remove_file(dir.join(old));
+    let previous = match previous {
+        Some(previous) if dir.is_dir() => previous,
+        _ => {
+            let parent = dir.parent().context("the export has no parent folder")?;
+            std::fs::create_dir_all(parent)?;
+            let temp = temp_in(parent, "export")?;
+            let staged = temp.path().join("tree");
+            trees::write_tree(repo, tree, &staged)?;
+            return swap_in(&[(staged, dir.to_path_buf())]);
         }
-        if let Some(path) = new.path().filter(|_| status != Delta::Deleted) {
-            let target = dir.join(path);
-            std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
-            std::fs::write(&target, repo.find_blob(new.id())?.content())?;
+    };
+    let old_tree = repo.find_tree(previous)?;
+    let new_tree = repo.find_tree(tree)?;
+    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    for delta in diff.deltas() {
+        let status = delta.status();
+        if matches!(status, Delta::Deleted | Delta::Renamed) {
+            if let Some(old) = delta.old_file().path() {
+                let _ = std::fs::remove_file(dir.join(old));
+            }
+        }
+        if status != Delta::Deleted {
+            let new = delta.new_file();
+            if let Some(path) = new.path() {
+                let target = dir.join(path);
+                std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
+                std::fs::write(&target, repo.find_blob(new.id())?.content())?;
+            }
         }
     }
     Ok(())
@@ -163,14 +174,17 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
 pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
     let run = |command: &Command| -> Result<Check> {
         let started = Instant::now();
-        let metal = command.cross_metal.then(metal::cross_env);
-        let passed = std::process::Command::new("cargo")
+        let mut cargo = std::process::Command::new("cargo");
+        cargo
             .args(&command.args)
             .current_dir(dir)
             .env("CARGO_TARGET_DIR", target_dir)
             .env_remove("CARGO")
-            .env_remove("RUSTUP_TOOLCHAIN")
-            .envs(metal.into_iter().flatten())
+            .env_remove("RUSTUP_TOOLCHAIN");
+        if command.cross_metal {
+            cargo.envs(metal::cross_env());
+        }
+        let passed = cargo
             .status()
             .with_context(|| format!("cannot run {}", command.text()))?
             .success();
