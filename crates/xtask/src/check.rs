@@ -1,9 +1,11 @@
 //! `cargo xtask check`, offline: the generated folders are the published crates + `patches/`, and
 //! cargo builds them.
 
+use std::path::Path;
+
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::expected;
+use crate::expected::{self, Folder};
 use crate::patch_use;
 use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
@@ -26,7 +28,8 @@ pub fn run(layout: &Layout) -> Result<()> {
         let shown = layout.show(&vendored);
         eprintln!("ok: cargo builds {} from {shown}", pin.name);
     }
-    // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency.
+    // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency, and CI
+    // builds it `--locked`.
     let manifest = layout.root.join(FUZZ_MANIFEST);
     if !manifest.is_file() {
         return Ok(());
@@ -68,7 +71,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let entries = std::fs::read_dir(layout.root.join(root));
     for entry in entries.into_iter().flatten() {
         let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
-        if !generated.iter().any(|(dir, _, _)| *dir == path) {
+        if !generated.iter().any(|folder| folder.dir == path) {
             problems.push(format!(
                 "{path} is under {root}, which holds only what `cargo xtask vendor` writes: move \
                  it out or delete it"
@@ -87,17 +90,18 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"
         ));
     }
-    for (dir, what, expected) in &generated {
+    for Folder { dir, what, tree } in &generated {
+        problems.extend(not_in_root(dir));
         if !layout.root.join(dir).is_dir() {
             problems.push(format!("{dir} is missing"));
             continue;
         }
         let actual = scratch.tree_of_dir(&layout.root.join(dir))?;
-        if actual == *expected {
+        if actual == *tree {
             eprintln!("ok: {dir} is {what} (tree {actual})");
             continue;
         }
-        let mut changes = scratch.changes(*expected, actual)?;
+        let mut changes = scratch.changes(*tree, actual)?;
         let more = changes.split_off(changes.len().min(20)).len();
         if more > 0 {
             changes.push(format!("and {more} more"));
@@ -114,4 +118,33 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         problems.join("\n")
     );
     Ok(())
+}
+
+/// The problem with the generated folder `dir` unless it lies directly in the generated root,
+/// where `vendor` renames it into place from a temporary folder on the same file system.
+fn not_in_root(dir: &str) -> Option<String> {
+    if Path::new(dir).parent() == Some(Path::new(GENERATED_ROOT)) {
+        None
+    } else {
+        Some(format!("{dir} is generated but not under {GENERATED_ROOT}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_folder_outside_the_generated_root_is_reported() {
+        assert_eq!(
+            not_in_root("crates/points").as_deref(),
+            Some("crates/points is generated but not under crates/vendor")
+        );
+        assert!(not_in_root("crates/vendor/a/b").is_some());
+        let dirs = [
+            project::POINTS_DIR.to_string(),
+            project::vendored_dir("candle-nn"),
+        ];
+        assert!(dirs.iter().all(|dir| not_in_root(dir).is_none()));
+    }
 }

@@ -1,7 +1,6 @@
 //! Is `[patch.crates-io]` used? Cargo only warns when it is not, and then builds the published
 //! crate in its place, so every test would quietly run on unpatched code.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -13,7 +12,13 @@ use crate::project;
 #[serde(default)]
 struct Lock {
     package: Vec<LockEntry>,
-    patch: BTreeMap<String, Vec<LockEntry>>,
+    patch: LockPatch,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct LockPatch {
+    unused: Vec<LockEntry>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -26,8 +31,7 @@ struct LockEntry {
 /// Fails unless `lock` resolves `name` once, to the patch at `version`, and not as unused.
 pub fn check_lock(lock: &str, name: &str, version: &str) -> Result<()> {
     let lock: Lock = toml_edit::de::from_str(lock).context("Cargo.lock is not a lock file")?;
-    let mut unused = lock.patch.get("unused").into_iter().flatten();
-    if let Some(unused) = unused.find(|e| e.name == name) {
+    if let Some(unused) = lock.patch.unused.iter().find(|e| e.name == name) {
         bail!(
             "Cargo.lock lists {name} {} under [[patch.unused]]: cargo builds the published crate \
              instead of {}; make [workspace.dependencies] ask for {version}",

@@ -21,9 +21,12 @@ pub fn vendored_dir(name: &str) -> String {
 /// The benches' points: per version of the sampler, the modules that `crates/points` builds.
 pub const POINTS_DIR: &str = "crates/vendor/points";
 
+/// The crate whose published tests and points are generated, when it is pinned.
+pub const TRANSFORMERS: &str = "candle-transformers";
+
 /// What each point holds: its folder, the crate, and the crate's folder or file to put there.
 pub const POINT_PARTS: [(&str, &str, &str); 2] = [
-    ("generation", "candle-transformers", "src/generation"),
+    ("generation", TRANSFORMERS, "src/generation"),
     ("nn", "candle-nn", "src/sampling.rs"),
 ];
 

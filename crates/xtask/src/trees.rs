@@ -42,6 +42,7 @@ impl Scratch {
                 update.upsert(path, blob, mode);
             }
         }
+        // An empty tree builder writes the empty tree, which the updates start from.
         let empty = self.repo.find_tree(self.repo.treebuilder(None)?.write()?)?;
         Ok(update.create_updated(&self.repo, &empty)?)
     }
@@ -67,8 +68,12 @@ impl Scratch {
                 let executable = kind.permissions().mode() & 0o111 != 0;
                 #[cfg(not(unix))]
                 let executable = false;
-                let mode = if executable { 0o100755 } else { 0o100644 };
-                builder.insert(name, self.repo.blob_path(&path)?, mode)?;
+                let mode = if executable {
+                    FileMode::BlobExecutable
+                } else {
+                    FileMode::Blob
+                };
+                builder.insert(name, self.repo.blob_path(&path)?, mode.into())?;
             } else {
                 bail!("{}: not a plain file or folder", path.display());
             }

@@ -62,11 +62,14 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = std::fs::read_to_string(&fuzz).ok();
-    let fuzz_text = fuzz_text.map(|text| patch_entries(&text, &names, "../vendor/"));
+    let fuzz_text = match std::fs::read_to_string(&fuzz) {
+        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
+        Err(_) => None,
+    };
+    // Every new text is computed before the first write, so a failure changes nothing.
     std::fs::write(layout.pin(), pin::render(new))?;
     std::fs::write(&manifest, updated)?;
-    if let Some(text) = fuzz_text.transpose()? {
+    if let Some(text) = fuzz_text {
         std::fs::write(&fuzz, text)?;
     }
     Ok(())
@@ -139,10 +142,10 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     std::fs::create_dir_all(&root)?;
     let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
-    for (i, (dir, _, tree)) in generated.iter().enumerate() {
+    for (i, folder) in generated.iter().enumerate() {
         let new = temp.path().join(i.to_string());
-        write_tree(&scratch.repo, *tree, &new)?;
-        pairs.push((new, layout.root.join(dir)));
+        write_tree(&scratch.repo, folder.tree, &new)?;
+        pairs.push((new, layout.root.join(&folder.dir)));
     }
     swap_in(&pairs)?;
     let path = layout.root.join(".gitattributes");
@@ -154,8 +157,8 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
         std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
             .with_context(|| format!("cannot write {}", layout.show(&path)))?;
     }
-    for (dir, _, tree) in &generated {
-        eprintln!("wrote {dir} (tree {tree})");
+    for folder in &generated {
+        eprintln!("wrote {} (tree {})", folder.dir, folder.tree);
     }
     Ok(())
 }

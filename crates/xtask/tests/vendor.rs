@@ -384,6 +384,22 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
     check::check_generated(&ws.layout, std::slice::from_ref(&next))
 }
 
+#[test]
+fn repin_with_a_broken_fuzz_manifest_writes_nothing() -> Result<()> {
+    let ws = workspace()?;
+    let manifest = xtask::project::Layout::workspace().root.join("Cargo.toml");
+    std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
+    let fuzz = ws.layout.root.join(xtask::project::FUZZ_MANIFEST);
+    std::fs::create_dir_all(fuzz.parent().unwrap())?;
+    std::fs::write(&fuzz, "[package\n")?;
+    let before = snapshot(&ws.layout.root);
+    let next = republished("0.11.2", |_| {})?;
+    let old = xtask::pin::Line::Pinned(ws.published.pin.clone());
+    assert!(vendor::repin(&ws.layout, &[old], std::slice::from_ref(&next.pin)).is_err());
+    assert!(snapshot(&ws.layout.root) == before, "the workspace changed");
+    Ok(())
+}
+
 /// A second published crate beside the fixture one, as candle publishes candle-nn.
 fn candle_nn() -> Result<xtask::published::Published> {
     let files = vec![

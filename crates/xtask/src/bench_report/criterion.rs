@@ -50,9 +50,10 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
             if !path.is_dir() || name == "report" || name == "base" {
                 continue;
             }
-            match name == "new" && path.join("benchmark.json").is_file() {
-                true => runs.push(path),
-                false => dirs.push(path),
+            if name == "new" && path.join("benchmark.json").is_file() {
+                runs.push(path);
+            } else {
+                dirs.push(path);
             }
         }
     }

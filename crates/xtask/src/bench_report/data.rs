@@ -4,17 +4,20 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
-/// Where and how it ran, each patch's step, and the whole series' decode loop (if the model was).
+/// Where and how it ran, each patch's step, and the whole series' decode loop (if the model was on
+/// disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub machine: String,
     pub date: String,
+    /// The workspace commit, with a note if the tree had uncommitted changes.
     pub commit: String,
     pub crate_label: String,
     pub model: String,
     pub vocab: u64,
     pub seed: u64,
     pub temperature: f64,
+    /// Paired rounds per sampling comparison.
     pub rounds: usize,
     pub decode_tokens: u64,
     pub decode_rounds: usize,
@@ -43,6 +46,7 @@ impl Report {
 pub struct PatchStep {
     pub patch: String,
     pub subject: String,
+    /// The point it is measured against: `published`, or the number of the patch it builds on.
     pub before: String,
     pub rows: Vec<Step>,
     pub decode: Vec<Decode>,

@@ -4,22 +4,22 @@
 use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
 use std::path::PathBuf;
-use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
-use shared::bench::Settings;
+use anyhow::{bail, Context, Result};
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
-use crate::project::{self, Layout};
+use crate::project::Layout;
 
 pub mod chart;
 mod criterion;
 pub mod data;
+mod measure;
 pub mod render;
 pub mod stats;
 
 pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
+use measure::{count_instructions, measure_decode, measure_pairs, Driver};
 use stats::{median, parse_rounds, Paired, Verdict};
 
 /// How many paired rounds `bench-driver pair` times per row.
@@ -128,15 +128,19 @@ pub fn decode_between(
     before: &str,
     after: &str,
 ) -> Result<Decode> {
+    // A round holds two columns per point: its total time, then its sampler's time.
     let index = |name: &str| {
         let i = points.iter().position(|p| p == name).map(|i| 2 * i);
         i.with_context(|| format!("the decode loop did not run the point {name}"))
     };
-    let (b, a) = (index(before)?, index(after)?);
+    let b = index(before)?;
+    let a = index(after)?;
     let per_token = |s: usize| median(rounds.iter().map(|r| r[s])) / tokens as f64 / 1e6;
     let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
-    let paired = |after: &dyn Fn(&[f64]) -> f64| {
-        Paired::of(&rounds.iter().map(|r| (r[b], after(r))).collect::<Vec<_>>())
+    // Each round's total before, paired with `after`'s value in the same round.
+    let paired = |after: Vec<f64>| {
+        let pairs: Vec<(f64, f64)> = rounds.iter().map(|r| r[b]).zip(after).collect();
+        Paired::of(&pairs)
     };
     Ok(Decode {
         comparison: comparison.to_string(),
@@ -146,9 +150,14 @@ pub fn decode_between(
         after_ms: per_token(a),
         before_share: share(b),
         after_share: share(a),
-        per_token: paired(&|r| r[a]),
+        per_token: paired(rounds.iter().map(|r| r[a]).collect()),
         // A token's time before, less what the sampler saves.
-        sampler_only: paired(&|r| r[b] - (r[b + 1] - r[a + 1])),
+        sampler_only: paired(
+            rounds
+                .iter()
+                .map(|r| r[b] - (r[b + 1] - r[a + 1]))
+                .collect(),
+        ),
     })
 }
 
@@ -171,27 +180,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     if rows.is_empty() {
         bail!("{shown} has no published/series pairs: run `cargo bench`");
     }
-    let status = project::cargo()
-        .current_dir(&layout.root)
-        .args(["build", "--release", "-q"])
-        .args(["-p", "benches", "--bin", "bench-driver"])
-        .status()?;
-    ensure!(status.success(), "cannot build bench-driver");
-    let driver = layout.target().join("release").join("bench-driver");
-    let mut command = Command::new(&driver);
-    let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
-    let settings: Settings =
-        serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")?;
-    // Each run's output is kept in `target/bench-driver/`, to trace a report's rounds.
-    let trace = layout.target().join("bench-driver");
-    let driver_rounds = |args: &[&str], points: &[String]| -> Result<String> {
-        let line = format!("{} {}", args.join(" "), points.join(" "));
-        let (name, mut command) = (format!("bench-driver {line}"), Command::new(&driver));
-        let output = stdout_of(&name, command.args(args).args(points))?;
-        std::fs::create_dir_all(&trace)?;
-        std::fs::write(trace.join(format!("{line}.txt")), &output)?;
-        Ok(output)
-    };
+    let driver = Driver::build(layout)?;
+    let settings = driver.settings()?;
     let mut patches = patches(layout)?;
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
@@ -209,54 +199,20 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     for row in &mut rows {
         let at_real = row.device == "cpu" && row.vocab == real_vocab;
         let points = if at_real { &all[..] } else { &ends[..] };
-        let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
-        let (comparison, vocab, device) = (&row.comparison, &row.vocab, &row.device);
-        let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
-        let args = ["pair", comparison, vocab, &rounds, &count, device];
-        let output = driver_rounds(&args, points)?;
-        let measured = per_call(points, &output, calls)?;
-        let side = |name: &str| {
-            let rounds = measured.get(name);
-            rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
-        };
-        let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
-        let (interval, verdict) = (paired.interval(), paired.verdict_text());
-        eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
+        let measured = measure_pairs(&driver, row, points)?;
         if at_real {
-            point_rounds.insert(comparison.clone(), measured);
+            point_rounds.insert(row.comparison.clone(), measured);
         }
-        row.paired = Some(paired);
     }
-    // Instructions per call of each point timed at the real vocabulary.
     let mut counts = Counts::new();
     if options.callgrind {
-        let out = layout.target().join("callgrind");
-        std::fs::create_dir_all(&out)?;
-        for (comparison, points) in &point_rounds {
-            for point in points.keys() {
-                let total = |calls: u64| -> Result<f64> {
-                    let file = out.join(format!("{comparison}-{point}-{calls}.out"));
-                    stdout_of(
-                        "valgrind --tool=callgrind",
-                        Command::new("valgrind")
-                            .arg("--tool=callgrind")
-                            .arg(format!("--callgrind-out-file={}", file.display()))
-                            .arg(&driver)
-                            .args(["count", point, comparison, &real_vocab, &calls.to_string()])
-                            .env("RAYON_NUM_THREADS", "1"),
-                    )?;
-                    Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
-                };
-                let [few, many] = COUNTED_CALLS;
-                let per_call = (total(many)? - total(few)?) / (many - few) as f64;
-                eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
-                counts.insert((comparison.clone(), point.clone()), per_call);
-            }
-        }
+        counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
-            row.instructions = ratio.filter(|_| row.vocab == real_vocab);
+            if row.vocab == real_vocab {
+                row.instructions = ratio;
+            }
             if let Some(paired) = row.paired.as_mut() {
                 paired.weigh(ratio);
             }
@@ -264,22 +220,23 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     steps(&mut patches, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
-    let mut whole = Vec::new();
-    for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
-        let points = decode_points(comparison, &patches);
-        let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
-        let args = ["decode", comparison, &rounds, &count];
-        let output = driver_rounds(&args, &points)?;
-        eprintln!("decode {comparison}: {} measured", points.join(", "));
-        let rounds = parse_rounds(&output, 2 * points.len())?;
-        let between = |before: &str, after: &str| {
-            decode_between(comparison, &points, &rounds, tokens, before, after)
-        };
-        whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
-        for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-            step.decode.push(between(&step.before, &step.patch)?);
+    let decode = if settings.model_on_disk {
+        let mut whole = Vec::new();
+        for comparison in point_rounds.keys() {
+            let points = decode_points(comparison, &patches);
+            let rounds = measure_decode(&driver, comparison, &points, tokens)?;
+            let between = |before: &str, after: &str| {
+                decode_between(comparison, &points, &rounds, tokens, before, after)
+            };
+            whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
+            for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
+                step.decode.push(between(&step.before, &step.patch)?);
+            }
         }
-    }
+        Some(whole)
+    } else {
+        None
+    };
     let report = Report {
         machine: machine(),
         date: crate::date::today(),
@@ -293,7 +250,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
         patches,
-        decode: settings.model_on_disk.then_some(whole),
+        decode,
     };
     let profile: Vec<(String, f64)> = measurements
         .iter()
@@ -303,29 +260,23 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
     std::fs::write(&path, &markdown)?;
-    let json = serde_json::to_string_pretty(&report)? + "\n";
-    std::fs::write(data_path(layout), json)?;
+    let data = data_path(layout);
+    std::fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
     print!("{markdown}");
-    let (md, json, svg) = (path.display(), data_path(layout), chart.display());
-    eprintln!("wrote {md}, {} and {svg}", json.display());
+    eprintln!(
+        "wrote {}, {} and {}",
+        path.display(),
+        data.display(),
+        chart.display()
+    );
     Ok(())
 }
 
 /// Where `run` writes what it measured as data, for `cargo xtask pr`.
 pub fn data_path(layout: &Layout) -> PathBuf {
     layout.target().join("bench-report.json")
-}
-
-/// What `command` prints, or an error with what it said on stderr; `name` says what ran.
-fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
-    let output = command
-        .output()
-        .with_context(|| format!("cannot run {name}"))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    ensure!(output.status.success(), "{name} failed: {stderr}");
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// The processor, its threads and the system.

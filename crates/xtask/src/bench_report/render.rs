@@ -30,9 +30,13 @@ pub fn show_time(ns: f64) -> String {
 
 /// A patch's heading and what its table sets against what, `what` added to that sentence.
 fn step_heading(step: &PatchStep, what: &str) -> String {
-    let (patch, subject, before) = (&step.patch, &step.subject, point(&step.before));
-    let after = point(patch);
-    format!("\n#### {patch} {subject}\n\nThis is {after} against {before}{what}.\n\n")
+    format!(
+        "\n#### {} {}\n\nThis is {} against {}{what}.\n\n",
+        step.patch,
+        step.subject,
+        point(&step.patch),
+        point(&step.before)
+    )
 }
 
 /// What a point is, in words.
@@ -54,8 +58,6 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
         };
         format!("; `temperature_0`: {sides}")
     });
-    let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
-    let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
     format!(
         "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
          {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
@@ -64,7 +66,13 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
          goes first, with its {confidence}% bootstrap interval, rounded outwards; \"no measurable \
          cost\" means that interval contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \
          \"within ±1%\" that it lies there without containing 1.0, too small a difference to \
-         count, \"not resolved\" that it contains 1.0 but is wider"
+         count, \"not resolved\" that it contains 1.0 but is wider",
+        model = report.model,
+        vocab = report.vocab,
+        seed = report.seed,
+        temperature = report.temperature,
+        rounds = report.rounds,
+        confidence = CONFIDENCE * 100.0,
     )
 }
 
@@ -93,21 +101,18 @@ pub(crate) const INSTRUCTIONS: &str =
 
 /// One patch's table, as a pull request's body shows it, with instructions where counted.
 pub(crate) fn patch_table(step: &PatchStep) -> String {
-    let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    let columns: [Column<Step>; 6] = [
+    let mut columns: Vec<Column<Step>> = vec![
         ("variant", "---", |r| format!("`{}`", r.comparison)),
         ("before", "---:", |r| show_time(r.before_ns)),
         ("after", "---:", |r| show_time(r.after_ns)),
         ("after / before", "---", |r| r.paired.interval()),
-        ("instructions", "---:", |r| {
-            r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
-        }),
-        ("verdict", "---", |r| r.paired.verdict_text()),
     ];
-    let columns: Vec<_> = columns
-        .into_iter()
-        .filter(|c| counted || c.0 != "instructions")
-        .collect();
+    if step.rows.iter().any(|r| r.instructions.is_some()) {
+        columns.push(("instructions", "---:", |r| {
+            r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
+        }));
+    }
+    columns.push(("verdict", "---", |r| r.paired.verdict_text()));
     table(&step.rows, &columns)
 }
 
@@ -121,19 +126,20 @@ const DEVICES: [(&str, &str); 3] = [
     ("metal", "`cargo bench --features metal` on a Mac"),
 ];
 
+/// The whole report as Markdown; its devices line names each device the rows did not measure, so
+/// that a table without a device's rows never reads as complete.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
     let measured = |device: &str| rows.iter().any(|row| row.device == device);
     let devices: Vec<String> = DEVICES
         .iter()
-        .map(|(device, how)| match measured(device) {
-            true => format!("{device} measured"),
-            false => format!("**{device} not run** ({how})"),
+        .map(|(device, how)| {
+            if measured(device) {
+                format!("{device} measured")
+            } else {
+                format!("**{device} not run** ({how})")
+            }
         })
         .collect();
-    let (devices, patches) = (devices.join("; "), report.patches.len());
-    let (crate_label, commit) = (&report.crate_label, &report.commit);
-    let (date, machine) = (&report.date, &report.machine);
-    let measured_as = setting(report, Some(Greedy::After("the series")));
     let mut out = format!(
         "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
          {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
@@ -141,7 +147,14 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          published, series, floor: criterion's medians of one call; floor: what any implementation \
          that returns the same tokens must compute, written plainly on logits already on the host \
          (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
-         {INSTRUCTIONS}.\n\n"
+         {INSTRUCTIONS}.\n\n",
+        crate_label = report.crate_label,
+        commit = report.commit,
+        date = report.date,
+        machine = report.machine,
+        devices = devices.join("; "),
+        patches = report.patches.len(),
+        measured_as = setting(report, Some(Greedy::After("the series"))),
     );
     out += &table(
         rows,

@@ -24,7 +24,8 @@ pub const CONFIDENCE: f64 = 0.95;
 pub enum Verdict {
     /// The interval lies within ±1%, or contains 1.0 and is at most `UNRESOLVED_WIDTH` wide.
     NoMeasurableCost,
-    /// Wider: the rounds cannot tell, which is not the same as the sides being alike.
+    /// The interval contains 1.0 but is wider than `UNRESOLVED_WIDTH`: the rounds cannot tell,
+    /// which is not the same as the sides being alike.
     NotResolved,
     Slower,
     Faster,
@@ -38,12 +39,16 @@ pub const UNRESOLVED_WIDTH: f64 = 0.10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
+    /// The two sides execute the same instructions, within `SAME_INSTRUCTIONS`.
     SameInstructions,
+    /// The slower side executes fewer instructions.
     FewerInstructions,
+    /// The faster side executes more instructions.
     MoreInstructions,
 }
 
-/// Callgrind's counts move by a few hundredths of a percent between runs.
+/// Instruction ratios within this of 1.0 count as the same work: callgrind's counts move by a
+/// few hundredths of a percent between runs.
 pub const SAME_INSTRUCTIONS: f64 = 0.001;
 
 /// After over before: the median of the paired rounds' ratios, with its bootstrap interval.
