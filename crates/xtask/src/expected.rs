@@ -138,15 +138,7 @@ fn part(scratch: &Scratch, krate: &Published, root: Oid, path: &str) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::published::CrateFile;
-
-    fn file(path: &str, data: &str) -> CrateFile {
-        CrateFile {
-            path: path.into(),
-            data: data.as_bytes().to_vec(),
-            executable: false,
-        }
-    }
+    use crate::published::tests::file;
 
     fn krate(path_in_vcs: &str) -> Published {
         Published {

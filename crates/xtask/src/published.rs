@@ -243,10 +243,11 @@ pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn file(path: &str, data: &str) -> CrateFile {
+    /// A plain, non-executable file of a crate, for the unit tests of the modules that read crates.
+    pub(crate) fn file(path: &str, data: &str) -> CrateFile {
         CrateFile {
             path: path.into(),
             data: data.as_bytes().to_vec(),

@@ -141,14 +141,7 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn file(path: &str, data: &str) -> CrateFile {
-        CrateFile {
-            path: path.into(),
-            data: data.as_bytes().to_vec(),
-            executable: false,
-        }
-    }
+    use crate::published::tests::file;
 
     #[test]
     fn a_written_tree_hashes_back_to_itself() -> Result<()> {
