@@ -124,22 +124,21 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         None => Repository::discover(&layout.root)?,
     };
     let contributor = contributor(&identity, options.author.as_deref())?;
-    let (repo, stack, found) = match options.candle {
+    let (repo, stack, base, call_sites) = match options.candle {
         Some(_) => {
             let (base, force) = (&options.base, options.force_branch);
             let prepared = prepare(&identity, &published, &series, base, &contributor, force)?;
-            let found = Some((prepared.base, prepared.call_sites));
-            (identity, prepared.stack, found)
+            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
+            (identity, prepared.stack, base, call_sites)
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`.
         None => {
             let scratch = trees::Scratch::new()?;
             let base = published_commit(&scratch, &published)?;
             let stack = stack::build(&scratch.repo, base, &series, &contributor)?;
-            (scratch.repo, stack, None)
+            (scratch.repo, stack, None, None)
         }
     };
-    let (base, call_sites) = found.unzip();
     let facts = notes::compute(layout, &series.notes, call_sites);
     let checks = if options.verify {
         Some(verify_stack(layout, &repo, &stack)?)

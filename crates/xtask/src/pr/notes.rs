@@ -9,26 +9,20 @@ use crate::bench_report;
 use crate::project::{self, Layout};
 use crate::series::Patch;
 
-/// A line of the notes that `pr` replaces with what it computed (`Facts`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
+/// One piece of the notes: Markdown text, or a marker line that `pr` fills from `Facts`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
     CallSites,
     RealModel,
     Bench,
 }
 
-const MARKERS: [(Marker, &str); 3] = [
-    (Marker::CallSites, "<!-- call-sites -->"),
-    (Marker::RealModel, "<!-- real-model -->"),
-    (Marker::Bench, "<!-- bench -->"),
+const MARKERS: [(Part, &str); 3] = [
+    (Part::CallSites, "<!-- call-sites -->"),
+    (Part::RealModel, "<!-- real-model -->"),
+    (Part::Bench, "<!-- bench -->"),
 ];
-
-/// One piece of the notes: Markdown text, or a marker to fill.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Part {
-    Text(String),
-    Marker(Marker),
-}
 
 /// The notes before their first heading (above the Summary), after it, and in the Test plan.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,8 +34,7 @@ pub struct Notes {
 
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
-    let stem = patch.file_name.trim_end_matches(".patch");
-    let path = dir.join(format!("{stem}.md"));
+    let path = dir.join(Path::new(&patch.file_name).with_extension("md"));
     if !path.exists() {
         return Ok(Notes::default());
     }
@@ -67,7 +60,7 @@ pub fn parse(text: &str) -> Result<Notes> {
                 let (line, known) = (line.trim(), known.join(", "));
                 bail!("`{line}` is not a marker: use one of {known}");
             };
-            parts[at].push(Part::Marker(marker));
+            parts[at].push(marker);
         } else if let Some(Part::Text(text)) = parts[at].last_mut() {
             *text += &format!("\n{line}");
         } else {
@@ -117,26 +110,24 @@ pub struct Facts {
     pub bench: Option<bench_report::data::Report>,
 }
 
-/// What the notes' markers stand for, computed only where a note asks for it.
+/// What the notes' markers stand for.
 pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite>>) -> Facts {
-    let real = Part::Marker(Marker::RealModel);
-    let mut parts = notes
-        .iter()
-        .flat_map(|n| [&n.preamble, &n.sections, &n.test_plan]);
-    let wants_real_model = parts.any(|parts| parts.contains(&real));
     Facts {
         call_sites,
-        real_model: if wants_real_model {
-            real_model(layout)
-        } else {
-            None
-        },
+        real_model: real_model(layout, notes),
         bench: bench(layout),
     }
 }
 
-/// `cargo repro --format json`'s table, or `None` (with the reason on stderr) if it could not run.
-fn real_model(layout: &Layout) -> Option<RealModel> {
+/// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the
+/// reason on stderr) if it could not run.
+fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> {
+    let mut parts = notes
+        .iter()
+        .flat_map(|n| [&n.preamble, &n.sections, &n.test_plan]);
+    if !parts.any(|parts| parts.contains(&Part::RealModel)) {
+        return None;
+    }
     let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
     let output = repro.current_dir(&layout.root).args(args).output();
     let table = match output {
@@ -183,12 +174,12 @@ mod tests {
             notes.sections,
             [
                 Part::Text("## For users\n\nGreedy now.".into()),
-                Part::Marker(Marker::CallSites)
+                Part::CallSites
             ]
         );
         assert_eq!(
             notes.test_plan,
-            [Part::Marker(Marker::RealModel), Part::Text("More.".into())]
+            [Part::RealModel, Part::Text("More.".into())]
         );
         let err = parse("<!-- benches -->\n").unwrap_err().to_string();
         assert!(

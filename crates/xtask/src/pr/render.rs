@@ -2,7 +2,7 @@
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
-use super::notes::{Facts, Marker, Notes, Part, RealModel};
+use super::notes::{Facts, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::data::Report;
@@ -27,16 +27,16 @@ pub fn body(
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
     let part_text = |part: &Part| match part {
         Part::Text(text) => text.clone(),
-        Part::Marker(Marker::CallSites) => match &facts.call_sites {
+        Part::CallSites => match &facts.call_sites {
             Some(sites) => call_sites(sites),
             None => "(The call sites are listed when the text is made against a clone of candle.)"
                 .into(),
         },
-        Part::Marker(Marker::RealModel) => match &facts.real_model {
+        Part::RealModel => match &facts.real_model {
             Some(table) => real_model(table, pins, before, number),
             None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
         },
-        Part::Marker(Marker::Bench) => match &facts.bench {
+        Part::Bench => match &facts.bench {
             Some(report) => bench(report, number, before),
             None => "(The benchmark table is missing: no benchmark report was found.)".into(),
         },
