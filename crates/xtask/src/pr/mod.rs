@@ -52,7 +52,7 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         if self.verify && self.candle.is_none() {
             bail!("--verify needs --candle <clone>: the checks run on the branches made there");
         }
@@ -118,21 +118,20 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let pins = pin::read(&layout.pin())?;
     let fetch = |pin| published::load_or_fetch(layout, pin);
     let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
-    // Without a clone, the workspace's git identity stands in for the clone's.
-    let identity = match &options.candle {
-        Some(clone) => git::open(clone)?,
-        None => Repository::discover(&layout.root)?,
-    };
-    let contributor = contributor(&identity, options.author.as_deref())?;
-    let (repo, stack, base, call_sites) = match options.candle {
-        Some(_) => {
+    let author = options.author.as_deref();
+    let (repo, stack, base, call_sites) = match &options.candle {
+        Some(clone) => {
+            let repo = git::open(clone)?;
             let (base, force) = (&options.base, options.force_branch);
-            let prepared = prepare(&identity, &published, &series, base, &contributor, force)?;
+            let contributor = contributor(&repo, author)?;
+            let prepared = prepare(&repo, &published, &series, base, &contributor, force)?;
             let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (identity, prepared.stack, base, call_sites)
+            (repo, prepared.stack, base, call_sites)
         }
-        // For review without a clone: nothing is written anywhere but `target/pr/`.
+        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
+        // workspace's git identity stands in for the clone's.
         None => {
+            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
             let base = published_commit(&scratch, &published)?;
             let stack = stack::build(&scratch.repo, base, &series, &contributor)?;

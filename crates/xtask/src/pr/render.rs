@@ -258,7 +258,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
 }
 
 /// The tests a patch adds, per file: added `fn`s after a `#[test]`, which may be a context line.
-pub fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
+fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
     let mut after_test_attribute = false;
     for line in String::from_utf8_lossy(patch).lines() {
