@@ -7,12 +7,9 @@ source ci/lib.sh
 # A cold build gains nothing from incremental compilation, which only adds its bookkeeping.
 export CARGO_INCREMENTAL=0
 
-step "setup" bash ci/setup.sh
-step "lint" bash ci/lint.sh
-step "check" bash ci/check.sh
-step "test" bash ci/test.sh
-step "bench" bash ci/bench.sh
-step "metal" bash ci/metal.sh
+for name in setup lint check test bench metal; do
+  step "$name" bash "ci/$name.sh"
+done
 # Not ci/fuzz.sh: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes
 # from cold on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint
 # formats the target, and `cargo xtask check` keeps its lock file current; run it locally.

@@ -13,10 +13,10 @@ use super::stats::{self, parse_rounds, Paired};
 use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
 use crate::project::{self, Layout};
 
-/// `bench-driver`, and where the output of each of its runs is kept.
+/// `bench-driver`, and cargo's target folder, where the output of each of its runs is kept.
 pub(super) struct Driver {
     path: PathBuf,
-    trace: PathBuf,
+    target: PathBuf,
 }
 
 impl Driver {
@@ -28,10 +28,9 @@ impl Driver {
             .args(["-p", "benches", "--bin", "bench-driver"])
             .status()?;
         ensure!(status.success(), "cannot build bench-driver");
-        Ok(Driver {
-            path: layout.target().join("release").join("bench-driver"),
-            trace: layout.target().join("bench-driver"),
-        })
+        let target = layout.target();
+        let path = target.join("release").join("bench-driver");
+        Ok(Driver { path, target })
     }
 
     pub(super) fn settings(&self) -> Result<Settings> {
@@ -50,8 +49,9 @@ impl Driver {
             &format!("bench-driver {line}"),
             Command::new(&self.path).args(args).args(points),
         )?;
-        std::fs::create_dir_all(&self.trace)?;
-        std::fs::write(self.trace.join(format!("{line}.txt")), &output)?;
+        let trace = self.target.join("bench-driver");
+        std::fs::create_dir_all(&trace)?;
+        std::fs::write(trace.join(format!("{line}.txt")), &output)?;
         Ok(output)
     }
 }
@@ -95,12 +95,11 @@ pub(super) fn measure_pairs(
 /// Instructions per call of each point in `timed`, by comparison, at the vocabulary `vocab`: each
 /// point runs under callgrind once per count of `COUNTED_CALLS`, so that the setup cancels out.
 pub(super) fn count_instructions(
-    layout: &Layout,
     driver: &Driver,
     timed: &BTreeMap<String, PointRounds>,
     vocab: &str,
 ) -> Result<Counts> {
-    let out = layout.target().join("callgrind");
+    let out = driver.target.join("callgrind");
     std::fs::create_dir_all(&out)?;
     let mut counts = Counts::new();
     for (comparison, points) in timed {

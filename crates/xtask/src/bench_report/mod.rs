@@ -135,13 +135,14 @@ pub fn decode_between(
     };
     let b = index(before)?;
     let a = index(after)?;
-    let per_token = |s: usize| median(rounds.iter().map(|r| r[s])) / tokens as f64 / 1e6;
+    let column = |s: usize| -> Vec<f64> { rounds.iter().map(|r| r[s]).collect() };
+    let per_token = |s: usize| median(column(s)) / tokens as f64 / 1e6;
     let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
-    // Each round's total before, paired with `after`'s value in the same round.
-    let paired = |after: Vec<f64>| {
-        let pairs: Vec<(f64, f64)> = rounds.iter().map(|r| r[b]).zip(after).collect();
-        Paired::of(&pairs)
-    };
+    // A token's time before, less what the sampler saves.
+    let sampler_only: Vec<f64> = rounds
+        .iter()
+        .map(|r| r[b] - (r[b + 1] - r[a + 1]))
+        .collect();
     Ok(Decode {
         comparison: comparison.to_string(),
         before: before.to_string(),
@@ -150,14 +151,8 @@ pub fn decode_between(
         after_ms: per_token(a),
         before_share: share(b),
         after_share: share(a),
-        per_token: paired(rounds.iter().map(|r| r[a]).collect()),
-        // A token's time before, less what the sampler saves.
-        sampler_only: paired(
-            rounds
-                .iter()
-                .map(|r| r[b] - (r[b + 1] - r[a + 1]))
-                .collect(),
-        ),
+        per_token: Paired::between(&column(b), &column(a)),
+        sampler_only: Paired::between(&column(b), &sampler_only),
     })
 }
 
@@ -206,7 +201,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let mut counts = Counts::new();
     if options.callgrind {
-        counts = count_instructions(layout, &driver, &point_rounds, &real_vocab)?;
+        counts = count_instructions(&driver, &point_rounds, &real_vocab)?;
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);

@@ -129,11 +129,10 @@ const DEVICES: [(&str, &str); 3] = [
 /// The whole report as Markdown; its devices line names each device the rows did not measure, so
 /// that a table without a device's rows never reads as complete.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
-    let measured = |device: &str| rows.iter().any(|row| row.device == device);
     let devices: Vec<String> = DEVICES
         .iter()
         .map(|(device, how)| {
-            if measured(device) {
+            if rows.iter().any(|row| row.device == *device) {
                 format!("{device} measured")
             } else {
                 format!("**{device} not run** ({how})")
