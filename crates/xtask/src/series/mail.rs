@@ -43,11 +43,15 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         let found = headers.get_first_header(name);
         found.with_context(|| format!("no `{name}:` header"))
     };
-    let from = header("from")?;
-    let address = mailparse::addrparse_header(from).ok();
-    let Some(address) = address.and_then(|list| list.extract_single_info()) else {
-        bail!("`From: {}` has no <address>", from.get_value().trim());
+    // By hand, as `git am` reads it: libgit2 writes the name unquoted, commas and all.
+    let from = header("from")?.get_value();
+    let address = from.rfind('<').zip(from.rfind('>'));
+    let Some((open, close)) = address.filter(|(open, close)| open < close) else {
+        bail!("`From: {}` has no <address>", from.trim());
     };
+    let name = from[..open].trim();
+    let quoted = name.strip_prefix('"').and_then(|n| n.strip_suffix('"'));
+    let name = quoted.unwrap_or(name).replace("\\\"", "\"");
     let date = header("date")?.get_value();
     let date = date.trim();
     // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
@@ -70,8 +74,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         .map(str::trim_end)
         .collect();
     Ok(Message {
-        author_name: address.display_name.unwrap_or_default(),
-        author_email: address.addr,
+        author_name: name,
+        author_email: from[open + 1..close].to_string(),
         time,
         subject: subject.to_string(),
         body: body.join("\n").trim_matches('\n').to_string(),
@@ -123,6 +127,15 @@ diff --git a/a.rs b/a.rs
         assert_eq!(message.author_name, "Zoë Example");
         assert_eq!(message.author_email, "zoe@example.com");
         assert_eq!(message.subject, "a\tb  c");
+        // libgit2's `Email` writes the name unquoted, as it is.
+        let mail = mail.replace(
+            "=?UTF-8?q?Zo=C3=AB?=\n\t=?UTF-8?q?_Example?=",
+            "Doe, (J.) John",
+        );
+        assert_eq!(
+            parse_message(mail.as_bytes())?.author_name,
+            "Doe, (J.) John"
+        );
         Ok(())
     }
 
