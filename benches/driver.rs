@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use benches::{comparisons, logits, time_calls};
 use candle::Device;
 use clap::Parser;
-use repro::decode::{DecodeLoop, NEEDS_THE_MODEL};
+use repro::decode::{DecodeLoop, Generation, NEEDS_THE_MODEL};
 use testbed::fixture::Fixture;
 use testbed::sampler::Processor;
 
@@ -62,12 +62,8 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             // Under callgrind, where two runs with different `calls` give one call's count.
             let logits = logits(&fixture, vocab, &Device::Cpu)?;
-            time_calls(
-                &mut processor(&point, &group)?,
-                &logits,
-                &Device::Cpu,
-                calls,
-            )?;
+            let mut processor = processor(&point, &group)?;
+            time_calls(&mut processor, &logits, &Device::Cpu, calls)?;
             Ok(())
         }
         Driver::Pair {
@@ -93,8 +89,7 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             let mut decode = DecodeLoop::load()?.context(NEEDS_THE_MODEL)?;
             paired_rounds(rounds, &points, &group, |processor| {
-                let generation = decode.generate(processor, tokens)?;
-                let (total, sampler) = (generation.total, generation.sampler);
+                let Generation { total, sampler, .. } = decode.generate(processor, tokens)?;
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
             })
         }

@@ -3,22 +3,19 @@
 //! ignored rather than passed. CI downloads the model and sets `REPRO_REQUIRE_MODEL`, where a
 //! missing model fails the build instead.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(model_on_disk)");
     println!("cargo::rerun-if-env-changed=CARGO_TARGET_DIR");
     println!("cargo::rerun-if-env-changed=REPRO_REQUIRE_MODEL");
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let root = manifest_dir
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
         .expect("crates/repro sits two folders below the workspace root");
-    let target = match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => root.join("target"),
-    };
-    let dir = target.join("model");
+    // The target folder as `shared::target_dir` finds it; shared is no build dependency.
+    let target = std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into());
+    let dir = root.join(target).join("model");
     // The folder's time changes when the model is added or removed.
     println!("cargo::rerun-if-changed={}", dir.display());
     let on_disk = std::fs::read_dir(&dir).is_ok_and(|entries| {

@@ -122,25 +122,21 @@ fn run(options: &Options) -> Result<()> {
     };
     print_cases(&scenario, options.seed, &device)?;
     if prompt == fixture::PROMPT {
-        match Fixture::load() {
-            Err(err) => say!(json, "\nfixture    cannot be read: {err}"),
+        let comparison = match Fixture::load() {
+            Err(err) => format!("cannot be read: {err}"),
             Ok(committed)
                 if committed.provenance.token_ids != scenario.token_ids
                     || committed.logits.len() != scenario.logits.len() =>
             {
-                say!(
-                    json,
-                    "\nfixture    differs: other token ids or vocabulary size than the committed \
-                     fixture"
-                )
+                "differs: other token ids or vocabulary size than the committed fixture".into()
             }
-            Ok(committed) => say!(
-                json,
-                "\nfixture    the committed logits differ from these by at most {} ({} values)",
+            Ok(committed) => format!(
+                "the committed logits differ from these by at most {} ({} values)",
                 committed.largest_difference(&scenario.logits),
                 committed.logits.len()
             ),
-        }
+        };
+        say!(json, "\nfixture    {comparison}");
     }
     if let Some(count) = options.generate {
         generate(&mut model, &scenario, options.seed, count)?;
@@ -240,24 +236,22 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
             sampled += 1;
             processor.sample(logits)
         });
-        match generated {
+        let line = match generated {
             Ok(tokens) => {
                 let text = scenario
                     .tokenizer
                     .decode(&tokens, false)
                     .map_err(anyhow::Error::msg)?;
-                say!(scenario.json, "{name:<9} {text:?} {tokens:?}")
+                format!("{text:?} {tokens:?}")
             }
             Err(err) => {
                 let message = err
                     .downcast_ref()
                     .map_or_else(|| format!("{err:#}"), testbed::sampler::message);
-                say!(
-                    scenario.json,
-                    "{name:<9} error at token {sampled}: {message}"
-                )
+                format!("error at token {sampled}: {message}")
             }
-        }
+        };
+        say!(scenario.json, "{name:<9} {line}");
     }
     Ok(())
 }
