@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, ObjectType, Oid, Repository};
+use git2::{FileMode, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -19,6 +19,8 @@ impl Scratch {
         let odb = git2::Odb::new()?;
         odb.add_new_mempack_backend(1)?;
         let repo = Repository::from_odb(odb)?;
+        // An in-memory index too, for checkouts, where libgit2 would look for one on disk.
+        repo.set_index(&mut git2::Index::new()?)?;
         Ok(Scratch { repo })
     }
 
@@ -102,40 +104,18 @@ impl Scratch {
     }
 }
 
-/// Writes `tree` of `repo` into the new folder `dir`.
+/// Writes `tree` of `repo` into the new folder `dir`, modes and links kept, leaving `repo`'s index
+/// as it is.
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for item in repo.find_tree(tree)?.iter() {
-        let path = dir.join(item.name().unwrap_or_default());
-        match item.kind() {
-            Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
-            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
-            _ => bail!("cannot write {}: unexpected entry", path.display()),
-        }
-    }
-    Ok(())
-}
-
-fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
-    let blob = repo.find_blob(id)?;
-    if mode == i32::from(FileMode::Link) {
-        #[cfg(unix)]
-        {
-            let target =
-                std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
-            std::os::unix::fs::symlink(target, path)?;
-            return Ok(());
-        }
-        #[cfg(not(unix))]
-        bail!("symbolic links are written on unix only");
-    }
-    std::fs::write(path, blob.content())?;
-    #[cfg(unix)]
-    if mode == i32::from(FileMode::BlobExecutable) {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok(())
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.target_dir(dir).force().update_index(false);
+    // No filters: the files hold the blobs' bytes whatever `core.autocrlf` says. No refresh: it
+    // would read the index from disk, and a `Scratch` has it in memory only.
+    checkout.disable_filters(true).refresh(false);
+    let tree = repo.find_tree(tree)?;
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        .with_context(|| format!("cannot write {}", dir.display()))
 }
 
 #[cfg(test)]
@@ -146,10 +126,13 @@ mod tests {
     #[test]
     fn a_written_tree_hashes_back_to_itself() -> Result<()> {
         let scratch = Scratch::new()?;
+        let mut script = file("run.sh", "#!/bin/sh\n");
+        script.executable = true;
         let files = [
             file("src/lib.rs", "pub mod a;\n"),
             file("src/a/mod.rs", ""),
             file("README.md", "x"),
+            script,
         ];
         let tree = scratch.tree("", &files)?;
         let temp = tempfile::tempdir()?;
@@ -159,6 +142,37 @@ mod tests {
         std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
         let edited = scratch.tree_of_dir(&dir)?;
         assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
+        Ok(())
+    }
+
+    #[test]
+    fn writing_a_tree_of_a_repository_leaves_its_work_tree_and_index() -> Result<()> {
+        let temp = tempfile::tempdir()?;
+        let repo = Repository::init(temp.path().join("repo"))?;
+        std::fs::write(temp.path().join("repo/README.md"), "old\n")?;
+        let mut index = repo.index()?;
+        index.add_path(Path::new("README.md"))?;
+        index.write()?;
+        let head = repo.find_tree(index.write_tree()?)?;
+        let me = git2::Signature::now("me", "me@example.com")?;
+        repo.commit(Some("HEAD"), &me, &me, "old", &head, &[])?;
+        let index_file = std::fs::read(repo.path().join("index"))?;
+
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        update.upsert("README.md", repo.blob(b"new\n")?, FileMode::Blob);
+        update.upsert("link", repo.blob(b"README.md")?, FileMode::Link);
+        let tree = update.create_updated(&repo, &head)?;
+        let dir = temp.path().join("out");
+        write_tree(&repo, tree, &dir)?;
+        assert_eq!(std::fs::read_to_string(dir.join("README.md"))?, "new\n");
+        #[cfg(unix)]
+        assert_eq!(
+            std::fs::read_link(dir.join("link"))?,
+            Path::new("README.md")
+        );
+        let readme = std::fs::read_to_string(temp.path().join("repo/README.md"))?;
+        assert_eq!(readme, "old\n");
+        assert_eq!(std::fs::read(repo.path().join("index"))?, index_file);
         Ok(())
     }
 }
