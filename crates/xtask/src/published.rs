@@ -226,22 +226,6 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     })
 }
 
-/// A `.crate` made from `files`, for tests.
-pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::default(),
-    ));
-    for file in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(file.data.len() as u64);
-        header.set_mode(if file.executable { 0o755 } else { 0o644 });
-        let path = format!("{name}-{version}/{}", file.path);
-        builder.append_data(&mut header, path, file.data.as_slice())?;
-    }
-    Ok(builder.into_inner()?.finish()?)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -253,37 +237,5 @@ pub(crate) mod tests {
             data: data.as_bytes().to_vec(),
             executable: false,
         }
-    }
-
-    #[test]
-    fn unpack_reads_files_and_vcs_info() -> Result<()> {
-        let vcs = r#"{
-  "git": {
-    "sha1": "59f8e903ca80a32ea7f8514b39748fc979e69e82"
-  },
-  "path_in_vcs": "candle-transformers"
-}"#;
-        let files = vec![
-            file(".cargo_vcs_info.json", vcs),
-            file("src/lib.rs", "//! x\n"),
-        ];
-        let bytes = pack("demo", "0.1.0", &files)?;
-        let published = unpack(&bytes, "demo", "0.1.0")?;
-        assert_eq!(published.files, files);
-        assert_eq!(
-            published.pin.commit,
-            "59f8e903ca80a32ea7f8514b39748fc979e69e82"
-        );
-        assert_eq!(published.pin.path_in_vcs, "candle-transformers");
-        assert_eq!(published.pin.sha256, sha256_hex(&bytes));
-        Ok(())
-    }
-
-    #[test]
-    fn unpack_refuses_paths_outside_the_crate() -> Result<()> {
-        let bytes = pack("other", "0.1.0", &[file("src/lib.rs", "")])?;
-        let err = unpack(&bytes, "demo", "0.1.0").unwrap_err().to_string();
-        assert_eq!(err, "`other-0.1.0/src/lib.rs` is outside `demo-0.1.0/`");
-        Ok(())
     }
 }

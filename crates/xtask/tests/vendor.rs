@@ -324,7 +324,7 @@ fn republished(
         format!("[package]\nname = \"candle-transformers\"\nversion = \"{version}\"\n"),
     );
     change(&mut files);
-    let bytes = xtask::published::pack("candle-transformers", version, &files)?;
+    let bytes = pack("candle-transformers", version, &files)?;
     xtask::published::unpack(&bytes, "candle-transformers", version)
 }
 
@@ -410,7 +410,7 @@ fn candle_nn() -> Result<xtask::published::Published> {
         file("Cargo.toml", "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n"),
         file("src/sampling.rs", "let u = rand(1e-7, 0.999);\n"),
     ];
-    let bytes = xtask::published::pack("candle-nn", "0.11.1", &files)?;
+    let bytes = pack("candle-nn", "0.11.1", &files)?;
     xtask::published::unpack(&bytes, "candle-nn", "0.11.1")
 }
 
@@ -477,5 +477,39 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
         "{err}"
     );
     assert!(snapshot(root) == before, "the workspace changed");
+    Ok(())
+}
+
+#[test]
+fn unpack_reads_files_and_vcs_info() -> Result<()> {
+    let vcs = r#"{
+  "git": {
+    "sha1": "59f8e903ca80a32ea7f8514b39748fc979e69e82"
+  },
+  "path_in_vcs": "candle-transformers"
+}"#;
+    let files = vec![
+        file(".cargo_vcs_info.json", vcs),
+        file("src/lib.rs", "//! x\n"),
+    ];
+    let bytes = pack("demo", "0.1.0", &files)?;
+    let published = xtask::published::unpack(&bytes, "demo", "0.1.0")?;
+    assert_eq!(published.files, files);
+    assert_eq!(
+        published.pin.commit,
+        "59f8e903ca80a32ea7f8514b39748fc979e69e82"
+    );
+    assert_eq!(published.pin.path_in_vcs, "candle-transformers");
+    assert_eq!(published.pin.sha256, xtask::published::sha256_hex(&bytes));
+    Ok(())
+}
+
+#[test]
+fn unpack_refuses_paths_outside_the_crate() -> Result<()> {
+    let bytes = pack("other", "0.1.0", &[file("src/lib.rs", "")])?;
+    let err = xtask::published::unpack(&bytes, "demo", "0.1.0")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "`other-0.1.0/src/lib.rs` is outside `demo-0.1.0/`");
     Ok(())
 }

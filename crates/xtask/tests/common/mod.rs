@@ -52,8 +52,24 @@ pub fn crate_files() -> Vec<CrateFile> {
 }
 
 pub fn published() -> Result<Published> {
-    let bytes = published::pack("candle-transformers", "0.11.1", &crate_files())?;
+    let bytes = pack("candle-transformers", "0.11.1", &crate_files())?;
     published::unpack(&bytes, "candle-transformers", "0.11.1")
+}
+
+/// A `.crate` made from `files`, as `cargo package` lays it out.
+pub fn pack(name: &str, version: &str, files: &[CrateFile]) -> Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::default(),
+    ));
+    for file in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(file.data.len() as u64);
+        header.set_mode(if file.executable { 0o755 } else { 0o644 });
+        let path = format!("{name}-{version}/{}", file.path);
+        builder.append_data(&mut header, path, file.data.as_slice())?;
+    }
+    Ok(builder.into_inner()?.finish()?)
 }
 
 /// A temporary workspace: `patches/` with the pin of the fixture crate, nothing generated yet.
