@@ -10,7 +10,6 @@ pub mod flags;
 pub mod format_patch;
 mod fsutil;
 pub mod git;
-mod manifest;
 pub mod metal;
 pub mod patch_use;
 pub mod pr;

@@ -5,7 +5,6 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::manifest;
 use crate::pin;
 use crate::project::{self, Layout};
 
@@ -61,16 +60,15 @@ pub fn preflight(onig: bool) -> Result<()> {
     Ok(())
 }
 
-/// Of the crates in `dirs`, the names of those that have a `metal` feature, sorted.
+/// Of the packages of the workspaces (or packages) in `dirs`, those with a `metal` feature, sorted.
 fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
     for dir in dirs {
-        let manifest = layout.root.join(dir).join("Cargo.toml");
-        let text = std::fs::read_to_string(&manifest)
-            .with_context(|| format!("cannot read {}", manifest.display()))?;
-        if manifest::has_feature(&text, "metal") {
-            crates.extend(manifest::package_name(&text));
-        }
+        let packages = project::metadata(&layout.root.join(dir).join("Cargo.toml"))?.packages;
+        let metal = packages
+            .into_iter()
+            .filter(|p| p.features.contains_key("metal"));
+        crates.extend(metal.map(|p| p.name.to_string()));
     }
     crates.sort();
     Ok(crates)
@@ -79,8 +77,7 @@ fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result
 /// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
-    let root = std::fs::read_to_string(layout.root.join("Cargo.toml"))?;
-    let members = with_metal(layout, manifest::members(&root))?;
+    let members = with_metal(layout, [String::new()])?;
     let pins = pin::read(&layout.pin())?;
     let vendored = with_metal(layout, pins.iter().map(|p| project::vendored_dir(&p.name)))?;
     ensure!(

@@ -69,3 +69,14 @@ impl Layout {
 pub fn cargo() -> std::process::Command {
     std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
+
+/// `cargo metadata --no-deps` on `manifest`: the packages of its workspace, as cargo reads them.
+pub fn metadata(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
+    use anyhow::Context;
+    cargo_metadata::MetadataCommand::new()
+        .manifest_path(manifest)
+        .no_deps()
+        .other_options(vec!["--offline".into()])
+        .exec()
+        .with_context(|| format!("cannot read {} with cargo metadata", manifest.display()))
+}

@@ -33,7 +33,8 @@ fn tree_of(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
 }
 
 const ROOT: &str =
-    "[workspace]\nmembers = [\n    \"lib\",\n    \"examples\",\n    \"wasm/*\",\n]\n";
+    "[workspace]\nmembers = [\n    \"lib\",\n    \"examples\",\n    \"wasm/*\",\n]\n\n\
+    [workspace.dependencies]\nmy-lib = { path = \"lib\" }\n";
 
 fn files(module: &'static str) -> Vec<(&'static str, &'static str)> {
     vec![
@@ -71,7 +72,9 @@ fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
     let repo = Repository::init(temp.path())?;
     let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
     let after = tree_of(&repo, &files("pub struct Sampler;\npub fn greedy() {}\n"))?;
-    let crates = verify::crates(&repo, before, after)?;
+    let dir = temp.path().join("export");
+    verify::export(&repo, None, after, &dir)?;
+    let crates = verify::crates(&repo, before, after, &dir)?;
     assert_eq!(
         crates,
         Crates {
@@ -92,6 +95,82 @@ fn checks_cover_the_touched_crates_and_those_using_the_module() -> Result<()> {
             "test -p my-lib",
             "check -p my-lib --features metal --target aarch64-apple-darwin",
         ]
+    );
+    Ok(())
+}
+
+/// What cargo reads from the manifests: members from the list, not from `exclude`; dependencies
+/// by package name, renamed (in the workspace's table too), of any kind and per target; `metal`
+/// from the features only.
+#[test]
+fn manifests_are_read_as_cargo_reads_them() -> Result<()> {
+    let temp = kept::dir("verify-manifests")?;
+    let repo = Repository::init(temp.path().join("repo"))?;
+    let uses = "use lib::generation::Sampler;\n";
+    let files = |module: &'static str| {
+        vec![
+            (
+                "Cargo.toml",
+                "[workspace]\nmembers = [\"lib\", \"other\", \"uses/*\"]\nexclude = [\"excluded\"]\n\n\
+                 [workspace.dependencies]\nlib = { package = \"my-lib\", path = \"lib\" }\n",
+            ),
+            (
+                "lib/Cargo.toml",
+                "[package]\nname = \"my-lib\"\n\n[features]\nmetal = []\n",
+            ),
+            ("lib/src/lib.rs", "pub mod generation;\n"),
+            ("lib/src/generation.rs", module),
+            (
+                "other/Cargo.toml",
+                "[package]\nname = \"my-other\"\n\n[dependencies]\nmetal = \"1\"\n\n\
+                 [features]\nmetal-debug = []\n",
+            ),
+            ("other/src/lib.rs", module),
+            (
+                "uses/renamed/Cargo.toml",
+                "[package]\nname = \"my-renamed\"\n\n\
+                 [dev-dependencies]\nlib = { package = \"my-lib\", path = \"../../lib\" }\n",
+            ),
+            ("uses/renamed/src/lib.rs", uses),
+            (
+                "uses/inherited/Cargo.toml",
+                "[package]\nname = \"my-inherited\"\n\n[dependencies]\nlib.workspace = true\n",
+            ),
+            ("uses/inherited/src/lib.rs", uses),
+            (
+                "uses/target/Cargo.toml",
+                "[package]\nname = \"my-target\"\n\n\
+                 [target.'cfg(unix)'.dependencies]\nmy-lib = { path = \"../../lib\" }\n",
+            ),
+            ("uses/target/src/lib.rs", uses),
+            (
+                "uses/lookalike/Cargo.toml",
+                "[package]\nname = \"my-lookalike\"\n\n[dependencies]\nmy-lib-extra = \"1\"\n\n\
+                 [features]\nmy-lib = []\n",
+            ),
+            ("uses/lookalike/src/lib.rs", uses),
+            (
+                "excluded/Cargo.toml",
+                "[package]\nname = \"my-excluded\"\n\n[dependencies]\nmy-lib = { path = \"../lib\" }\n",
+            ),
+            ("excluded/src/lib.rs", uses),
+        ]
+    };
+    let before = tree_of(&repo, &files("pub struct Sampler;\n"))?;
+    let after = tree_of(&repo, &files("pub struct Sampler;\npub fn greedy() {}\n"))?;
+    let dir = temp.path().join("export");
+    verify::export(&repo, None, after, &dir)?;
+    assert_eq!(
+        verify::crates(&repo, before, after, &dir)?,
+        Crates {
+            touched: vec!["my-lib".into(), "my-other".into()],
+            dependents: vec![
+                "my-inherited".into(),
+                "my-renamed".into(),
+                "my-target".into()
+            ],
+            metal: vec!["my-lib".into()],
+        }
     );
     Ok(())
 }

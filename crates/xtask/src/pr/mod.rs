@@ -275,7 +275,12 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
     for entry in stack {
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
-        let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree)?;
+        // Forget the record first: an export cut short leaves a folder that matches no tree.
+        let _ = std::fs::remove_file(&record);
+        verify::export(repo, previous, tree, &export)?;
+        std::fs::write(&record, tree.to_string())?;
+        previous = Some(tree);
+        let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
         let dependents = if crates.dependents.is_empty() {
             "no dependents".to_string()
         } else {
@@ -283,11 +288,6 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         };
         let touched = crates.touched.join(", ");
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
-        // Forget the record first: an export cut short leaves a folder that matches no tree.
-        let _ = std::fs::remove_file(&record);
-        verify::export(repo, previous, tree, &export)?;
-        std::fs::write(&record, tree.to_string())?;
-        previous = Some(tree);
         let commands = verify::commands(&crates);
         all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }

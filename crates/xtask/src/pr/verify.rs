@@ -4,10 +4,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use git2::{Delta, ObjectType, Oid, Repository};
+use git2::{Delta, Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
-use crate::{manifest, metal, trees};
+use crate::{metal, project, trees};
 
 /// A cargo command of candle's CI; `cross_metal` marks the Metal type-check, compiled, never run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,63 +62,59 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
     commands
 }
 
-/// Which crates of the tree `tree` the changes from `from` to `tree` touch and reach.
-pub fn crates(repo: &Repository, from: Oid, tree: Oid) -> Result<Crates> {
+/// Which members of the workspace in `dir`, the export of `tree`, the changes from `from` to
+/// `tree` touch and reach.
+pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Crates> {
+    let metadata = project::metadata(&dir.join("Cargo.toml"))?;
+    let root = &metadata.workspace_root;
+    // Each member with its folder, in the order of the folders (as candle lists its members).
+    let mut members = Vec::new();
+    for package in &metadata.packages {
+        let folder = package.manifest_path.parent().unwrap_or(root);
+        let folder = folder
+            .strip_prefix(root)
+            .with_context(|| format!("{folder} is outside {root}"))?;
+        members.push((package, folder));
+    }
+    members.sort_by_key(|(_, folder)| *folder);
     let tree_obj = repo.find_tree(tree)?;
     let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(from)?), Some(&tree_obj), None)?;
-    let read = |dir: &Path| -> Option<String> {
-        let entry = tree_obj.get_path(&dir.join("Cargo.toml")).ok()?;
-        let blob = repo.find_blob(entry.id()).ok()?;
-        Some(String::from_utf8_lossy(blob.content()).into_owned())
-    };
-    // The manifest in `dir`, with the name of its package.
-    let package = |dir: &Path| read(dir).and_then(|t| Some((manifest::package_name(&t)?, t)));
     let (mut crates, mut modules) = (Crates::default(), Vec::new());
     for delta in diff.deltas() {
         let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
             continue;
         };
-        // The nearest folder above the file with a manifest is its crate.
+        // The member whose folder is the nearest above the file is its crate.
         let mut dirs = path.ancestors().skip(1);
-        let Some((dir, (name, text))) = dirs.find_map(|dir| Some((dir, package(dir)?))) else {
+        let member = |d| members.iter().find(|(_, f)| f.as_std_path() == d);
+        let Some((package, folder)) = dirs.find_map(member) else {
             continue;
         };
+        let name = package.name.to_string();
         if !crates.touched.contains(&name) {
-            if manifest::has_feature(&text, "metal") {
+            if package.features.contains_key("metal") {
                 crates.metal.push(name.clone());
             }
             crates.touched.push(name);
         }
-        modules.extend(module_of(&path.to_string_lossy(), &dir.to_string_lossy()));
+        modules.extend(module_of(&path.to_string_lossy(), folder.as_str()));
     }
-    // The workspace's members, `dir/*` expanded: those that depend on a touched crate and name a
-    // changed module (as in `generation::LogitsProcessor`) are its dependents.
-    let mut members = Vec::new();
-    for item in manifest::members(&read(Path::new("")).unwrap_or_default()) {
-        let Some(dir) = item.strip_suffix("/*") else {
-            members.push(item);
-            continue;
-        };
-        if let Ok(entry) = tree_obj.get_path(Path::new(dir)) {
-            let children = repo.find_tree(entry.id())?;
-            let is_dir = |c: &git2::TreeEntry<'_>| c.kind() == Some(ObjectType::Tree);
-            let subdirs = children.iter().filter(is_dir);
-            members.extend(subdirs.map(|c| format!("{dir}/{}", c.name().unwrap_or_default())));
-        }
-    }
-    for member in members {
-        let Some((name, text)) = package(Path::new(&member)) else {
-            continue;
-        };
+    // Members that depend on a touched crate (under any name, kind or target) and name a changed
+    // module (as in `generation::LogitsProcessor`) are its dependents.
+    for (package, folder) in members {
         let touched = &crates.touched;
-        if touched.contains(&name) || !touched.iter().any(|t| manifest::depends_on(&text, t)) {
+        let depends = |d: &cargo_metadata::Dependency| touched.contains(&d.name);
+        if touched.contains(&*package.name) || !package.dependencies.iter().any(depends) {
             continue;
         }
-        let member_tree = tree_obj.get_path(Path::new(&member))?.id();
+        let member_tree = match folder.as_str() {
+            "" => tree,
+            folder => tree_obj.get_path(Path::new(folder))?.id(),
+        };
         for file in crate::git::rust_files(repo, member_tree)? {
             let (_, text) = file?;
             if modules.iter().any(|m| text.contains(m.as_str())) {
-                crates.dependents.push(name);
+                crates.dependents.push(package.name.to_string());
                 break;
             }
         }
@@ -205,14 +201,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn manifests_and_modules_are_read() {
-        let manifest = "[package]\nname = \"candle-examples\"\n\n[dependencies]\ncandle-transformers = { workspace = true }\n";
-        assert_eq!(
-            manifest::package_name(manifest).as_deref(),
-            Some("candle-examples")
-        );
-        assert!(manifest::depends_on(manifest, "candle-transformers"));
-        assert!(!manifest::depends_on(manifest, "candle-nn"));
+    fn modules_are_read() {
         assert_eq!(
             module_of("candle-nn/src/sampling.rs", "candle-nn").as_deref(),
             Some("sampling::")
