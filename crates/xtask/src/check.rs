@@ -19,12 +19,10 @@ pub fn run(layout: &Layout) -> Result<()> {
         .map(published::load_pinned)
         .collect::<Result<Vec<_>>>()?;
     check_generated(layout, &published)?;
-    let lock = std::fs::read_to_string(layout.root.join("Cargo.lock"))
-        .context("cannot read Cargo.lock")?;
+    let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
-        patch_use::check_lock(&lock, &pin.name, &pin.version)?;
-        patch_use::check_cargo(&layout.root, &pin.name, &vendored)?;
+        patch_use::check(&graph, &pin.name, &pin.version, &vendored)?;
         let shown = layout.show(&vendored);
         eprintln!("ok: cargo builds {} from {shown}", pin.name);
     }
@@ -34,30 +32,32 @@ pub fn run(layout: &Layout) -> Result<()> {
     if !manifest.is_file() {
         return Ok(());
     }
-    let output = project::cargo()
-        .args(["metadata", "--locked", "--offline", "--format-version", "1"])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .output()
-        .context("cannot run `cargo metadata`")?;
-    if !output.status.success() {
-        // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let first = stderr.lines().next().unwrap_or_default();
-        if first.contains("no matching package") {
-            bail!(
-                "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
-                 xtask fetch` once while online (it fetches the fuzzer's dependencies --locked, \
-                 and says so if the lock file is stale)"
-            );
+    let fuzz = cargo_metadata::MetadataCommand::new()
+        .manifest_path(&manifest)
+        .other_options(vec!["--locked".into(), "--offline".into()])
+        .exec();
+    let stderr = match fuzz {
+        Ok(_) => {
+            eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
+            return Ok(());
         }
+        Err(cargo_metadata::Error::CargoMetadata { stderr }) => stderr,
+        Err(err) => return Err(err).context("cannot run `cargo metadata`"),
+    };
+    // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
+    let first = stderr.lines().find(|line| line.starts_with("error"));
+    let first = first.unwrap_or_default();
+    if first.contains("no matching package") {
         bail!(
-            "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update \
-             --workspace --offline --manifest-path {FUZZ_MANIFEST}` to update it"
+            "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
+             xtask fetch` once while online (it fetches the fuzzer's dependencies --locked, \
+             and says so if the lock file is stale)"
         );
     }
-    eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
-    Ok(())
+    bail!(
+        "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update \
+         --workspace --offline --manifest-path {FUZZ_MANIFEST}` to update it"
+    )
 }
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.

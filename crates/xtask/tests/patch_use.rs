@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use tempfile::TempDir;
-use xtask::patch_use::{check_cargo, check_lock};
+use xtask::patch_use::{check, resolve};
 use xtask::project;
 
 fn write(root: &Path, path: &str, text: &str) -> Result<()> {
@@ -59,37 +59,98 @@ fn fixture(patched_version: &str) -> Result<TempDir> {
         ".cargo/config.toml",
         "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
     )?;
+    lock(root)?;
+    Ok(temp)
+}
+
+fn lock(root: &Path) -> Result<()> {
     let status = project::cargo()
         .current_dir(root)
         .args(["generate-lockfile", "--offline", "--quiet"])
         .status()?;
     assert!(status.success());
-    Ok(temp)
+    Ok(())
 }
 
 #[test]
-fn a_used_patch_passes_both_checks() -> Result<()> {
+fn a_used_patch_passes() -> Result<()> {
     let ws = fixture("0.2.1")?;
-    let lock = std::fs::read_to_string(ws.path().join("Cargo.lock"))?;
-    check_lock(&lock, "demo", "0.2.1")?;
-    check_cargo(ws.path(), "demo", &ws.path().join("patched"))
+    check(
+        &resolve(ws.path())?,
+        "demo",
+        "0.2.1",
+        &ws.path().join("patched"),
+    )
 }
 
 #[test]
-fn an_unused_patch_fails_both_checks() -> Result<()> {
+fn an_unused_patch_fails() -> Result<()> {
     // 0.3.0 does not match `demo = "0.2"`: cargo only warns and builds the registry's 0.2.0.
     let ws = fixture("0.3.0")?;
-    let lock = std::fs::read_to_string(ws.path().join("Cargo.lock"))?;
-    let err = check_lock(&lock, "demo", "0.3.0").unwrap_err().to_string();
+    let patched = ws.path().join("patched");
+    let err = check(&resolve(ws.path())?, "demo", "0.3.0", &patched).unwrap_err();
+    let err = err.to_string();
     assert!(
-        err.starts_with("Cargo.lock lists demo 0.3.0 under [[patch.unused]]"),
+        err.starts_with("cargo builds demo 0.2.0 from registry+"),
         "{err}"
     );
-    let err = check_cargo(ws.path(), "demo", &ws.path().join("patched"))
-        .unwrap_err()
-        .to_string();
-    assert!(err.starts_with("cargo says: "), "{err}");
-    assert!(err.contains("was not used in the crate graph"), "{err}");
+    assert!(err.contains("[patch.crates-io] is unused"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_second_copy_from_the_registry_fails() -> Result<()> {
+    // Another member asks for demo 0.1, which only the registry has, beside the patched 0.2.
+    let ws = fixture("0.2.1")?;
+    let root = ws.path();
+    write(
+        root,
+        "registry/demo-0.1/Cargo.toml",
+        &package("demo", "0.1.0"),
+    )?;
+    write(root, "registry/demo-0.1/src/lib.rs", "")?;
+    write(
+        root,
+        "registry/demo-0.1/.cargo-checksum.json",
+        "{\"files\":{},\"package\":null}",
+    )?;
+    let old = format!(
+        "{}\n[dependencies]\ndemo = \"0.1\"\n",
+        package("old", "0.0.0")
+    );
+    write(root, "old/Cargo.toml", &old)?;
+    write(root, "old/src/lib.rs", "")?;
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml"))?;
+    let manifest = manifest.replace("[\"app\"]", "[\"app\", \"old\"]");
+    write(root, "Cargo.toml", &manifest)?;
+    lock(root)?;
+    let err = check(&resolve(root)?, "demo", "0.2.1", &root.join("patched")).unwrap_err();
+    let err = err.to_string();
+    assert!(
+        err.starts_with("cargo builds demo 0.1.0 from registry+"),
+        "{err}"
+    );
+    Ok(())
+}
+
+#[test]
+fn another_folder_or_version_than_the_pin_fails() -> Result<()> {
+    let ws = fixture("0.2.1")?;
+    let graph = resolve(ws.path())?;
+    let patched = ws.path().join("patched");
+    let err = check(&graph, "demo", "0.2.2", &patched).unwrap_err();
+    let err = err.to_string();
+    assert!(
+        err.starts_with("cargo builds demo 0.2.1, but patches/upstream.toml pins 0.2.2"),
+        "{err}"
+    );
+    let err = check(&graph, "demo", "0.2.1", &ws.path().join("app")).unwrap_err();
+    assert!(
+        err.to_string().starts_with("cargo builds demo from "),
+        "{err}"
+    );
+    let err = check(&graph, "absent", "0.1.0", &patched).unwrap_err();
+    assert_eq!(err.to_string(), "cargo builds absent 0 times, not once");
     Ok(())
 }
 
