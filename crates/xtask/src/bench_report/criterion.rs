@@ -38,32 +38,18 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
 }
 
-/// Every benchmark under criterion's folder, from each `new/` folder with a `benchmark.json`.
+/// Every benchmark under criterion's folder, from each `new/benchmark.json` and its `sample.json`.
 pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
-    let (mut dirs, mut runs) = (vec![dir.to_path_buf()], Vec::new());
-    while let Some(dir) = dirs.pop() {
-        let entries =
-            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
-        for entry in entries {
-            let path = entry?.path();
-            let name = path.file_name().unwrap_or_default();
-            if !path.is_dir() || name == "report" || name == "base" {
-                continue;
-            }
-            if name == "new" && path.join("benchmark.json").is_file() {
-                runs.push(path);
-            } else {
-                dirs.push(path);
-            }
-        }
-    }
+    let dir = glob::Pattern::escape(&dir.to_string_lossy());
+    let runs = glob::glob(&format!("{dir}/**/new/benchmark.json"))?;
+    let mut runs = runs.collect::<Result<Vec<_>, _>>()?;
     runs.sort();
     runs.into_iter()
         .map(|run| {
-            let benchmark: Benchmark = read(&run.join("benchmark.json"))?;
-            let sample: Sample = read(&run.join("sample.json"))?;
+            let benchmark: Benchmark = read(&run)?;
+            let sample: Sample = read(&run.with_file_name("sample.json"))?;
             if sample.iters.len() != sample.times.len() || sample.iters.is_empty() {
-                let shown = run.display();
+                let shown = run.parent().unwrap_or(&run).display();
                 bail!("{shown}: sample.json's iters and times do not pair up");
             }
             let times = sample.times.iter().zip(&sample.iters);
