@@ -4,7 +4,6 @@
 pub mod bench_report;
 mod branches;
 pub mod check;
-mod date;
 mod expected;
 pub mod flags;
 pub mod format_patch;

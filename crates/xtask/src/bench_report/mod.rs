@@ -234,7 +234,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     };
     let report = Report {
         machine: machine(),
-        date: crate::date::today(),
+        date: time::OffsetDateTime::now_utc().date().to_string(),
         commit: commit(layout)?,
         crate_label: crate::pin::label(&crate::pin::read(&layout.pin())?),
         model: settings.model.clone(),
