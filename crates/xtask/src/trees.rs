@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, Oid, Repository};
+use git2::{FileMode, ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -19,8 +19,6 @@ impl Scratch {
         let odb = git2::Odb::new()?;
         odb.add_new_mempack_backend(1)?;
         let repo = Repository::from_odb(odb)?;
-        // An in-memory index too, for checkouts, where libgit2 would look for one on disk.
-        repo.set_index(&mut git2::Index::new()?)?;
         Ok(Scratch { repo })
     }
 
@@ -104,18 +102,41 @@ impl Scratch {
     }
 }
 
-/// Writes `tree` of `repo` into the new folder `dir`, modes and links kept, leaving `repo`'s index
-/// as it is.
+/// Writes `tree` of `repo` into the new folder `dir`.
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    checkout.target_dir(dir).force().update_index(false);
-    // No filters: the files hold the blobs' bytes whatever `core.autocrlf` says. No refresh: it
-    // would read the index from disk, and a `Scratch` has it in memory only.
-    checkout.disable_filters(true).refresh(false);
-    let tree = repo.find_tree(tree)?;
-    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
-        .with_context(|| format!("cannot write {}", dir.display()))
+    for item in repo.find_tree(tree)?.iter() {
+        let path = dir.join(item.name().unwrap_or_default());
+        match item.kind() {
+            Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
+            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+            _ => bail!("cannot write {}: unexpected entry", path.display()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes blob `id` at `path` as a file with `mode`, or as a link.
+pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
+    let blob = repo.find_blob(id)?;
+    if mode == i32::from(FileMode::Link) {
+        #[cfg(unix)]
+        {
+            let target =
+                std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
+            std::os::unix::fs::symlink(target, path)?;
+            return Ok(());
+        }
+        #[cfg(not(unix))]
+        bail!("symbolic links are written on unix only");
+    }
+    std::fs::write(path, blob.content())?;
+    #[cfg(unix)]
+    if mode == i32::from(FileMode::BlobExecutable) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -172,6 +172,17 @@ fn manifests_are_read_as_cargo_reads_them() -> Result<()> {
             metal: vec!["my-lib".into()],
         }
     );
+    // A change to a crate that the workspace excludes is refused, not left unchecked.
+    let mut excluded = files("pub struct Sampler;\n");
+    excluded.retain(|(path, _)| *path != "excluded/src/lib.rs");
+    excluded.push(("excluded/src/lib.rs", "// changed\n"));
+    let excluded = tree_of(&repo, &excluded)?;
+    let err = verify::crates(&repo, before, excluded, &dir).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "excluded/src/lib.rs is in excluded, which is no member of the workspace: candle's CI \
+         commands do not check it"
+    );
     Ok(())
 }
 
@@ -184,6 +195,14 @@ fn the_export_rewrites_only_what_changed() -> Result<()> {
     changed.retain(|(path, _)| *path != "wasm/two/src/lib.rs");
     changed.push(("wasm/three/src/lib.rs", "// new\n"));
     let after = tree_of(&repo, &changed)?;
+    // A file that becomes executable, as git records a mode change.
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let script = repo
+        .find_tree(after)?
+        .get_path(Path::new("examples/examples/a.rs"))?;
+    let executable = git2::FileMode::BlobExecutable;
+    update.upsert("examples/examples/a.rs", script.id(), executable);
+    let after = update.create_updated(&repo, &repo.find_tree(after)?)?;
 
     let dir = temp.path().join("export");
     verify::export(&repo, None, before, &dir)?;
@@ -217,7 +236,7 @@ fn tree_files(repo: &Repository, tree: Oid) -> Result<Vec<xtask::published::Crat
                 files.push(xtask::published::CrateFile {
                     path: format!("{dir}{}", entry.name().unwrap_or_default()),
                     data: blob.content().to_vec(),
-                    executable: false,
+                    executable: entry.filemode() == i32::from(git2::FileMode::BlobExecutable),
                 });
             }
             git2::TreeWalkResult::Ok

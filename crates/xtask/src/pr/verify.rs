@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use git2::{Delta, Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
@@ -67,7 +67,8 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
 pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Crates> {
     let metadata = project::metadata(&dir.join("Cargo.toml"))?;
     let root = &metadata.workspace_root;
-    // Each member with its folder, in the order of the folders (as candle lists its members).
+    // Each member with its folder, in the order of the folders, which is the order of candle's
+    // members list.
     let mut members = Vec::new();
     for package in &metadata.packages {
         let folder = package.manifest_path.parent().unwrap_or(root);
@@ -88,6 +89,16 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
         let mut dirs = path.ancestors().skip(1);
         let member = |d| members.iter().find(|(_, f)| f.as_std_path() == d);
         let Some((package, folder)) = dirs.find_map(member) else {
+            // A file of a crate outside the workspace (as candle's kernels are) no command covers.
+            let manifest =
+                |d: &&Path| !d.as_os_str().is_empty() && dir.join(d).join("Cargo.toml").is_file();
+            if let Some(krate) = path.ancestors().skip(1).find(manifest) {
+                let (path, krate) = (path.display(), krate.display());
+                bail!(
+                    "{path} is in {krate}, which is no member of the workspace: candle's CI \
+                     commands do not check it"
+                );
+            }
             continue;
         };
         let name = package.name.to_string();
@@ -104,7 +115,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
     for (package, folder) in members {
         let touched = &crates.touched;
         let depends = |d: &cargo_metadata::Dependency| touched.contains(&d.name);
-        if touched.contains(&*package.name) || !package.dependencies.iter().any(depends) {
+        if touched.contains(&package.name) || !package.dependencies.iter().any(depends) {
             continue;
         }
         let member_tree = match folder.as_str() {
@@ -159,7 +170,9 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
             if let Some(path) = new.path() {
                 let target = dir.join(path);
                 std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
-                std::fs::write(&target, repo.find_blob(new.id())?.content())?;
+                // Written anew, so that a file that changes mode or becomes a link gets it.
+                let _ = std::fs::remove_file(&target);
+                trees::write_blob(repo, new.id(), new.mode().into(), &target)?;
             }
         }
     }
