@@ -6,12 +6,21 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use cargo_metadata::Metadata;
 
+use crate::project;
+
 /// The crate graph of the workspace at `root` as cargo builds it there (with its
-/// `.cargo/config.toml`): offline and `--locked`, so that reading it changes nothing.
+/// `.cargo/config.toml`) for this host, which needs only the host's crates in cargo's cache:
+/// offline and `--locked`, so that reading it changes nothing.
 pub fn resolve(root: &Path) -> Result<Metadata> {
+    let options = [
+        "--locked",
+        "--offline",
+        "--filter-platform",
+        &project::host()?,
+    ];
     cargo_metadata::MetadataCommand::new()
         .current_dir(root)
-        .other_options(vec!["--locked".into(), "--offline".into()])
+        .other_options(options.map(String::from).to_vec())
         .exec()
         .context("`cargo metadata --locked --offline` failed")
 }
@@ -33,12 +42,16 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
                 .unwrap_or_default()
         );
     }
-    let [package] = packages[..] else {
-        bail!("cargo builds {name} {} times, not once", packages.len());
+    let package = match packages[..] {
+        [] => bail!("cargo builds no {name}: nothing in the workspace uses it"),
+        [package] => package,
+        _ => bail!("cargo builds {name} {} times, not once", packages.len()),
     };
+    let canonical = vendored
+        .canonicalize()
+        .with_context(|| format!("no folder {shown}"))?;
     let folder = package.manifest_path.parent().map(|p| p.as_std_path());
-    let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
-    if !folder.is_some_and(|folder| same(folder, vendored)) {
+    if folder.and_then(|folder| folder.canonicalize().ok()) != Some(canonical) {
         bail!(
             "cargo builds {name} from {}, not {shown}",
             package.manifest_path

@@ -70,6 +70,23 @@ pub fn cargo() -> std::process::Command {
     std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
+/// The host's target tuple, as rustc names it.
+pub fn host() -> anyhow::Result<String> {
+    use anyhow::{ensure, Context};
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = std::process::Command::new(rustc)
+        .args(["--print", "host-tuple"])
+        .output()
+        .context("cannot run rustc")?;
+    let host = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    ensure!(
+        output.status.success() && !host.is_empty(),
+        "`rustc --print host-tuple` printed no host: {}",
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
+    Ok(host)
+}
+
 /// `cargo metadata --no-deps` on `manifest`: the packages of its workspace, as cargo reads them.
 pub fn metadata(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
     use anyhow::Context;

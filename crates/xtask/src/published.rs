@@ -2,7 +2,6 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
@@ -198,20 +197,9 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         std::fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
-    // Only the host's dependencies.
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let output = Command::new(rustc)
-        .args(["--print", "host-tuple"])
-        .output()
-        .context("cannot run rustc")?;
-    let host = String::from_utf8_lossy(&output.stdout);
-    ensure!(
-        output.status.success() && !host.trim().is_empty(),
-        "`rustc --print host-tuple` printed no host: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
     let status = project::cargo()
-        .args(["fetch", "--target", host.trim(), "--manifest-path"])
+        // Only the host's dependencies.
+        .args(["fetch", "--target", &project::host()?, "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
         .status()
         .context("cannot run cargo")?;
