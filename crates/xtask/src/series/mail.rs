@@ -33,10 +33,10 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     let text = mbox_line.map_or(text, |(_, rest)| rest);
     let (headers, body_start) = mailparse::parse_headers(text.as_bytes())
         .context("unreadable mail headers: is this a `git format-patch` file?")?;
-    // mailparse reads a line without `:` as a header named after the whole line.
-    let field_name = |key: &str| !key.is_empty() && key.bytes().all(|b| b.is_ascii_graphic());
-    let mut keys = headers.iter().map(|h| h.get_key());
-    if let Some(line) = keys.find(|key| !field_name(key)) {
+    // mailparse reads a line without `:` as a header named after the whole line; a line that
+    // starts with a blank continues the header before it.
+    let not_header = |l: &&str| !l.is_empty() && !l.starts_with([' ', '\t']) && !l.contains(':');
+    if let Some(line) = text[..body_start].lines().find(not_header) {
         bail!("`{line}` is not a mail header: is this a `git format-patch` file?");
     }
     let header = |name: &str| {
@@ -54,8 +54,13 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     let name = quoted.unwrap_or(name).replace("\\\"", "\"");
     let date = header("date")?.get_value();
     let date = date.trim();
-    // `+hhmm` or `-hhmm`, as a number whose sign both parts share.
-    let (_, zone) = date.rsplit_once(' ').unwrap_or_default();
+    // Day, month, year, `hh:mm:ss` and `+hhmm` or `-hhmm` (a number whose sign both parts
+    // share): mailparse alone also reads a date cut short.
+    let rest = date.split_once(',').map_or(date, |(_, rest)| rest);
+    let zone = match rest.split_whitespace().collect::<Vec<_>>()[..] {
+        [_, _, _, time, zone] if time.matches(':').count() == 2 => zone,
+        _ => "",
+    };
     let signed = zone.len() == 5 && zone.starts_with(['+', '-']);
     let zone = zone.parse::<i32>().ok().filter(|_| signed);
     let offset = zone.map(|z| z / 100 * 60 + z % 100);
@@ -157,5 +162,21 @@ diff --git a/a.rs b/a.rs
         let error = time("yesterday").unwrap_err().to_string();
         assert_eq!(error, "`Date: yesterday` is not an RFC 2822 date");
         assert!(time("Thu, 1 Jan 1970 00:00:00 0000").is_err());
+        assert!(time("Thu, 1 Jan 2026 12 +0100").is_err());
+        assert!(time("x +0001").is_err());
+    }
+
+    #[test]
+    fn parse_message_refuses_what_is_not_mail_headers() {
+        let error = |text: &str| parse_message(text.as_bytes()).unwrap_err().to_string();
+        assert_eq!(
+            error("diff --git a/x b/x\n--- a/x\n"),
+            "`diff --git a/x b/x` is not a mail header: is this a `git format-patch` file?"
+        );
+        assert_eq!(
+            error("From: A <a@b.c>\ngarbage\nSubject: a\n\nBody.\n"),
+            "`garbage` is not a mail header: is this a `git format-patch` file?"
+        );
+        assert!(error(" folded\nFrom: A <a@b.c>\n\n").starts_with("unreadable mail headers"));
     }
 }
