@@ -62,8 +62,8 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             // Under callgrind, where two runs with different `calls` give one call's count.
             let logits = logits(&fixture, vocab, &Device::Cpu)?;
-            let mut processor = processor(&point, &group)?;
-            time_calls(&mut processor, &logits, &Device::Cpu, calls)?;
+            let mut sampler = processor(&point, &group)?;
+            time_calls(&mut sampler, &logits, &Device::Cpu, calls)?;
             Ok(())
         }
         Driver::Pair {

@@ -45,8 +45,9 @@ pub fn run(layout: &Layout) -> Result<()> {
         Err(err) => return Err(err).context("cannot run `cargo metadata`"),
     };
     // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
-    let first = stderr.lines().find(|line| line.starts_with("error"));
-    let first = first.unwrap_or_default();
+    let mut lines = stderr.lines().filter(|line| !line.trim().is_empty());
+    let first = lines.clone().find(|line| line.starts_with("error"));
+    let first = first.or(lines.next()).unwrap_or_default();
     if first.contains("no matching package") {
         bail!(
             "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
