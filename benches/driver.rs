@@ -62,8 +62,8 @@ fn run(driver: Driver) -> Result<()> {
         } => {
             // Under callgrind, where two runs with different `calls` give one call's count.
             let logits = logits(&fixture, vocab, &Device::Cpu)?;
-            let mut sampler = processor(&point, &group)?;
-            time_calls(&mut sampler, &logits, &Device::Cpu, calls)?;
+            let mut processor = point_processor(&point, &group)?;
+            time_calls(&mut processor, &logits, &Device::Cpu, calls)?;
             Ok(())
         }
         Driver::Pair {
@@ -109,7 +109,7 @@ fn run(driver: Driver) -> Result<()> {
     }
 }
 
-fn processor(name: &str, group: &str) -> Result<Processor> {
+fn point_processor(name: &str, group: &str) -> Result<Processor> {
     let comparison = comparisons().into_iter().find(|c| c.group == group);
     let comparison = comparison.with_context(|| format!("no comparison {group}"))?;
     let names = points::NAMES.join(", ");
@@ -127,7 +127,7 @@ fn paired_rounds(
     group: &str,
     mut measure: impl FnMut(&mut Processor) -> Result<String>,
 ) -> Result<()> {
-    let sides: Result<Vec<Processor>> = points.iter().map(|p| processor(p, group)).collect();
+    let sides: Result<Vec<Processor>> = points.iter().map(|p| point_processor(p, group)).collect();
     let mut sides = sides?;
     let runs: Vec<bool> = sides
         .iter_mut()

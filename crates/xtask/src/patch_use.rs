@@ -9,8 +9,8 @@ use cargo_metadata::Metadata;
 use crate::project;
 
 /// The crate graph of the workspace at `root` as cargo builds it there (with its
-/// `.cargo/config.toml`) for this host, which needs only the host's crates in cargo's cache:
-/// offline and `--locked`, so that reading it changes nothing.
+/// `.cargo/config.toml`) for this host, so that only the host's crates need be in cargo's cache.
+/// Offline and `--locked`: reading it changes nothing.
 pub fn resolve(root: &Path) -> Result<Metadata> {
     let options = [
         "--locked",
@@ -22,7 +22,7 @@ pub fn resolve(root: &Path) -> Result<Metadata> {
         .current_dir(root)
         .other_options(options.map(String::from).to_vec())
         .exec()
-        .context("`cargo metadata --locked --offline` failed")
+        .context("`cargo metadata --locked --offline --filter-platform <host>` failed")
 }
 
 /// Fails unless `graph` holds `name` once, built from `vendored` at `version`.
@@ -43,7 +43,7 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
         );
     }
     let package = match packages[..] {
-        [] => bail!("cargo builds no {name}: nothing in the workspace uses it"),
+        [] => bail!("cargo builds no {name}: nothing in the workspace uses it on this host"),
         [package] => package,
         _ => bail!("cargo builds {name} {} times, not once", packages.len()),
     };

@@ -1,10 +1,13 @@
-//! Where things are in the workspace.
+//! Where things are in the workspace, and how the tools ask cargo and rustc about it.
 
 use std::path::{Path, PathBuf};
+
+use anyhow::{ensure, Context, Result};
 
 /// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
 pub const GENERATED_ROOT: &str = "crates/vendor";
 
+/// The line of `.gitattributes` that marks the generated root.
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
 
 /// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.
@@ -71,8 +74,7 @@ pub fn cargo() -> std::process::Command {
 }
 
 /// The host's target tuple, as rustc names it.
-pub fn host() -> anyhow::Result<String> {
-    use anyhow::{ensure, Context};
+pub fn host() -> Result<String> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let output = std::process::Command::new(rustc)
         .args(["--print", "host-tuple"])
@@ -88,8 +90,7 @@ pub fn host() -> anyhow::Result<String> {
 }
 
 /// `cargo metadata --no-deps` on `manifest`: the packages of its workspace, as cargo reads them.
-pub fn metadata(manifest: &Path) -> anyhow::Result<cargo_metadata::Metadata> {
-    use anyhow::Context;
+pub fn metadata(manifest: &Path) -> Result<cargo_metadata::Metadata> {
     cargo_metadata::MetadataCommand::new()
         .manifest_path(manifest)
         .no_deps()

@@ -102,11 +102,14 @@ impl Scratch {
     }
 }
 
-/// Writes `tree` of `repo` into the new folder `dir`.
+/// Writes `tree` of `repo` into the new folder `dir`, with the modes, and links as links (unix).
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for item in repo.find_tree(tree)?.iter() {
-        let path = dir.join(item.name().unwrap_or_default());
+        let Ok(name) = item.name() else {
+            bail!("{}: a name in the tree is not UTF-8", dir.display());
+        };
+        let path = dir.join(name);
         match item.kind() {
             Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
             Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
@@ -170,9 +173,12 @@ mod tests {
     fn writing_a_tree_of_a_repository_leaves_its_work_tree_and_index() -> Result<()> {
         let temp = tempfile::tempdir()?;
         let repo = Repository::init(temp.path().join("repo"))?;
-        std::fs::write(temp.path().join("repo/README.md"), "old\n")?;
+        // `link` and `run.sh` are plain files in HEAD: a link and an executable in the tree.
         let mut index = repo.index()?;
-        index.add_path(Path::new("README.md"))?;
+        for name in ["README.md", "link", "run.sh"] {
+            std::fs::write(temp.path().join("repo").join(name), "old\n")?;
+            index.add_path(Path::new(name))?;
+        }
         index.write()?;
         let head = repo.find_tree(index.write_tree()?)?;
         let me = git2::Signature::now("me", "me@example.com")?;
@@ -182,15 +188,20 @@ mod tests {
         let mut update = git2::build::TreeUpdateBuilder::new();
         update.upsert("README.md", repo.blob(b"new\n")?, FileMode::Blob);
         update.upsert("link", repo.blob(b"README.md")?, FileMode::Link);
+        update.upsert("run.sh", repo.blob(b"old\n")?, FileMode::BlobExecutable);
         let tree = update.create_updated(&repo, &head)?;
         let dir = temp.path().join("out");
         write_tree(&repo, tree, &dir)?;
         assert_eq!(std::fs::read_to_string(dir.join("README.md"))?, "new\n");
         #[cfg(unix)]
-        assert_eq!(
-            std::fs::read_link(dir.join("link"))?,
-            Path::new("README.md")
-        );
+        {
+            assert_eq!(
+                std::fs::read_link(dir.join("link"))?,
+                Path::new("README.md")
+            );
+            let mode = std::fs::metadata(dir.join("run.sh"))?.permissions().mode();
+            assert_eq!(mode & 0o777, 0o755);
+        }
         let readme = std::fs::read_to_string(temp.path().join("repo/README.md"))?;
         assert_eq!(readme, "old\n");
         assert_eq!(std::fs::read(repo.path().join("index"))?, index_file);

@@ -21,6 +21,15 @@ fn package(name: &str, version: &str) -> String {
     format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\nedition = \"2021\"\n")
 }
 
+/// A crate of the fixture's crates.io, a directory source: `registry/<folder>/`.
+fn registry_crate(root: &Path, folder: &str, name: &str, version: &str) -> Result<()> {
+    let dir = format!("registry/{folder}");
+    write(root, &format!("{dir}/Cargo.toml"), &package(name, version))?;
+    write(root, &format!("{dir}/src/lib.rs"), "")?;
+    let checksum = "{\"files\":{},\"package\":null}";
+    write(root, &format!("{dir}/.cargo-checksum.json"), checksum)
+}
+
 /// `app` asks crates.io for `demo = "0.2"`; crates.io (a directory source) has demo 0.2.0;
 /// `[patch.crates-io]` offers `patched/` at `patched_version`.
 fn fixture(patched_version: &str) -> Result<TempDir> {
@@ -47,13 +56,7 @@ fn fixture(patched_version: &str) -> Result<TempDir> {
         &package("demo", patched_version),
     )?;
     write(root, "patched/src/lib.rs", "")?;
-    write(root, "registry/demo/Cargo.toml", &package("demo", "0.2.0"))?;
-    write(root, "registry/demo/src/lib.rs", "")?;
-    write(
-        root,
-        "registry/demo/.cargo-checksum.json",
-        "{\"files\":{},\"package\":null}",
-    )?;
+    registry_crate(root, "demo", "demo", "0.2.0")?;
     write(
         root,
         ".cargo/config.toml",
@@ -84,6 +87,22 @@ fn a_used_patch_passes() -> Result<()> {
 }
 
 #[test]
+fn the_graph_is_this_hosts_only() -> Result<()> {
+    // What only another platform needs may be missing from cargo's cache on a fresh machine.
+    let ws = fixture("0.2.1")?;
+    let root = ws.path();
+    registry_crate(root, "other", "other", "1.0.0")?;
+    let app = std::fs::read_to_string(root.join("app/Cargo.toml"))?;
+    let app = app + "\n[target.'cfg(target_os = \"none\")'.dependencies]\nother = \"1\"\n";
+    write(root, "app/Cargo.toml", &app)?;
+    lock(root)?;
+    let graph = resolve(root)?;
+    assert!(graph.packages.iter().all(|p| p.name != "other"));
+    assert!(graph.packages.iter().any(|p| p.name == "app"));
+    Ok(())
+}
+
+#[test]
 fn an_unused_patch_fails() -> Result<()> {
     // 0.3.0 does not match `demo = "0.2"`: cargo only warns and builds the registry's 0.2.0.
     let ws = fixture("0.3.0")?;
@@ -103,17 +122,7 @@ fn a_second_copy_from_the_registry_fails() -> Result<()> {
     // Another member asks for demo 0.1, which only the registry has, beside the patched 0.2.
     let ws = fixture("0.2.1")?;
     let root = ws.path();
-    write(
-        root,
-        "registry/demo-0.1/Cargo.toml",
-        &package("demo", "0.1.0"),
-    )?;
-    write(root, "registry/demo-0.1/src/lib.rs", "")?;
-    write(
-        root,
-        "registry/demo-0.1/.cargo-checksum.json",
-        "{\"files\":{},\"package\":null}",
-    )?;
+    registry_crate(root, "demo-0.1", "demo", "0.1.0")?;
     let old = format!(
         "{}\n[dependencies]\ndemo = \"0.1\"\n",
         package("old", "0.0.0")
@@ -149,10 +158,13 @@ fn another_folder_or_version_than_the_pin_fails() -> Result<()> {
         err.to_string().starts_with("cargo builds demo from "),
         "{err}"
     );
+    let gone = ws.path().join("gone");
+    let err = check(&graph, "demo", "0.2.1", &gone).unwrap_err();
+    assert_eq!(err.to_string(), format!("no folder {}", gone.display()));
     let err = check(&graph, "absent", "0.1.0", &patched).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cargo builds no absent: nothing in the workspace uses it"
+        "cargo builds no absent: nothing in the workspace uses it on this host"
     );
     Ok(())
 }
@@ -207,13 +219,7 @@ fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> 
         ),
     )?;
     write(&app, "src/lib.rs", "")?;
-    write(&app, "registry/demo/Cargo.toml", &package("demo", "0.2.0"))?;
-    write(&app, "registry/demo/src/lib.rs", "")?;
-    write(
-        &app,
-        "registry/demo/.cargo-checksum.json",
-        "{\"files\":{},\"package\":null}",
-    )?;
+    registry_crate(&app, "demo", "demo", "0.2.0")?;
     write(
         &app,
         ".cargo/config.toml",

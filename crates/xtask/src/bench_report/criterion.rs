@@ -130,7 +130,6 @@ mod tests {
             );
             std::fs::write(dir.join("sample.json"), sample)?;
         }
-        std::fs::create_dir_all(temp.path().join("report"))?;
         let read = read_criterion(temp.path())?;
         assert_eq!(
             read,

@@ -29,7 +29,8 @@ pub struct Check {
     pub seconds: f64,
 }
 
-/// The packages a branch changes, the members using a module it changes, and those with `metal`.
+/// The packages a branch changes, the members using a module it changes, and the changed ones
+/// with a `metal` feature.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Crates {
     pub touched: Vec<String>,
@@ -62,13 +63,13 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
     commands
 }
 
-/// Which members of the workspace in `dir`, the export of `tree`, the changes from `from` to
-/// `tree` touch and reach.
+/// The members that the changes from `from` to `tree` touch, and those using what they change;
+/// `dir` holds the export of `tree`.
 pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Crates> {
     let metadata = project::metadata(&dir.join("Cargo.toml"))?;
     let root = &metadata.workspace_root;
-    // Each member with its folder, in the order of the folders, which is the order of candle's
-    // members list.
+    // Each member with its folder, sorted by folder, so that the dependents come out in one
+    // fixed order (cargo lists the packages by name).
     let mut members = Vec::new();
     for package in &metadata.packages {
         let folder = package.manifest_path.parent().unwrap_or(root);
@@ -95,8 +96,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
             if let Some(krate) = path.ancestors().skip(1).find(manifest) {
                 let (path, krate) = (path.display(), krate.display());
                 bail!(
-                    "{path} is in {krate}, which is no member of the workspace: candle's CI \
-                     commands do not check it"
+                    "{path} is in {krate}, which is not a member of the workspace: candle's CI \
+                     commands do not check it; check it by hand, or run pr without --verify"
                 );
             }
             continue;
@@ -172,7 +173,8 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
                 std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
                 // Written anew, so that a file that changes mode or becomes a link gets it.
                 let _ = std::fs::remove_file(&target);
-                trees::write_blob(repo, new.id(), new.mode().into(), &target)?;
+                trees::write_blob(repo, new.id(), new.mode().into(), &target)
+                    .with_context(|| format!("cannot write {}", target.display()))?;
             }
         }
     }
@@ -183,6 +185,7 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
 pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
     let run = |command: &Command| -> Result<Check> {
         let started = Instant::now();
+        // candle's own toolchain, not the one that runs xtask.
         let mut cargo = std::process::Command::new("cargo");
         cargo
             .args(&command.args)

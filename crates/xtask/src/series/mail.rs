@@ -58,7 +58,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     // share): mailparse alone also reads a date cut short.
     let rest = date.split_once(',').map_or(date, |(_, rest)| rest);
     let zone = match rest.split_whitespace().collect::<Vec<_>>()[..] {
-        [_, _, _, time, zone] if time.matches(':').count() == 2 => zone,
+        [_, _, _, time, zone] if time.split(':').map(str::len).eq([2, 2, 2]) => zone,
         _ => "",
     };
     let signed = zone.len() == 5 && zone.starts_with(['+', '-']);
@@ -164,6 +164,7 @@ diff --git a/a.rs b/a.rs
         assert!(time("Thu, 1 Jan 1970 00:00:00 0000").is_err());
         assert!(time("Thu, 1 Jan 2026 12 +0100").is_err());
         assert!(time("x +0001").is_err());
+        assert!(time("Thu, 1 Jan 2026 12::00 +0100").is_err());
     }
 
     #[test]
