@@ -140,7 +140,18 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     if let Some(at) = bytes.windows(tail.len()).rposition(|w| w == tail) {
         bytes.truncate(at + 1);
     }
-    Ok(bytes)
+    // libgit2 writes a negative offset that is not whole hours as `-03-30` (`%+03d%02d` of -3
+    // and -30), which no mail reader takes; git writes `-0330`.
+    let offset = commit.author().when().offset_minutes();
+    let wrong = format!("{:+03}{:02}\n", offset / 60, offset % 60);
+    let sign = if offset < 0 { '-' } else { '+' };
+    let right = format!("{sign}{:02}{:02}\n", offset.abs() / 60, offset.abs() % 60);
+    let text = String::from_utf8(bytes).context("the commit is not UTF-8")?;
+    Ok(match text.split_once("\nDate: ") {
+        Some((head, date)) => format!("{head}\nDate: {}", date.replacen(&wrong, &right, 1)),
+        None => text,
+    }
+    .into_bytes())
 }
 
 #[cfg(test)]
@@ -162,6 +173,29 @@ mod tests {
             "0001-Treat-a-zero-temperature-as-greedy-in-LogitsProcesso.patch"
         );
         assert_eq!(file_name(2, "..Fix...it.."), "0002-.Fix.it.patch");
+    }
+
+    #[test]
+    fn an_email_keeps_the_authors_offset_for_git_am() -> Result<()> {
+        let scratch = crate::trees::Scratch::new()?;
+        let repo = &scratch.repo;
+        let tree = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+        for offset in [-210, -30, -60, 0, 330] {
+            let time = git2::Time::new(1_795_993_288, offset);
+            let me = git2::Signature::new("Zoë", "zoe@example.com", &time)?;
+            let id = repo.commit(
+                None,
+                &me,
+                &me,
+                "generation: A subject\n\nA body.\n",
+                &tree,
+                &[],
+            )?;
+            let message = parse_message(&email(&repo.find_commit(id)?)?)?;
+            assert_eq!(message.time, (1_795_993_288, offset));
+            assert_eq!(message.subject, "generation: A subject");
+        }
+        Ok(())
     }
 
     #[test]
