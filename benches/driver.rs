@@ -129,12 +129,14 @@ fn paired_rounds(
 ) -> Result<()> {
     let sides: Result<Vec<Processor>> = points.iter().map(|p| point_processor(p, group)).collect();
     let mut sides = sides?;
-    let runs: Vec<bool> = sides
-        .iter_mut()
-        .enumerate()
-        .map(|(side, p)| measure(p).map_err(|e| eprintln!("side {side} left out: {e:#}")))
-        .map(|warmed| warmed.is_ok())
-        .collect();
+    let mut runs = Vec::new();
+    for (side, processor) in sides.iter_mut().enumerate() {
+        let warmed = measure(processor);
+        if let Err(err) = &warmed {
+            eprintln!("side {side} left out: {err:#}");
+        }
+        runs.push(warmed.is_ok());
+    }
     if !runs.contains(&true) {
         bail!("no side can run this comparison");
     }

@@ -306,20 +306,17 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
 
 /// Rows under a header, columns padded to their widest cell.
 fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut lines = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
-    lines.extend_from_slice(rows);
-    let widths: Vec<usize> = (0..header.len())
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    lines.insert(1, widths.iter().map(|w| "-".repeat(*w)).collect());
-    lines
-        .iter()
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut widths = vec![0; header.len()];
+    for row in std::iter::once(&header).chain(rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    [&header, &rule]
+        .into_iter()
+        .chain(rows)
         .map(|cells| {
             let padded: Vec<String> = cells
                 .iter()

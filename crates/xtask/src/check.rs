@@ -32,10 +32,7 @@ pub fn run(layout: &Layout) -> Result<()> {
     if !manifest.is_file() {
         return Ok(());
     }
-    let fuzz = cargo_metadata::MetadataCommand::new()
-        .manifest_path(&manifest)
-        .other_options(vec!["--locked".into(), "--offline".into()])
-        .exec();
+    let fuzz = project::metadata_command(&manifest, &["--locked"]).exec();
     let stderr = match fuzz {
         Ok(_) => {
             eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
@@ -66,10 +63,11 @@ pub fn run(layout: &Layout) -> Result<()> {
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
-    for patch in series::load(&layout.patches())? {
+    let patches = series::load(&layout.patches())?;
+    for patch in &patches {
         patch.message()?;
     }
-    let (scratch, generated) = expected::generated(layout, published)?;
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let root = GENERATED_ROOT;
     let entries = std::fs::read_dir(layout.root.join(root));

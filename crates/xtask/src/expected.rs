@@ -10,7 +10,7 @@ use crate::branches;
 use crate::pin::{self, Pin};
 use crate::project::{self, Layout, GENERATED_ROOT, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
 use crate::published::Published;
-use crate::series;
+use crate::series::{self, Patch};
 use crate::trees::Scratch;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
@@ -29,10 +29,15 @@ pub(crate) struct Folder {
     pub tree: Oid,
 }
 
-/// Every generated folder, in a new scratch repository: each crate patched (a `[PATCH]` line per
-/// patch), then, when candle-transformers is pinned, its published tests and the points.
-pub(crate) fn generated(layout: &Layout, crates: &[Published]) -> Result<(Scratch, Vec<Folder>)> {
-    let (scratch, patches) = (Scratch::new()?, &series::load(&layout.patches())?);
+/// Every generated folder, in a new scratch repository: each crate patched by `patches` (a
+/// `[PATCH]` line per patch), then, when candle-transformers is pinned, its published tests and
+/// the points.
+pub(crate) fn generated(
+    layout: &Layout,
+    crates: &[Published],
+    patches: &[Patch],
+) -> Result<(Scratch, Vec<Folder>)> {
+    let scratch = Scratch::new()?;
     let builds_on = branches::builds_on(&layout.patches())?;
     let pins: Vec<Pin> = crates.iter().map(|p| p.pin.clone()).collect();
     let label = pin::label(&pins);

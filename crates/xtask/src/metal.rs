@@ -1,6 +1,7 @@
 //! Metal, type-checked on Linux: candle's `metal` feature only builds for Apple's targets, and
 //! nothing here can link or run it, but clippy for `aarch64-apple-darwin` compiles every line.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
@@ -60,11 +61,12 @@ pub fn preflight(onig: bool) -> Result<()> {
     Ok(())
 }
 
-/// Of the packages of the workspaces (or packages) in `dirs`, those with a `metal` feature, sorted.
-fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result<Vec<String>> {
+/// Of the packages of the workspaces (or packages) whose manifests are `manifests`, those with a
+/// `metal` feature, sorted.
+fn with_metal(manifests: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
-    for dir in dirs {
-        let packages = project::metadata(&layout.root.join(dir).join("Cargo.toml"))?.packages;
+    for manifest in manifests {
+        let packages = project::metadata(&manifest)?.packages;
         let metal = packages
             .into_iter()
             .filter(|p| p.features.contains_key("metal"));
@@ -77,9 +79,12 @@ fn with_metal(layout: &Layout, dirs: impl IntoIterator<Item = String>) -> Result
 /// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
-    let members = with_metal(layout, [String::new()])?;
+    let members = with_metal([layout.root.join("Cargo.toml")])?;
     let pins = pin::read(&layout.pin())?;
-    let vendored = with_metal(layout, pins.iter().map(|p| project::vendored_dir(&p.name)))?;
+    let vendored = pins
+        .iter()
+        .map(|p| layout.root.join(project::vendored_dir(&p.name)));
+    let vendored = with_metal(vendored.map(|dir| dir.join("Cargo.toml")))?;
     ensure!(
         !members.is_empty(),
         "no workspace member has a `metal` feature"

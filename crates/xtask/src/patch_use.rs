@@ -12,15 +12,10 @@ use crate::project;
 /// `.cargo/config.toml`) for this host, so that only the host's crates need be in cargo's cache.
 /// Offline and `--locked`: reading it changes nothing.
 pub fn resolve(root: &Path) -> Result<Metadata> {
-    let options = [
-        "--locked",
-        "--offline",
-        "--filter-platform",
-        &project::host()?,
-    ];
-    cargo_metadata::MetadataCommand::new()
+    let host = project::host()?;
+    let options = ["--locked", "--filter-platform", &host];
+    project::metadata_command(&root.join("Cargo.toml"), &options)
         .current_dir(root)
-        .other_options(options.map(String::from).to_vec())
         .exec()
         .context("`cargo metadata --locked --offline --filter-platform <host>` failed")
 }
@@ -29,17 +24,12 @@ pub fn resolve(root: &Path) -> Result<Metadata> {
 pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Result<()> {
     let packages: Vec<_> = graph.packages.iter().filter(|p| p.name == name).collect();
     let shown = vendored.display();
-    if let Some(registry) = packages.iter().find(|p| p.source.is_some()) {
+    if let Some((registry, source)) = packages.iter().find_map(|p| Some((p, p.source.as_ref()?))) {
         bail!(
-            "cargo builds {name} {} from {}, not {shown}: [patch.crates-io] is unused (cargo only \
-             warns) or some dependency asks for another version; make [workspace.dependencies] \
-             ask for {version}",
+            "cargo builds {name} {} from {source}, not {shown}: [patch.crates-io] is unused (cargo \
+             only warns) or some dependency asks for another version; make \
+             [workspace.dependencies] ask for {version}",
             registry.version,
-            registry
-                .source
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
         );
     }
     let package = match packages[..] {

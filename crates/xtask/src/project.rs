@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
+use cargo_metadata::MetadataCommand;
 
 /// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
 pub const GENERATED_ROOT: &str = "crates/vendor";
@@ -89,12 +90,20 @@ pub fn host() -> Result<String> {
     Ok(host)
 }
 
+/// `cargo metadata --offline` on `manifest`, with `options` too.
+pub fn metadata_command(manifest: &Path, options: &[&str]) -> MetadataCommand {
+    let mut command = MetadataCommand::new();
+    let options = ["--offline"].iter().chain(options).map(|o| o.to_string());
+    command
+        .manifest_path(manifest)
+        .other_options(options.collect::<Vec<_>>());
+    command
+}
+
 /// `cargo metadata --no-deps` on `manifest`: the packages of its workspace, as cargo reads them.
 pub fn metadata(manifest: &Path) -> Result<cargo_metadata::Metadata> {
-    cargo_metadata::MetadataCommand::new()
-        .manifest_path(manifest)
+    metadata_command(manifest, &[])
         .no_deps()
-        .other_options(vec!["--offline".into()])
         .exec()
         .with_context(|| format!("cannot read {} with cargo metadata", manifest.display()))
 }

@@ -44,8 +44,7 @@ fn cache() -> PathBuf {
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
-    let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
+    let (name, version) = (&pin.name, &pin.version);
     let path = find_cached(name, version).with_context(|| {
         format!(
             "{} is not in cargo's cache (no {name}-{version}.crate under {}): run `cargo xtask \
@@ -54,7 +53,14 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
             cache().display()
         )
     })?;
-    let published = read_archive(&path, name, version)?;
+    load_at(&path, pin)
+}
+
+/// The `.crate` at `path`, checked against the pin.
+fn load_at(path: &Path, pin: &Pin) -> Result<Published> {
+    let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
+    let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
+    let published = read_archive(path, name, version)?;
     let (file, got) = (path.display(), &published.pin);
     ensure!(
         got.sha256 == *sha256,
@@ -104,8 +110,7 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
 
 /// The pinned crate: from cargo's cache, or downloaded by cargo.
 pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
-    fetch(layout, &pin.name, &pin.version)?;
-    load_pinned(pin)
+    load_at(&fetch(layout, &pin.name, &pin.version)?, pin)
 }
 
 /// Unpacks a `.crate` (a gzipped tar whose entries sit under `name-version/`).

@@ -8,6 +8,7 @@ use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
+use crate::series;
 use crate::trees::write_tree;
 
 /// The flags of `cargo xtask vendor`.
@@ -136,7 +137,8 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 
 /// Writes and marks every generated folder, all built first so a failing patch changes nothing.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
-    let (scratch, generated) = expected::generated(layout, published)?;
+    let patches = series::load(&layout.patches())?;
+    let (scratch, generated) = expected::generated(layout, published, &patches)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     std::fs::create_dir_all(&root)?;

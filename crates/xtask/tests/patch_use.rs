@@ -1,6 +1,7 @@
 //! The unused-patch detection, on real cargo: a fixture workspace whose crates.io is a local
 //! directory source, so cargo resolves it offline.
 
+mod common;
 mod kept;
 
 use std::path::Path;
@@ -19,6 +20,16 @@ fn write(root: &Path, path: &str, text: &str) -> Result<()> {
 
 fn package(name: &str, version: &str) -> String {
     format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\nedition = \"2021\"\n")
+}
+
+/// The fixture's crates.io: a directory source, `registry/`, that serves demo 0.2.0.
+fn crates_io(root: &Path) -> Result<()> {
+    registry_crate(root, "demo", "demo", "0.2.0")?;
+    write(
+        root,
+        ".cargo/config.toml",
+        "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
+    )
 }
 
 /// A crate of the fixture's crates.io, a directory source: `registry/<folder>/`.
@@ -56,12 +67,7 @@ fn fixture(patched_version: &str) -> Result<TempDir> {
         &package("demo", patched_version),
     )?;
     write(root, "patched/src/lib.rs", "")?;
-    registry_crate(root, "demo", "demo", "0.2.0")?;
-    write(
-        root,
-        ".cargo/config.toml",
-        "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
-    )?;
+    crates_io(root)?;
     lock(root)?;
     Ok(temp)
 }
@@ -194,19 +200,7 @@ fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> 
         &format!("{vendored}/src/lib.rs"),
         "pub fn patched() {}\n",
     )?;
-    let repo = git2::Repository::init(&repo_dir)?;
-    let mut index = repo.index()?;
-    index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    let signature = git2::Signature::now("Contributor", "contributor@example.com")?;
-    repo.commit(
-        Some("HEAD"),
-        &signature,
-        &signature,
-        "Vendor demo",
-        &tree,
-        &[],
-    )?;
+    common::commit_all(&git2::Repository::init(&repo_dir)?, "Vendor demo")?;
     // The user's project, and a crates.io that serves demo 0.2.0.
     let app = root.join("app");
     write(
@@ -219,12 +213,7 @@ fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> 
         ),
     )?;
     write(&app, "src/lib.rs", "")?;
-    registry_crate(&app, "demo", "demo", "0.2.0")?;
-    write(
-        &app,
-        ".cargo/config.toml",
-        "[source.crates-io]\nreplace-with = \"fixture\"\n\n[source.fixture]\ndirectory = \"registry\"\n",
-    )?;
+    crates_io(&app)?;
     let output = project::cargo()
         .current_dir(&app)
         .env("CARGO_HOME", root.join("cargo-home"))
