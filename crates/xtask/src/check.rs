@@ -14,11 +14,8 @@ use crate::series;
 
 pub fn run(layout: &Layout) -> Result<()> {
     let pins = pin::read(&layout.pin())?;
-    let published = pins
-        .iter()
-        .map(published::load_pinned)
-        .collect::<Result<Vec<_>>>()?;
-    check_generated(layout, &published)?;
+    let published: Result<Vec<_>> = pins.iter().map(published::load_pinned).collect();
+    check_generated(layout, &published?)?;
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let vendored = layout.root.join(project::vendored_dir(&pin.name));
@@ -32,8 +29,7 @@ pub fn run(layout: &Layout) -> Result<()> {
     if !manifest.is_file() {
         return Ok(());
     }
-    let fuzz = project::metadata_command(&manifest, &["--locked"]).exec();
-    let stderr = match fuzz {
+    let stderr = match project::metadata_command(&manifest, &["--locked"]).exec() {
         Ok(_) => {
             eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
             return Ok(());
@@ -64,9 +60,7 @@ pub fn run(layout: &Layout) -> Result<()> {
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
-    for patch in &patches {
-        patch.message()?;
-    }
+    patches.iter().try_for_each(|p| p.message().map(drop))?;
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let root = GENERATED_ROOT;
@@ -108,10 +102,8 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
         if more > 0 {
             changes.push(format!("and {more} more"));
         }
-        problems.push(format!(
-            "{dir} differs from {what}:\n    {}",
-            changes.join("\n    ")
-        ));
+        let changes = changes.join("\n    ");
+        problems.push(format!("{dir} differs from {what}:\n    {changes}"));
     }
     ensure!(
         problems.is_empty(),

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
-use crate::pin;
+use crate::pin::{self, Pin};
 use crate::project::{self, Layout};
 
 pub const TARGET: &str = "aarch64-apple-darwin";
@@ -61,15 +61,14 @@ pub fn preflight(onig: bool) -> Result<()> {
     Ok(())
 }
 
-/// Of the packages of the workspaces (or packages) whose manifests are `manifests`, those with a
-/// `metal` feature, sorted.
-fn with_metal(manifests: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
+/// Of the packages of the workspaces (or packages) in the folders `dirs`, those with a `metal`
+/// feature, sorted.
+fn with_metal(dirs: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
-    for manifest in manifests {
-        let packages = project::metadata(&manifest)?.packages;
-        let metal = packages
-            .into_iter()
-            .filter(|p| p.features.contains_key("metal"));
+    for dir in dirs {
+        let manifest = dir.join("Cargo.toml");
+        let packages = project::metadata(&manifest)?.packages.into_iter();
+        let metal = packages.filter(|p| p.features.contains_key("metal"));
         crates.extend(metal.map(|p| p.name.to_string()));
     }
     crates.sort();
@@ -79,16 +78,13 @@ fn with_metal(manifests: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String
 /// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
-    let members = with_metal([layout.root.join("Cargo.toml")])?;
+    let members = with_metal([layout.root.clone()])?;
     let pins = pin::read(&layout.pin())?;
-    let vendored = pins
-        .iter()
-        .map(|p| layout.root.join(project::vendored_dir(&p.name)));
-    let vendored = with_metal(vendored.map(|dir| dir.join("Cargo.toml")))?;
-    ensure!(
-        !members.is_empty(),
-        "no workspace member has a `metal` feature"
-    );
+    let vendored_dir = |pin: &Pin| layout.root.join(project::vendored_dir(&pin.name));
+    let vendored = with_metal(pins.iter().map(vendored_dir))?;
+    if members.is_empty() {
+        bail!("no workspace member has a `metal` feature");
+    }
     // Only members' features can be named; theirs turn on the vendored crates' `metal` too.
     let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
     let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();

@@ -84,11 +84,8 @@ fn load_at(path: &Path, pin: &Pin) -> Result<Published> {
 pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     for pin in &crate::pin::read(&layout.pin())? {
         load_or_fetch(layout, pin)?;
-        eprintln!(
-            "ok: {} is in cargo's cache, sha256 {}",
-            pin.label(),
-            pin.sha256
-        );
+        let (label, sha256) = (pin.label(), &pin.sha256);
+        eprintln!("ok: {label} is in cargo's cache, sha256 {sha256}");
     }
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
@@ -131,12 +128,9 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
             continue;
         }
         ensure!(kind.is_file(), "`{path}` is not a plain file");
-        let relative = path
-            .strip_prefix(&prefix)
-            .with_context(|| format!("`{path}` is outside `{prefix}`"))?;
-        let plain = relative
-            .split('/')
-            .all(|part| !part.is_empty() && part != "..");
+        let relative = path.strip_prefix(&prefix);
+        let relative = relative.with_context(|| format!("`{path}` is outside `{prefix}`"))?;
+        let plain = relative.split('/').all(|p| !p.is_empty() && p != "..");
         ensure!(plain, "`{path}` is not a plain relative path");
         let executable = entry.header().mode()? & 0o111 != 0;
         let mut data = Vec::new();
@@ -186,17 +180,14 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
     if let Some(path) = find_cached(name, version) {
         return Ok(path);
     }
-    let dir = layout
-        .target()
-        .join(format!("xtask/fetch-{name}-{version}"));
+    let dir = format!("xtask/fetch-{name}-{version}");
+    let dir = layout.target().join(dir);
+    let manifest = format!(
+        "[package]\nname = \"xtask-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
+    );
     std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"xtask-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
-        ),
-    )?;
+    std::fs::write(dir.join("Cargo.toml"), manifest)?;
     std::fs::write(dir.join("src").join("lib.rs"), "")?;
     if let Ok(lock) = std::fs::read(layout.root.join("Cargo.lock")) {
         std::fs::write(dir.join("Cargo.lock"), lock)?;

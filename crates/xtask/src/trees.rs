@@ -22,11 +22,6 @@ impl Scratch {
         Ok(Scratch { repo })
     }
 
-    /// The tree of `files`, each placed under `prefix` (a folder, or "").
-    pub fn tree(&self, prefix: &str, files: &[CrateFile]) -> Result<Oid> {
-        self.tree_of_crates(&[(prefix, files)])
-    }
-
     /// The tree of several crates' `files`, each crate under its own folder.
     pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
         let mut update = git2::build::TreeUpdateBuilder::new();
@@ -158,7 +153,7 @@ mod tests {
             file("README.md", "x"),
             script,
         ];
-        let tree = scratch.tree("", &files)?;
+        let tree = scratch.tree_of_crates(&[("", &files[..])])?;
         let temp = tempfile::tempdir()?;
         let dir = temp.path().join("out");
         write_tree(&scratch.repo, tree, &dir)?;

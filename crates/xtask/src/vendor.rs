@@ -91,11 +91,8 @@ pub fn patch_entries(manifest: &str, names: &[&str], prefix: &str) -> Result<Str
         .as_table_like_mut()
         .context("`patch.crates-io` is not a table")?;
     for name in names {
-        if !patch.contains_key(name) {
-            let mut path = toml_edit::InlineTable::new();
-            path.insert("path", format!("{prefix}{name}").into());
-            patch.insert(name, toml_edit::value(path));
-        }
+        let path = toml_edit::InlineTable::from_iter([("path", format!("{prefix}{name}"))]);
+        patch.entry(name).or_insert(toml_edit::value(path));
     }
     let exclude = document
         .get_mut("workspace")
