@@ -16,9 +16,8 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
     };
-    let document: toml_edit::DocumentMut = text
-        .parse()
-        .with_context(|| format!("{} is not TOML", path.display()))?;
+    let document = text.parse::<toml_edit::DocumentMut>();
+    let document = document.with_context(|| format!("{} is not TOML", path.display()))?;
     document
         .iter()
         .map(|(patch, parent)| match parent.as_str() {

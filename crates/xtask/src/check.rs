@@ -74,13 +74,10 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ));
         }
     }
-    let attributes =
-        std::fs::read_to_string(layout.root.join(".gitattributes")).unwrap_or_default();
-    let marked: Vec<&str> = attributes
-        .lines()
-        .map(str::trim)
-        .filter(|line| line.contains("linguist-generated"))
-        .collect();
+    let attributes = std::fs::read_to_string(layout.root.join(".gitattributes"));
+    let attributes = attributes.unwrap_or_default();
+    let marks = |line: &&str| line.contains("linguist-generated");
+    let marked: Vec<&str> = attributes.lines().map(str::trim).filter(marks).collect();
     if marked != [GITATTRIBUTES_LINE] {
         problems.push(format!(
             ".gitattributes marks {marked:?} generated, not exactly `{GITATTRIBUTES_LINE}`"

@@ -15,11 +15,8 @@ use crate::trees::Scratch;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
 pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
-    let crates: Vec<_> = published
-        .iter()
-        .map(|p| (p.pin.path_in_vcs.as_str(), p.files.as_slice()))
-        .collect();
-    scratch.tree_of_crates(&crates)
+    let crates = published.iter().map(|p| (&*p.pin.path_in_vcs, &*p.files));
+    scratch.tree_of_crates(&crates.collect::<Vec<_>>())
 }
 
 /// A generated folder: its path, what it is in words, and its tree.

@@ -75,12 +75,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;
         let id = id.to_string();
-        written.push(format!("{name} <- {} {subject}", git::short(&id)));
+        let id = git::short(&id);
+        written.push(format!("[format-patch] {name} <- {id} {subject}\n"));
     }
     swap_in(&[(new, patches)])?;
-    for line in written {
-        eprintln!("[format-patch] {line}");
-    }
+    eprint!("{}", written.concat());
     eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
     Ok(())
 }

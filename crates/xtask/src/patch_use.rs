@@ -37,9 +37,8 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
         [package] => package,
         _ => bail!("cargo builds {name} {} times, not once", packages.len()),
     };
-    let canonical = vendored
-        .canonicalize()
-        .with_context(|| format!("no folder {shown}"))?;
+    let canonical = vendored.canonicalize();
+    let canonical = canonical.with_context(|| format!("no folder {shown}"))?;
     let folder = package.manifest_path.parent().map(|p| p.as_std_path());
     if folder.and_then(|folder| folder.canonicalize().ok()) != Some(canonical) {
         bail!(

@@ -27,13 +27,10 @@ pub use shared::sha256_hex;
 
 /// The `.crate` in cargo's cache, if any: cargo keeps them in one folder per registry index.
 fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
-    std::fs::read_dir(cache())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|entry| entry.path().join(format!("{name}-{version}.crate")))
-        .filter(|path| path.is_file())
-        .min()
+    let file = format!("{name}-{version}.crate");
+    let entries = std::fs::read_dir(cache()).into_iter().flatten().flatten();
+    let paths = entries.map(|entry| entry.path().join(&file));
+    paths.filter(|path| path.is_file()).min()
 }
 
 fn cache() -> PathBuf {

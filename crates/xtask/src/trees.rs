@@ -5,7 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{FileMode, ObjectType, Oid, Repository};
+use git2::FileMode::{self, Blob, BlobExecutable};
+use git2::{ObjectType, Oid, Repository};
 
 use crate::published::CrateFile;
 
@@ -27,12 +28,8 @@ impl Scratch {
         let mut update = git2::build::TreeUpdateBuilder::new();
         for (prefix, files) in crates {
             for file in files.iter() {
-                let path = format!("{prefix}/{}", file.path);
-                let mode = if file.executable {
-                    FileMode::BlobExecutable
-                } else {
-                    FileMode::Blob
-                };
+                let (path, executable) = (format!("{prefix}/{}", file.path), file.executable);
+                let mode = if executable { BlobExecutable } else { Blob };
                 let (path, blob) = (path.trim_start_matches('/'), self.repo.blob(&file.data)?);
                 update.upsert(path, blob, mode);
             }
@@ -63,11 +60,7 @@ impl Scratch {
                 let executable = kind.permissions().mode() & 0o111 != 0;
                 #[cfg(not(unix))]
                 let executable = false;
-                let mode = if executable {
-                    FileMode::BlobExecutable
-                } else {
-                    FileMode::Blob
-                };
+                let mode = if executable { BlobExecutable } else { Blob };
                 builder.insert(name, self.repo.blob_path(&path)?, mode.into())?;
             } else {
                 bail!("{}: not a plain file or folder", path.display());
@@ -81,19 +74,17 @@ impl Scratch {
         let repo = &self.repo;
         let [from, to] = [from, to].map(|id| repo.find_tree(id));
         let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
-        Ok(diff
-            .deltas()
-            .map(|delta| {
-                let path = delta.new_file().path().or(delta.old_file().path());
-                let status = match delta.status() {
-                    git2::Delta::Added => "added",
-                    git2::Delta::Deleted => "deleted",
-                    git2::Delta::Typechange => "changed type",
-                    _ => "modified",
-                };
-                format!("{status} {}", path.unwrap_or(Path::new("?")).display())
-            })
-            .collect())
+        let changes = diff.deltas().map(|delta| {
+            let path = delta.new_file().path().or(delta.old_file().path());
+            let status = match delta.status() {
+                git2::Delta::Added => "added",
+                git2::Delta::Deleted => "deleted",
+                git2::Delta::Typechange => "changed type",
+                _ => "modified",
+            };
+            format!("{status} {}", path.unwrap_or(Path::new("?")).display())
+        });
+        Ok(changes.collect())
     }
 }
 
@@ -131,7 +122,7 @@ pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> 
     }
     std::fs::write(path, blob.content())?;
     #[cfg(unix)]
-    if mode == i32::from(FileMode::BlobExecutable) {
+    if mode == i32::from(BlobExecutable) {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
     }
     Ok(())
