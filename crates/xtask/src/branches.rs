@@ -11,21 +11,19 @@ use crate::series::{self, Patch};
 /// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
+    let shown = path.display();
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {shown}")),
     };
     let document = text.parse::<toml_edit::DocumentMut>();
-    let document = document.with_context(|| format!("{} is not TOML", path.display()))?;
+    let document = document.with_context(|| format!("{shown} is not TOML"))?;
     document
         .iter()
         .map(|(patch, parent)| match parent.as_str() {
             Some(parent) if parent < patch => Ok((patch.to_string(), parent.to_string())),
-            _ => bail!(
-                "{}: `{patch}` must name an earlier patch's number, as in \"0001\"",
-                path.display()
-            ),
+            _ => bail!("{shown}: `{patch}` must name an earlier patch's number, as in \"0001\""),
         })
         .collect()
 }

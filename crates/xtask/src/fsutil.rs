@@ -14,13 +14,10 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
 
 /// Moves each `(new, target)` into place, all or nothing: targets go aside, and back on failure.
 pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
-    let aside = |target: &Path| {
-        let name = target.file_name().unwrap_or_default().to_string_lossy();
-        target.with_file_name(format!(".{name}.xtask-old"))
-    };
     let mut moved = Vec::new();
     let result = pairs.iter().try_for_each(|(new, target)| -> Result<()> {
-        let old = aside(target);
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let old = target.with_file_name(format!(".{name}.xtask-old"));
         if old.exists() {
             std::fs::remove_dir_all(&old)?;
         }
@@ -28,12 +25,11 @@ pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
             std::fs::rename(target, &old)
                 .with_context(|| format!("cannot move {} aside", target.display()))?;
         }
-        moved.push(target);
+        moved.push((target, old));
         std::fs::rename(new, target)
             .with_context(|| format!("cannot move {} into place", target.display()))
     });
-    for target in moved.into_iter().rev() {
-        let old = aside(target);
+    for (target, old) in moved.into_iter().rev() {
         if result.is_err() {
             let _ = std::fs::remove_dir_all(target);
             let _ = std::fs::rename(old, target);

@@ -39,12 +39,10 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
     };
     let canonical = vendored.canonicalize();
     let canonical = canonical.with_context(|| format!("no folder {shown}"))?;
-    let folder = package.manifest_path.parent().map(|p| p.as_std_path());
+    let manifest = &package.manifest_path;
+    let folder = manifest.parent().map(|p| p.as_std_path());
     if folder.and_then(|folder| folder.canonicalize().ok()) != Some(canonical) {
-        bail!(
-            "cargo builds {name} from {}, not {shown}",
-            package.manifest_path
-        );
+        bail!("cargo builds {name} from {manifest}, not {shown}");
     }
     if package.version.to_string() != version {
         bail!(

@@ -41,12 +41,11 @@ fn cache() -> PathBuf {
 
 /// The pinned crate from cargo's cache, checked against the pin; never goes online.
 pub fn load_pinned(pin: &Pin) -> Result<Published> {
-    let (name, version) = (&pin.name, &pin.version);
+    let (name, version, label) = (&pin.name, &pin.version, pin.label());
     let path = find_cached(name, version).with_context(|| {
         format!(
-            "{} is not in cargo's cache (no {name}-{version}.crate under {}): run `cargo xtask \
-             fetch` once while online",
-            pin.label(),
+            "{label} is not in cargo's cache (no {name}-{version}.crate under {}): run `cargo \
+             xtask fetch` once while online",
             cache().display()
         )
     })?;

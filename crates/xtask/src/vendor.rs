@@ -23,13 +23,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {
+        let name = line.name();
         let wanted = options.version.as_deref().unwrap_or(line.version());
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
-            _ => {
-                let archive = published::fetch(layout, line.name(), wanted)?;
-                published::read_archive(&archive, line.name(), wanted)?
-            }
+            _ => published::read_archive(&published::fetch(layout, name, wanted)?, name, wanted)?,
         });
     }
     vendor(layout, &published)?;
@@ -51,14 +49,12 @@ const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transforme
 /// Pins `new`, with `Cargo.toml`'s candle versions and both `[patch.crates-io]` to match.
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("cannot read {}", layout.show(&manifest)))?;
+    let text = std::fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
     let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     ensure!(
         count > 0 || old_version == new_version,
-        "{} names no candle crate at version {old_version}: set the versions by hand",
-        layout.show(&manifest)
+        "Cargo.toml names no candle crate at version {old_version}: set the versions by hand"
     );
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
