@@ -46,14 +46,13 @@ pub(crate) fn branches(
     let mut linear = base;
     let mut branches: Vec<Branch> = Vec::new();
     for patch in patches {
-        let after = series::apply(repo, linear, patch)?;
+        let (file, after) = (&patch.file_name, series::apply(repo, linear, patch)?);
         let parent = builds_on.get(patch.number()).map(|wanted| {
             let mut earlier = patches[..branches.len()].iter();
             earlier.position(|p| p.number() == wanted).with_context(|| {
                 format!(
-                    "{} builds on {wanted} (patches/stack.toml), which is not in the series \
-                     before it",
-                    patch.file_name
+                    "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
+                     before it"
                 )
             })
         });
@@ -67,9 +66,8 @@ pub(crate) fn branches(
                 Some(i) => format!("the branch of {}", patches[i].file_name),
             };
             bail!(
-                "{} does not merge onto {on} without a conflict: name the patch it builds on in \
-                 patches/stack.toml",
-                patch.file_name
+                "{file} does not merge onto {on} without a conflict: name the patch it builds on \
+                 in patches/stack.toml"
             );
         }
         let tree = index.write_tree_to(repo)?;

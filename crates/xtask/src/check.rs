@@ -63,14 +63,13 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     patches.iter().try_for_each(|p| p.message().map(drop))?;
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
-    let root = GENERATED_ROOT;
-    let entries = std::fs::read_dir(layout.root.join(root));
+    let entries = std::fs::read_dir(layout.root.join(GENERATED_ROOT));
     for entry in entries.into_iter().flatten() {
-        let path = format!("{root}/{}", entry?.file_name().to_string_lossy());
+        let path = format!("{GENERATED_ROOT}/{}", entry?.file_name().to_string_lossy());
         if !generated.iter().any(|folder| folder.dir == path) {
             problems.push(format!(
-                "{path} is under {root}, which holds only what `cargo xtask vendor` writes: move \
-                 it out or delete it"
+                "{path} is under {GENERATED_ROOT}, which holds only what `cargo xtask vendor` \
+                 writes: move it out or delete it"
             ));
         }
     }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
-use git2::{FileMode, ObjectType, Oid};
+use git2::{FileMode, ObjectType, Oid, Repository};
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
@@ -74,13 +74,13 @@ pub(crate) fn generated(
     };
     for krate in crates {
         let dir = project::vendored_dir(&krate.pin.name);
-        let tree = part(&scratch, krate, tip, "").with_context(|| dir.clone())?;
+        let tree = part(repo, krate, tip, "").with_context(|| dir.clone())?;
         add(dir, format!("{} + patches/", krate.pin.label()), tree, None)?;
     }
     let find = |name| crates.iter().find(|p| p.pin.name == name);
     if let Some(transformers) = find(TRANSFORMERS) {
         let dir = format!("{GENERATED_ROOT}/published-tests");
-        let tree = part(&scratch, transformers, unpatched, "tests").with_context(|| dir.clone())?;
+        let tree = part(repo, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         let what = format!("{} as published", transformers.pin.label());
         add(dir, what, tree, None)?;
         let branches =
@@ -95,8 +95,8 @@ pub(crate) fn generated(
             let mut point = repo.treebuilder(None)?;
             for (dir, krate, path) in POINT_PARTS {
                 if let Some(krate) = find(krate) {
-                    let tree = part(&scratch, krate, root, path)
-                        .with_context(|| format!("point {name}"))?;
+                    let tree =
+                        part(repo, krate, root, path).with_context(|| format!("point {name}"))?;
                     point.insert(dir, tree, FileMode::Tree.into())?;
                 }
             }
@@ -114,17 +114,14 @@ pub(crate) fn generated(
 }
 
 /// The folder `path` of `krate` in `root` ("": all of it); for a file, a folder of it alone.
-fn part(scratch: &Scratch, krate: &Published, root: Oid, path: &str) -> Result<Oid> {
+fn part(repo: &Repository, krate: &Published, root: Oid, path: &str) -> Result<Oid> {
     let full = format!("{}/{path}", krate.pin.path_in_vcs);
     let full = full.trim_matches('/');
     if full.is_empty() {
         return Ok(root);
     }
-    let repo = &scratch.repo;
-    let entry = repo
-        .find_tree(root)?
-        .get_path(Path::new(full))
-        .with_context(|| format!("{} has no `{path}`", krate.pin.label()))?;
+    let entry = repo.find_tree(root)?.get_path(Path::new(full));
+    let entry = entry.with_context(|| format!("{} has no `{path}`", krate.pin.label()))?;
     if entry.kind() == Some(ObjectType::Tree) {
         return Ok(entry.id());
     }
@@ -158,7 +155,7 @@ mod tests {
         let files = [file("src/lib.rs", "")];
         let prefixed = scratch.tree_of_crates(&[("candle-transformers", &files[..])])?;
         let plain = scratch.tree_of_crates(&[("", &files[..])])?;
-        let part = |path| part(&scratch, &krate("candle-transformers"), prefixed, path);
+        let part = |path| part(&scratch.repo, &krate("candle-transformers"), prefixed, path);
         assert_eq!(part("")?, plain);
         assert_eq!(
             part("src")?,
@@ -175,12 +172,12 @@ mod tests {
             "",
             &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")][..],
         )])?;
-        let only = part(&scratch, &krate(""), tree, "b.rs")?;
+        let only = part(&scratch.repo, &krate(""), tree, "b.rs")?;
         assert_eq!(
             only,
             scratch.tree_of_crates(&[("", &[file("b.rs", "b")][..])])?
         );
-        assert!(part(&scratch, &krate(""), tree, "missing.rs").is_err());
+        assert!(part(&scratch.repo, &krate(""), tree, "missing.rs").is_err());
         Ok(())
     }
 }

@@ -9,7 +9,6 @@ use crate::git;
 use crate::project::Layout;
 use crate::series;
 
-/// The flags of `cargo xtask format-patch`.
 #[derive(Debug, clap::Args)]
 pub struct Options {
     /// The clone of candle that holds the branch.

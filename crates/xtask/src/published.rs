@@ -101,7 +101,6 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// The pinned crate: from cargo's cache, or downloaded by cargo.
 pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
     load_at(&fetch(layout, &pin.name, &pin.version)?, pin)
 }

@@ -11,7 +11,6 @@ use crate::published::{self, Published};
 use crate::series;
 use crate::trees::write_tree;
 
-/// The flags of `cargo xtask vendor`.
 #[derive(Debug, Default, clap::Args)]
 pub struct Options {
     /// Move every pinned crate to this published version.

@@ -61,31 +61,29 @@ impl Patch {
 pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
-    // The file and hunk libgit2 last reached, from its callbacks: that one failed.
-    let file = RefCell::new(None::<PathBuf>);
-    // The hunk's number in its file, and its `@@ ... @@` header.
-    let hunk = RefCell::new((0_usize, None::<String>));
+    // The file and hunk libgit2 last reached, from its callbacks (that one failed): the file,
+    // the hunk's number in it, and its `@@ ... @@` header.
+    let reached = RefCell::new((None::<PathBuf>, 0_usize, None::<String>));
     let mut options = ApplyOptions::new();
     options.delta_callback(|delta| {
         let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
-        *file.borrow_mut() = path.map(Path::to_path_buf);
-        *hunk.borrow_mut() = (0, None);
+        *reached.borrow_mut() = (path.map(Path::to_path_buf), 0, None);
         true
     });
     options.hunk_callback(|found| {
-        let mut hunk = hunk.borrow_mut();
-        hunk.0 += 1;
-        hunk.1 = found.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
+        let mut reached = reached.borrow_mut();
+        reached.1 += 1;
+        reached.2 = found.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
         true
     });
     let err = match repo.apply_to_tree(&base, &diff, Some(&mut options)) {
         Ok(mut index) => return Ok(index.write_tree_to(repo)?),
         Err(err) => err,
     };
-    let Some(path) = file.take() else {
+    let (path, number, header) = reached.take();
+    let Some(path) = path else {
         bail!("{} does not apply: {}", patch.file_name, err.message());
     };
-    let (number, header) = hunk.take();
     let file = path.display();
     let explain_hunk = |header: &str| -> Result<String> {
         let mut deltas = diff.deltas();
@@ -135,10 +133,10 @@ pub fn file_name(number: usize, subject: &str) -> String {
 /// `commit` as a `git format-patch` mail, without libgit2's version signature (it would change).
 pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let email = git2::Email::from_commit(commit, &mut git2::EmailCreateOptions::new())?;
-    let mut bytes = email.as_slice().to_vec();
-    let tail = b"\n--\nlibgit2 ";
-    if let Some(at) = bytes.windows(tail.len()).rposition(|w| w == tail) {
-        bytes.truncate(at + 1);
+    let text = String::from_utf8(email.as_slice().to_vec());
+    let mut text = text.context("the commit is not UTF-8")?;
+    if let Some(at) = text.rfind("\n--\nlibgit2 ") {
+        text.truncate(at + 1);
     }
     // libgit2 writes a negative offset that is not whole hours as `-03-30` (`%+03d%02d` of -3
     // and -30), which no mail reader takes; git writes `-0330`.
@@ -146,7 +144,6 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let wrong = format!("{:+03}{:02}\n", offset / 60, offset % 60);
     let sign = if offset < 0 { '-' } else { '+' };
     let right = format!("{sign}{:02}{:02}\n", offset.abs() / 60, offset.abs() % 60);
-    let text = String::from_utf8(bytes).context("the commit is not UTF-8")?;
     Ok(match text.split_once("\nDate: ") {
         Some((head, date)) => format!("{head}\nDate: {}", date.replacen(&wrong, &right, 1)),
         None => text,
