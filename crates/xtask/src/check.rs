@@ -18,10 +18,9 @@ pub fn run(layout: &Layout) -> Result<()> {
     check_generated(layout, &published?)?;
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
-        let vendored = layout.root.join(project::vendored_dir(&pin.name));
-        patch_use::check(&graph, &pin.name, &pin.version, &vendored)?;
-        let shown = layout.show(&vendored);
-        eprintln!("ok: cargo builds {} from {shown}", pin.name);
+        let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
+        patch_use::check(&graph, name, &pin.version, &layout.root.join(&dir))?;
+        eprintln!("ok: cargo builds {name} from {dir}");
     }
     // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency, and CI
     // builds it `--locked`.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
@@ -32,17 +32,15 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let workdir = workspace.workdir();
     let workdir = workdir.context("the workspace's repository is bare")?;
     let patches = layout.patches();
-    let relative = patches
-        .strip_prefix(workdir.canonicalize()?)
-        .or_else(|_| patches.strip_prefix(workdir))?;
+    let relative = patches.strip_prefix(workdir.canonicalize()?);
+    let relative = relative.or_else(|_| patches.strip_prefix(workdir))?;
     let changed = git::uncommitted(&workspace, Some(&format!("{}/", relative.display())))?;
-    if !changed.is_empty() {
-        bail!(
-            "patches/ has changes that are not committed ({}): commit or stash them first, since \
-             format-patch rewrites the folder",
-            changed.join(", ")
-        );
-    }
+    ensure!(
+        changed.is_empty(),
+        "patches/ has changes that are not committed ({}): commit or stash them first, since \
+         format-patch rewrites the folder",
+        changed.join(", ")
+    );
 
     let repo = git::open(candle)?;
     let mut walk = repo.revwalk()?;

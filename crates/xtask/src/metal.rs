@@ -89,10 +89,8 @@ pub fn run(layout: &Layout) -> Result<()> {
     let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
     let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
-        eprintln!(
-            "metal-check: {} ({targets}) for {TARGET}, type-checked, not linked or run",
-            crates.join(", ")
-        );
+        let names = crates.join(", ");
+        eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
         let status = project::cargo()
             .current_dir(&layout.root)
             .args(["clippy", "--locked"])
@@ -104,8 +102,7 @@ pub fn run(layout: &Layout) -> Result<()> {
             .context("cannot run cargo clippy")?;
         ensure!(
             status.success(),
-            "cargo clippy for {TARGET} with `metal` failed on {}",
-            crates.join(", ")
+            "cargo clippy for {TARGET} with `metal` failed on {names}"
         );
     }
     Ok(())

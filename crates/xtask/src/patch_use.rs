@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use cargo_metadata::Metadata;
 
 use crate::project;
@@ -44,12 +44,11 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
     if folder.and_then(|folder| folder.canonicalize().ok()) != Some(canonical) {
         bail!("cargo builds {name} from {manifest}, not {shown}");
     }
-    if package.version.to_string() != version {
-        bail!(
-            "cargo builds {name} {}, but patches/upstream.toml pins {version}: run `cargo xtask \
-             vendor`",
-            package.version
-        );
-    }
+    let found = package.version.to_string();
+    ensure!(
+        found == version,
+        "cargo builds {name} {found}, but patches/upstream.toml pins {version}: run `cargo xtask \
+         vendor`"
+    );
     Ok(())
 }

@@ -58,20 +58,18 @@ fn load_at(path: &Path, pin: &Pin) -> Result<Published> {
     let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
     let published = read_archive(path, name, version)?;
     let (file, got) = (path.display(), &published.pin);
+    let (got_sha256, got_commit, got_path) = (&got.sha256, &got.commit, &got.path_in_vcs);
     ensure!(
-        got.sha256 == *sha256,
-        "{file} has sha256 {}, but patches/upstream.toml pins {sha256}: delete that file and run \
-         `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version \
-         {version}` records the published crate again",
-        got.sha256
+        got_sha256 == sha256,
+        "{file} has sha256 {got_sha256}, but patches/upstream.toml pins {sha256}: delete that file \
+         and run `cargo xtask fetch`; if the pin is what is wrong, `cargo xtask vendor --version \
+         {version}` records the published crate again"
     );
     ensure!(
         got == pin,
-        "{file} says it was published from commit {} in `{}`, but patches/upstream.toml says \
-         {commit} in `{path_in_vcs}`: run `cargo xtask vendor --version {version}` to record it \
-         again",
-        got.commit,
-        got.path_in_vcs
+        "{file} says it was published from commit {got_commit} in `{got_path}`, but \
+         patches/upstream.toml says {commit} in `{path_in_vcs}`: run `cargo xtask vendor \
+         --version {version}` to record it again"
     );
     Ok(published)
 }

@@ -114,8 +114,7 @@ pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> 
         {
             let target =
                 std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
-            std::os::unix::fs::symlink(target, path)?;
-            return Ok(());
+            return Ok(std::os::unix::fs::symlink(target, path)?);
         }
         #[cfg(not(unix))]
         bail!("symbolic links are written on unix only");

@@ -101,11 +101,10 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
         let found = text.lines().skip(start).take(expected.len()).map(show);
+        let (line, expected, found) = (start + 1, expected.concat(), found.collect::<String>());
         Ok(format!(
-            "{file}: hunk {number} ({header}) expected, from line {}:{}\nbut the file has:{}",
-            start + 1,
-            expected.concat(),
-            found.collect::<String>()
+            "{file}: hunk {number} ({header}) expected, from line {line}:{expected}\nbut the \
+             file has:{found}"
         ))
     };
     let detail = match header {
