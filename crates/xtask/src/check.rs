@@ -112,11 +112,8 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
 /// The problem with the generated folder `dir` unless it lies directly in the generated root,
 /// where `vendor` renames it into place from a temporary folder on the same file system.
 fn not_in_root(dir: &str) -> Option<String> {
-    if Path::new(dir).parent() == Some(Path::new(GENERATED_ROOT)) {
-        None
-    } else {
-        Some(format!("{dir} is generated but not under {GENERATED_ROOT}"))
-    }
+    let outside = Path::new(dir).parent() != Some(Path::new(GENERATED_ROOT));
+    outside.then(|| format!("{dir} is generated but not under {GENERATED_ROOT}"))
 }
 
 #[cfg(test)]

@@ -71,9 +71,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let subject = commit.summary()?.unwrap_or_default();
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;
-        let id = id.to_string();
-        let id = git::short(&id);
-        written.push(format!("[format-patch] {name} <- {id} {subject}\n"));
+        written.push(format!("[format-patch] {name} <- {id:.10} {subject}\n"));
     }
     swap_in(&[(new, patches)])?;
     eprint!("{}", written.concat());

@@ -6,10 +6,9 @@ use anyhow::{Context, Result};
 
 /// A new folder `.xtask-<label>-…` in `parent`, removed when dropped, that a rename can move.
 pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix(&format!(".xtask-{label}-"))
-        .tempdir_in(parent)
-        .with_context(|| format!("cannot create a folder in {}", parent.display()))
+    let prefix = format!(".xtask-{label}-");
+    let temp = tempfile::Builder::new().prefix(&prefix).tempdir_in(parent);
+    temp.with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
 /// Moves each `(new, target)` into place, all or nothing: targets go aside, and back on failure.

@@ -9,7 +9,7 @@ use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 fn main() -> ExitCode {
     let layout = Layout::workspace();
-    let result = match Cli::parse().command {
+    shared::exit(match Cli::parse().command {
         Command::Fetch => published::fetch_pinned(&layout),
         Command::Vendor(options) => vendor::run(&layout, &options),
         Command::Check => check::run(&layout),
@@ -17,6 +17,5 @@ fn main() -> ExitCode {
         Command::Pr(options) => pr::run(&layout, &options),
         Command::MetalCheck => metal::run(&layout),
         Command::FormatPatch(options) => format_patch::run(&layout, &options),
-    };
-    shared::exit(result)
+    })
 }

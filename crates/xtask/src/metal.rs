@@ -39,16 +39,13 @@ pub fn preflight(onig: bool) -> Result<()> {
         let output = Command::new(program).args(args).output();
         output.ok().filter(|o| o.status.success()).map(|o| o.stdout)
     };
-    let mut missing: Vec<String> = NEEDS
-        .into_iter()
-        .filter(|(tool, _)| succeeds(tool, &["--version"]).is_none())
-        .map(|(tool, install)| format!("{tool} ({install})"))
-        .collect();
+    let lacks = |(tool, _): &(&str, &str)| succeeds(tool, &["--version"]).is_none();
+    let named = |(tool, how): (&str, &str)| format!("{tool} ({how})");
+    let mut missing: Vec<String> = NEEDS.into_iter().filter(lacks).map(named).collect();
     let targets = succeeds("rustup", &["target", "list", "--installed"]).unwrap_or_default();
+    let library = format!("the {TARGET} standard library (rustup target add {TARGET})");
     if !String::from_utf8_lossy(&targets).contains(TARGET) {
-        missing.push(format!(
-            "the {TARGET} standard library (rustup target add {TARGET})"
-        ));
+        missing.push(library);
     }
     if onig && succeeds("pkg-config", &["--exists", "oniguruma"]).is_none() {
         missing.push("oniguruma's development files (apt-get install libonig-dev)".into());
@@ -93,9 +90,8 @@ pub fn run(layout: &Layout) -> Result<()> {
         eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
         let status = project::cargo()
             .current_dir(&layout.root)
-            .args(["clippy", "--locked"])
+            .args(["clippy", "--locked", "--features", &features.join(",")])
             .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
-            .args(["--features", &features.join(",")])
             .args([targets, "--target", TARGET, "--", "-D", "warnings"])
             .envs(cross_env())
             .status()

@@ -14,10 +14,9 @@ use crate::project;
 pub fn resolve(root: &Path) -> Result<Metadata> {
     let host = project::host()?;
     let options = ["--locked", "--filter-platform", &host];
-    project::metadata_command(&root.join("Cargo.toml"), &options)
-        .current_dir(root)
-        .exec()
-        .context("`cargo metadata --locked --offline --filter-platform <host>` failed")
+    let mut command = project::metadata_command(&root.join("Cargo.toml"), &options);
+    let graph = command.current_dir(root).exec();
+    graph.context("`cargo metadata --locked --offline --filter-platform <host>` failed")
 }
 
 /// Fails unless `graph` holds `name` once, built from `vendored` at `version`.

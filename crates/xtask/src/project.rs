@@ -8,7 +8,6 @@ use cargo_metadata::MetadataCommand;
 /// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
 pub const GENERATED_ROOT: &str = "crates/vendor";
 
-/// The line of `.gitattributes` that marks the generated root.
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
 
 /// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.
@@ -102,8 +101,6 @@ pub fn metadata_command(manifest: &Path, options: &[&str]) -> MetadataCommand {
 
 /// `cargo metadata --no-deps` on `manifest`: the packages of its workspace, as cargo reads them.
 pub fn metadata(manifest: &Path) -> Result<cargo_metadata::Metadata> {
-    metadata_command(manifest, &[])
-        .no_deps()
-        .exec()
-        .with_context(|| format!("cannot read {} with cargo metadata", manifest.display()))
+    let metadata = metadata_command(manifest, &[]).no_deps().exec();
+    metadata.with_context(|| format!("cannot read {} with cargo metadata", manifest.display()))
 }

@@ -52,7 +52,6 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
     load_at(&path, pin)
 }
 
-/// The `.crate` at `path`, checked against the pin.
 fn load_at(path: &Path, pin: &Pin) -> Result<Published> {
     let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
     let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);

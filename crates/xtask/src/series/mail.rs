@@ -72,11 +72,9 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message> {
         subject = rest.trim_start();
     }
     // The message ends at format-patch's `---` separator or at the diff.
-    let body: Vec<&str> = text[body_start..]
-        .lines()
-        .take_while(|line| *line != "---" && !line.starts_with("diff --git "))
-        .map(str::trim_end)
-        .collect();
+    let in_message = |line: &&str| *line != "---" && !line.starts_with("diff --git ");
+    let lines = text[body_start..].lines().take_while(in_message);
+    let body: Vec<&str> = lines.map(str::trim_end).collect();
     Ok(Message {
         author_name: name,
         author_email: from[open + 1..close].to_string(),

@@ -143,11 +143,10 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let wrong = format!("{:+03}{:02}\n", offset / 60, offset % 60);
     let sign = if offset < 0 { '-' } else { '+' };
     let right = format!("{sign}{:02}{:02}\n", offset.abs() / 60, offset.abs() % 60);
-    Ok(match text.split_once("\nDate: ") {
-        Some((head, date)) => format!("{head}\nDate: {}", date.replacen(&wrong, &right, 1)),
-        None => text,
+    if let Some((head, date)) = text.split_once("\nDate: ") {
+        text = format!("{head}\nDate: {}", date.replacen(&wrong, &right, 1));
     }
-    .into_bytes())
+    Ok(text.into_bytes())
 }
 
 #[cfg(test)]
