@@ -63,31 +63,18 @@ pub(super) fn measure_pairs(
     row: &mut Row,
     points: &[String],
 ) -> Result<PointRounds> {
+    let (device, comparison, vocab) = (&row.device, &row.comparison, &row.vocab);
     let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
-    let rounds = ROUNDS.to_string();
-    let count = calls.to_string();
-    let args = [
-        "pair",
-        &row.comparison,
-        &row.vocab,
-        &rounds,
-        &count,
-        &row.device,
-    ];
+    let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
+    let args = ["pair", comparison, vocab, &rounds, &count, device];
     let measured = per_call(points, &driver.rounds(&args, points)?, calls)?;
     let side = |name: &str| {
         let rounds = measured.get(name);
-        rounds.with_context(|| format!("{}: the point {name} could not run", row.comparison))
+        rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
     };
     let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
-    eprintln!(
-        "{} {} {}: series {}, {}",
-        row.device,
-        row.comparison,
-        row.vocab,
-        paired.interval(),
-        paired.verdict_text()
-    );
+    let (interval, verdict) = (paired.interval(), paired.verdict_text());
+    eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
     row.paired = Some(paired);
     Ok(measured)
 }
@@ -134,8 +121,7 @@ pub(super) fn measure_decode(
     points: &[String],
     tokens: u64,
 ) -> Result<Vec<Vec<f64>>> {
-    let rounds = DECODE_ROUNDS.to_string();
-    let count = tokens.to_string();
+    let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
     let output = driver.rounds(&["decode", comparison, &rounds, &count], points)?;
     eprintln!("decode {comparison}: {} measured", points.join(", "));
     parse_rounds(&output, 2 * points.len())

@@ -31,23 +31,6 @@ const COUNTED_CALLS: [u64; 2] = [4, 16];
 /// How many paired rounds of the decode loop `bench-report` runs per comparison.
 pub const DECODE_ROUNDS: usize = 11;
 
-/// The series' patches, each against the point it builds on, not measured yet.
-pub fn patches(layout: &Layout) -> Result<Vec<PatchStep>> {
-    let builds_on = crate::branches::builds_on(&layout.patches())?;
-    crate::series::load(&layout.patches())?
-        .iter()
-        .map(|p| {
-            let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
-            Ok(PatchStep {
-                patch: p.number().to_string(),
-                subject: p.message()?.subject,
-                before: before.to_string(),
-                ..PatchStep::default()
-            })
-        })
-        .collect()
-}
-
 /// Each point's time of one call in every round, at the real vocabulary on the CPU, by point.
 pub type PointRounds = BTreeMap<String, Vec<f64>>;
 
@@ -133,8 +116,7 @@ pub fn decode_between(
         let i = points.iter().position(|p| p == name).map(|i| 2 * i);
         i.with_context(|| format!("the decode loop did not run the point {name}"))
     };
-    let b = index(before)?;
-    let a = index(after)?;
+    let (b, a) = (index(before)?, index(after)?);
     let column = |s: usize| -> Vec<f64> { rounds.iter().map(|r| r[s]).collect() };
     let per_token = |s: usize| median(column(s)) / tokens as f64 / 1e6;
     let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
@@ -177,7 +159,20 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let driver = Driver::build(layout)?;
     let settings = driver.settings()?;
-    let mut patches = patches(layout)?;
+    // The series' patches, each against the point it builds on, not measured yet.
+    let builds_on = crate::branches::builds_on(&layout.patches())?;
+    let mut patches = crate::series::load(&layout.patches())?
+        .iter()
+        .map(|p| {
+            let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
+            Ok(PatchStep {
+                patch: p.number().to_string(),
+                subject: p.message()?.subject,
+                before: before.to_string(),
+                ..PatchStep::default()
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
     let ends = [PUBLISHED_POINT, SERIES_POINT].map(String::from);
@@ -193,8 +188,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for row in &mut rows {
         let at_real = row.device == "cpu" && row.vocab == real_vocab;
-        let points = if at_real { &all[..] } else { &ends[..] };
-        let measured = measure_pairs(&driver, row, points)?;
+        let measured = measure_pairs(&driver, row, if at_real { &all[..] } else { &ends[..] })?;
         if at_real {
             point_rounds.insert(row.comparison.clone(), measured);
         }
@@ -205,9 +199,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
-            if row.vocab == real_vocab {
-                row.instructions = ratio;
-            }
+            row.instructions = ratio.filter(|_| row.vocab == real_vocab);
             if let Some(paired) = row.paired.as_mut() {
                 paired.weigh(ratio);
             }
@@ -215,23 +207,18 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     steps(&mut patches, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
-    let decode = if settings.model_on_disk {
-        let mut whole = Vec::new();
-        for comparison in point_rounds.keys() {
-            let points = decode_points(comparison, &patches);
-            let rounds = measure_decode(&driver, comparison, &points, tokens)?;
-            let between = |before: &str, after: &str| {
-                decode_between(comparison, &points, &rounds, tokens, before, after)
-            };
-            whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
-            for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-                step.decode.push(between(&step.before, &step.patch)?);
-            }
+    let mut whole = Vec::new();
+    for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
+        let points = decode_points(comparison, &patches);
+        let rounds = measure_decode(&driver, comparison, &points, tokens)?;
+        let between = |before: &str, after: &str| {
+            decode_between(comparison, &points, &rounds, tokens, before, after)
+        };
+        whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
+        for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
+            step.decode.push(between(&step.before, &step.patch)?);
         }
-        Some(whole)
-    } else {
-        None
-    };
+    }
     let report = Report {
         machine: machine(),
         date: time::OffsetDateTime::now_utc().date().to_string(),
@@ -245,7 +232,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
         patches,
-        decode,
+        decode: settings.model_on_disk.then_some(whole),
     };
     let profile: Vec<(String, f64)> = measurements
         .iter()
@@ -260,12 +247,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let chart = layout.target().join("bench-scaling.svg");
     std::fs::write(&chart, chart::svg(&rows)?)?;
     print!("{markdown}");
-    eprintln!(
-        "wrote {}, {} and {}",
-        path.display(),
-        data.display(),
-        chart.display()
-    );
+    let (path, data, chart) = (path.display(), data.display(), chart.display());
+    eprintln!("wrote {path}, {data} and {chart}");
     Ok(())
 }
 

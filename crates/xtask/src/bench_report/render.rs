@@ -20,6 +20,11 @@ fn table<T>(rows: &[T], columns: &[Column<T>]) -> String {
     out
 }
 
+/// `value` shown, or an empty cell.
+fn or_blank<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
+    value.map(show).unwrap_or_default()
+}
+
 pub fn show_time(ns: f64) -> String {
     match ns {
         ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
@@ -129,16 +134,11 @@ const DEVICES: [(&str, &str); 3] = [
 /// The whole report as Markdown; its devices line names each device the rows did not measure, so
 /// that a table without a device's rows never reads as complete.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
-    let devices: Vec<String> = DEVICES
-        .iter()
-        .map(|(device, how)| {
-            if rows.iter().any(|row| row.device == *device) {
-                format!("{device} measured")
-            } else {
-                format!("**{device} not run** ({how})")
-            }
-        })
-        .collect();
+    let measured = |device| rows.iter().any(|row| row.device == device);
+    let devices = DEVICES.map(|(device, how)| match measured(device) {
+        true => format!("{device} measured"),
+        false => format!("**{device} not run** ({how})"),
+    });
     let mut out = format!(
         "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
          {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
@@ -163,27 +163,18 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
             ("device", "---", |r| r.device.clone()),
             ("published", "---:", |r| show_time(r.published_ns)),
             ("series", "---:", |r| show_time(r.series_ns)),
-            ("floor", "---:", |r| {
-                r.floor_ns.map(show_time).unwrap_or_default()
-            }),
+            ("floor", "---:", |r| or_blank(r.floor_ns, show_time)),
             ("series / published", "---", |r| {
-                r.paired.as_ref().map(Paired::interval).unwrap_or_default()
+                or_blank(r.paired.as_ref(), Paired::interval)
             }),
             ("verdict", "---", |r| {
-                r.paired
-                    .as_ref()
-                    .map(Paired::verdict_text)
-                    .unwrap_or_default()
+                or_blank(r.paired.as_ref(), Paired::verdict_text)
             }),
             ("instructions", "---:", |r| {
-                r.instructions
-                    .map(|r| format!("{r:.4}"))
-                    .unwrap_or_default()
+                or_blank(r.instructions, |r| format!("{r:.4}"))
             }),
             ("series / floor", "---:", |r| {
-                r.floor_ns
-                    .map(|f| format!("{:.1}", r.series_ns / f))
-                    .unwrap_or_default()
+                or_blank(r.floor_ns, |f| format!("{:.1}", r.series_ns / f))
             }),
         ],
     );

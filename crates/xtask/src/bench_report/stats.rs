@@ -2,17 +2,15 @@
 
 use std::borrow::Borrow;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 pub fn median<T: Borrow<f64>>(values: impl IntoIterator<Item = T>) -> f64 {
     let mut sorted: Vec<f64> = values.into_iter().map(|v| *v.borrow()).collect();
     sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    match sorted.len() % 2 {
-        0 => (sorted[middle - 1] + sorted[middle]) / 2.0,
-        _ => sorted[middle],
-    }
+    // The middle value, or the mean of the middle two (an odd length's are the same value).
+    let n = sorted.len();
+    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
 }
 
 /// Bootstrap resamples of the rounds, and the confidence of their interval.
@@ -159,17 +157,14 @@ pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
     text.lines()
         .filter(|line| !line.trim().is_empty())
         .map(|line| {
-            let numbers: Option<Vec<f64>> = line
-                .split_whitespace()
+            line.split_whitespace()
                 .map(|n| match n {
                     "-" => Some(f64::NAN),
                     n => n.parse().ok().filter(|n: &f64| *n > 0.0),
                 })
-                .collect();
-            match numbers {
-                Some(numbers) if numbers.len() == sides => Ok(numbers),
-                _ => bail!("`{line}` is not {sides} times in nanoseconds"),
-            }
+                .collect::<Option<Vec<f64>>>()
+                .filter(|numbers| numbers.len() == sides)
+                .with_context(|| format!("`{line}` is not {sides} times in nanoseconds"))
         })
         .collect()
 }
