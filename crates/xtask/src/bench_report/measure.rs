@@ -34,10 +34,8 @@ impl Driver {
     }
 
     pub(super) fn settings(&self) -> Result<Settings> {
-        let settings = stdout_of(
-            "bench-driver settings",
-            Command::new(&self.path).arg("settings"),
-        )?;
+        let mut command = Command::new(&self.path);
+        let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
         serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")
     }
 
@@ -45,93 +43,86 @@ impl Driver {
     /// named after the arguments, so that a report's numbers can be traced to their rounds.
     fn rounds(&self, args: &[&str], points: &[String]) -> Result<String> {
         let line = format!("{} {}", args.join(" "), points.join(" "));
-        let output = stdout_of(
-            &format!("bench-driver {line}"),
-            Command::new(&self.path).args(args).args(points),
-        )?;
+        let name = format!("bench-driver {line}");
+        let output = stdout_of(&name, Command::new(&self.path).args(args).args(points))?;
         let trace = self.target.join("bench-driver");
         std::fs::create_dir_all(&trace)?;
         std::fs::write(trace.join(format!("{line}.txt")), &output)?;
         Ok(output)
     }
-}
 
-/// `ROUNDS` rounds of about `ROUND_NS` of calls on each of `points` for `row`: sets its paired
-/// ratio, series over published, and returns each point's time of one call per round.
-pub(super) fn measure_pairs(
-    driver: &Driver,
-    row: &mut Row,
-    points: &[String],
-) -> Result<PointRounds> {
-    let (device, comparison, vocab) = (&row.device, &row.comparison, &row.vocab);
-    let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
-    let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
-    let args = ["pair", comparison, vocab, &rounds, &count, device];
-    let measured = per_call(points, &driver.rounds(&args, points)?, calls)?;
-    let side = |name: &str| {
-        let rounds = measured.get(name);
-        rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
-    };
-    let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
-    let (interval, verdict) = (paired.interval(), paired.verdict_text());
-    eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
-    row.paired = Some(paired);
-    Ok(measured)
-}
-
-/// Instructions per call of each point in `timed`, by comparison, at the vocabulary `vocab`: each
-/// point runs under callgrind once per count of `COUNTED_CALLS`, so that the setup cancels out.
-pub(super) fn count_instructions(
-    driver: &Driver,
-    timed: &BTreeMap<String, PointRounds>,
-    vocab: &str,
-) -> Result<Counts> {
-    let out = driver.target.join("callgrind");
-    std::fs::create_dir_all(&out)?;
-    let mut counts = Counts::new();
-    for (comparison, points) in timed {
-        for point in points.keys() {
-            let total = |calls: u64| -> Result<f64> {
-                let file = out.join(format!("{comparison}-{point}-{calls}.out"));
-                stdout_of(
-                    "valgrind --tool=callgrind",
-                    Command::new("valgrind")
-                        .arg("--tool=callgrind")
-                        .arg(format!("--callgrind-out-file={}", file.display()))
-                        .arg(&driver.path)
-                        .args(["count", point, comparison, vocab, &calls.to_string()])
-                        .env("RAYON_NUM_THREADS", "1"),
-                )?;
-                Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
-            };
-            let [few, many] = COUNTED_CALLS;
-            let per_call = (total(many)? - total(few)?) / (many - few) as f64;
-            eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
-            counts.insert((comparison.clone(), point.clone()), per_call);
-        }
+    /// `ROUNDS` rounds of about `ROUND_NS` of calls on each of `points` for `row`: sets its paired
+    /// ratio, series over published, and returns each point's time of one call per round.
+    pub(super) fn pairs(&self, row: &mut Row, points: &[String]) -> Result<PointRounds> {
+        let (device, comparison, vocab) = (&row.device, &row.comparison, &row.vocab);
+        let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
+        let (rounds, count) = (ROUNDS.to_string(), calls.to_string());
+        let args = ["pair", comparison, vocab, &rounds, &count, device];
+        let measured = per_call(points, &self.rounds(&args, points)?, calls)?;
+        let side = |name: &str| {
+            let rounds = measured.get(name);
+            rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
+        };
+        let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
+        let (interval, verdict) = (paired.interval(), paired.verdict_text());
+        eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
+        row.paired = Some(paired);
+        Ok(measured)
     }
-    Ok(counts)
-}
 
-/// `bench-driver decode`'s rounds for `comparison` on `points`: per round, each point's total
-/// and sampler time.
-pub(super) fn measure_decode(
-    driver: &Driver,
-    comparison: &str,
-    points: &[String],
-    tokens: u64,
-) -> Result<Vec<Vec<f64>>> {
-    let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
-    let output = driver.rounds(&["decode", comparison, &rounds, &count], points)?;
-    eprintln!("decode {comparison}: {} measured", points.join(", "));
-    parse_rounds(&output, 2 * points.len())
+    /// Instructions per call of each point in `timed`, by comparison, at the vocabulary `vocab`:
+    /// each runs under callgrind once per count of `COUNTED_CALLS`, so that the setup cancels out.
+    pub(super) fn count_instructions(
+        &self,
+        timed: &BTreeMap<String, PointRounds>,
+        vocab: &str,
+    ) -> Result<Counts> {
+        let out = self.target.join("callgrind");
+        std::fs::create_dir_all(&out)?;
+        let mut counts = Counts::new();
+        for (comparison, points) in timed {
+            for point in points.keys() {
+                let total = |calls: u64| -> Result<f64> {
+                    let file = out.join(format!("{comparison}-{point}-{calls}.out"));
+                    stdout_of(
+                        "valgrind --tool=callgrind",
+                        Command::new("valgrind")
+                            .arg("--tool=callgrind")
+                            .arg(format!("--callgrind-out-file={}", file.display()))
+                            .arg(&self.path)
+                            .args(["count", point, comparison, vocab, &calls.to_string()])
+                            .env("RAYON_NUM_THREADS", "1"),
+                    )?;
+                    Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
+                };
+                let [few, many] = COUNTED_CALLS;
+                let per_call = (total(many)? - total(few)?) / (many - few) as f64;
+                eprintln!("callgrind {comparison} {point}: {per_call:.0} instructions per call");
+                counts.insert((comparison.clone(), point.clone()), per_call);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// `bench-driver decode`'s rounds for `comparison` on `points`: per round, each point's total
+    /// and sampler time.
+    pub(super) fn decode(
+        &self,
+        comparison: &str,
+        points: &[String],
+        tokens: u64,
+    ) -> Result<Vec<Vec<f64>>> {
+        let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
+        let output = self.rounds(&["decode", comparison, &rounds, &count], points)?;
+        eprintln!("decode {comparison}: {} measured", points.join(", "));
+        parse_rounds(&output, 2 * points.len())
+    }
 }
 
 /// What `command` prints, or an error with what it said on stderr; `name` says what ran.
 fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
-    let output = command
-        .output()
-        .with_context(|| format!("cannot run {name}"))?;
+    let output = command.output();
+    let output = output.with_context(|| format!("cannot run {name}"))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     ensure!(output.status.success(), "{name} failed: {stderr}");
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())

@@ -19,7 +19,7 @@ pub mod stats;
 
 pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
-use measure::{count_instructions, measure_decode, measure_pairs, Driver};
+use measure::Driver;
 use stats::{median, parse_rounds, Paired, Verdict};
 
 /// How many paired rounds `bench-driver pair` times per row.
@@ -179,23 +179,21 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let numbers: Vec<String> = patches.iter().map(|p| p.patch.clone()).collect();
     let all = [&ends[..1], &numbers, &ends[1..]].concat();
     if let Some(point) = all.iter().find(|point| !settings.points.contains(point)) {
-        bail!(
-            "bench-driver has no point {point} (it has {}): run `cargo xtask vendor`",
-            settings.points.join(", ")
-        );
+        let has = settings.points.join(", ");
+        bail!("bench-driver has no point {point} (it has {has}): run `cargo xtask vendor`");
     }
     let real_vocab = settings.vocab.to_string();
     let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for row in &mut rows {
         let at_real = row.device == "cpu" && row.vocab == real_vocab;
-        let measured = measure_pairs(&driver, row, if at_real { &all[..] } else { &ends[..] })?;
+        let measured = driver.pairs(row, if at_real { &all[..] } else { &ends[..] })?;
         if at_real {
             point_rounds.insert(row.comparison.clone(), measured);
         }
     }
     let mut counts = Counts::new();
     if options.callgrind {
-        counts = count_instructions(&driver, &point_rounds, &real_vocab)?;
+        counts = driver.count_instructions(&point_rounds, &real_vocab)?;
         // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
@@ -210,7 +208,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut whole = Vec::new();
     for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
         let points = decode_points(comparison, &patches);
-        let rounds = measure_decode(&driver, comparison, &points, tokens)?;
+        let rounds = driver.decode(comparison, &points, tokens)?;
         let between = |before: &str, after: &str| {
             decode_between(comparison, &points, &rounds, tokens, before, after)
         };
@@ -261,9 +259,8 @@ pub fn data_path(layout: &Layout) -> PathBuf {
 fn machine() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name"));
-    let cpu = cpu.map_or("unknown processor", |n| {
-        n.trim_start_matches([' ', '\t', ':'])
-    });
+    let cpu = cpu.map(|n| n.trim_start_matches([' ', '\t', ':']));
+    let cpu = cpu.unwrap_or("unknown processor");
     let threads = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("{cpu}, {threads} threads, {OS} {ARCH}")
 }

@@ -35,13 +35,9 @@ pub fn show_time(ns: f64) -> String {
 
 /// A patch's heading and what its table sets against what, `what` added to that sentence.
 fn step_heading(step: &PatchStep, what: &str) -> String {
-    format!(
-        "\n#### {} {}\n\nThis is {} against {}{what}.\n\n",
-        step.patch,
-        step.subject,
-        point(&step.patch),
-        point(&step.before)
-    )
+    let heading = format!("\n#### {} {}\n\n", step.patch, step.subject);
+    let (patch, before) = (point(&step.patch), point(&step.before));
+    format!("{heading}This is {patch} against {before}{what}.\n\n")
 }
 
 /// What a point is, in words.
@@ -155,29 +151,27 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         patches = report.patches.len(),
         measured_as = setting(report, Some(Greedy::After("the series"))),
     );
-    out += &table(
-        rows,
-        &[
-            ("comparison", "---", |r| r.comparison.clone()),
-            ("vocab", "---:", |r| r.vocab.clone()),
-            ("device", "---", |r| r.device.clone()),
-            ("published", "---:", |r| show_time(r.published_ns)),
-            ("series", "---:", |r| show_time(r.series_ns)),
-            ("floor", "---:", |r| or_blank(r.floor_ns, show_time)),
-            ("series / published", "---", |r| {
-                or_blank(r.paired.as_ref(), Paired::interval)
-            }),
-            ("verdict", "---", |r| {
-                or_blank(r.paired.as_ref(), Paired::verdict_text)
-            }),
-            ("instructions", "---:", |r| {
-                or_blank(r.instructions, |r| format!("{r:.4}"))
-            }),
-            ("series / floor", "---:", |r| {
-                or_blank(r.floor_ns, |f| format!("{:.1}", r.series_ns / f))
-            }),
-        ],
-    );
+    let columns: &[Column<Row>] = &[
+        ("comparison", "---", |r| r.comparison.clone()),
+        ("vocab", "---:", |r| r.vocab.clone()),
+        ("device", "---", |r| r.device.clone()),
+        ("published", "---:", |r| show_time(r.published_ns)),
+        ("series", "---:", |r| show_time(r.series_ns)),
+        ("floor", "---:", |r| or_blank(r.floor_ns, show_time)),
+        ("series / published", "---", |r| {
+            or_blank(r.paired.as_ref(), Paired::interval)
+        }),
+        ("verdict", "---", |r| {
+            or_blank(r.paired.as_ref(), Paired::verdict_text)
+        }),
+        ("instructions", "---:", |r| {
+            or_blank(r.instructions, |r| format!("{r:.4}"))
+        }),
+        ("series / floor", "---:", |r| {
+            or_blank(r.floor_ns, |f| format!("{:.1}", r.series_ns / f))
+        }),
+    ];
+    out += &table(rows, columns);
     out += &format!(
         "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
          the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
@@ -215,13 +209,11 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     if !profile.is_empty() {
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\nWhat each step of a `sample` \
                 call costs alone: the floor for the next performance work.\n\n";
-        out += &table(
-            profile,
-            &[
-                ("step", "---", |(step, _)| step.clone()),
-                ("median", "---:", |(_, ns)| show_time(*ns)),
-            ],
-        );
+        let columns: &[Column<(String, f64)>] = &[
+            ("step", "---", |(step, _)| step.clone()),
+            ("median", "---:", |(_, ns)| show_time(*ns)),
+        ];
+        out += &table(profile, columns);
     }
     out
 }
@@ -230,17 +222,15 @@ fn decode_table(decodes: &[Decode]) -> String {
     fn side(ms: f64, share: f64) -> String {
         format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
     }
-    table(
-        decodes,
-        &[
-            ("variant", "---", |d| format!("`{}`", d.comparison)),
-            ("before", "---", |d| side(d.before_ms, d.before_share)),
-            ("after", "---", |d| side(d.after_ms, d.after_share)),
-            ("after / before per token", "---", |d| {
-                d.per_token.interval()
-            }),
-            ("sampler's time only", "---", |d| d.sampler_only.interval()),
-            ("verdict", "---", |d| d.sampler_only.verdict_text()),
-        ],
-    )
+    let columns: &[Column<Decode>] = &[
+        ("variant", "---", |d| format!("`{}`", d.comparison)),
+        ("before", "---", |d| side(d.before_ms, d.before_share)),
+        ("after", "---", |d| side(d.after_ms, d.after_share)),
+        ("after / before per token", "---", |d| {
+            d.per_token.interval()
+        }),
+        ("sampler's time only", "---", |d| d.sampler_only.interval()),
+        ("verdict", "---", |d| d.sampler_only.verdict_text()),
+    ];
+    table(decodes, columns)
 }
