@@ -64,7 +64,7 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
 }
 
 /// One comparison at one vocabulary: criterion's medians, and series over published.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
     pub device: String,
     pub comparison: String,
@@ -83,15 +83,13 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
         .iter()
         .filter(|m| m.function == PUBLISHED_POINT && !m.group.ends_with("_decode"))
         .filter_map(|published| {
+            let group = &published.group;
             let beside = |function: &str| {
-                let mut same = measurements.iter().filter(|m| m.group == published.group);
+                let mut same = measurements.iter().filter(|m| m.group == *group);
                 same.find(|m| m.function == function && m.value == published.value)
                     .map(|m| m.median_ns)
             };
-            let (device, comparison) = published
-                .group
-                .split_once('_')
-                .unwrap_or(("?", &published.group));
+            let (device, comparison) = group.split_once('_').unwrap_or(("?", group));
             Some(Row {
                 device: device.to_string(),
                 comparison: comparison.to_string(),
@@ -99,8 +97,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 published_ns: published.median_ns,
                 series_ns: beside(SERIES_POINT)?,
                 floor_ns: beside("floor"),
-                paired: None,
-                instructions: None,
+                ..Row::default()
             })
         })
         .collect();

@@ -92,11 +92,10 @@ pub fn faster(step: &PatchStep, comparison: &str) -> bool {
 /// The points to decode with: the published point, the series and every faster step's sides.
 pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
     let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
-    for step in steps.iter().filter(|step| faster(step, comparison)) {
-        for point in [&step.before, &step.patch] {
-            if !points.contains(point) {
-                points.push(point.clone());
-            }
+    let faster_steps = steps.iter().filter(|step| faster(step, comparison));
+    for point in faster_steps.flat_map(|step| [&step.before, &step.patch]) {
+        if !points.contains(point) {
+            points.push(point.clone());
         }
     }
     points

@@ -195,10 +195,9 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
                  forward pass, whose time varies from one generation to the next, even within a \
                  round, by far more than a sampler's share of a token; the verdict, by the same \
                  rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
-                 sampler's share of a token.\n\n",
+                 sampler's share of a token.\n\nThe published crates against the whole series:\n\n",
                 report.model, report.decode_tokens, report.decode_rounds
             );
-            out += "The published crates against the whole series:\n\n";
             out += &decode_table(whole);
             for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
                 out += &step_heading(step, ", for what it makes faster per call");
