@@ -82,11 +82,8 @@ pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, 
 /// Whether `step` makes `comparison` faster per call, in time and not against the instruction
 /// counts (at the same or more instructions the time is most likely where the code lands).
 pub fn faster(step: &PatchStep, comparison: &str) -> bool {
-    step.rows.iter().any(|r| {
-        r.comparison == comparison
-            && r.paired.verdict() == Verdict::Faster
-            && r.paired.work.is_none()
-    })
+    let gain = |r: &Step| r.comparison == comparison && r.paired.verdict() == Verdict::Faster;
+    step.rows.iter().any(|r| gain(r) && r.paired.work.is_none())
 }
 
 /// The points to decode with: the published point, the series and every faster step's sides.

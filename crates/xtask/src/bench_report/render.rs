@@ -182,28 +182,27 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         out += &patch_table(step);
     }
     out += "\n### In a generation loop\n\n";
-    match &report.decode {
-        None => out += "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n",
-        Some(whole) => {
-            out += &format!(
-                "{} decoding {} tokens after the report's prompt on the CPU, each picked by one \
-                 side's `sample` from the model's logits; the prefill is not timed. Medians over \
-                 {} paired rounds, each generating once per side, rotating which goes first; \
-                 ratios per token with their 95% bootstrap interval. Each token costs its side one \
-                 forward pass at the same position, so \"sampler's time only\" compares a token's \
-                 time before with that time less what the sampler saves, which leaves out the \
-                 forward pass, whose time varies from one generation to the next, even within a \
-                 round, by far more than a sampler's share of a token; the verdict, by the same \
-                 rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
-                 sampler's share of a token.\n\nThe published crates against the whole series:\n\n",
-                report.model, report.decode_tokens, report.decode_rounds
-            );
-            out += &decode_table(whole);
-            for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
-                out += &step_heading(step, ", for what it makes faster per call");
-                out += &decode_table(&step.decode);
-            }
+    if let Some(whole) = &report.decode {
+        out += &format!(
+            "{} decoding {} tokens after the report's prompt on the CPU, each picked by one \
+             side's `sample` from the model's logits; the prefill is not timed. Medians over \
+             {} paired rounds, each generating once per side, rotating which goes first; \
+             ratios per token with their 95% bootstrap interval. Each token costs its side one \
+             forward pass at the same position, so \"sampler's time only\" compares a token's \
+             time before with that time less what the sampler saves, which leaves out the \
+             forward pass, whose time varies from one generation to the next, even within a \
+             round, by far more than a sampler's share of a token; the verdict, by the same \
+             rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
+             sampler's share of a token.\n\nThe published crates against the whole series:\n\n",
+            report.model, report.decode_tokens, report.decode_rounds
+        );
+        out += &table(whole, &DECODE_COLUMNS);
+        for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
+            out += &step_heading(step, ", for what it makes faster per call");
+            out += &table(&step.decode, &DECODE_COLUMNS);
         }
+    } else {
+        out += "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
     }
     if !profile.is_empty() {
         out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\nWhat each step of a `sample` \
@@ -217,19 +216,18 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     out
 }
 
-fn decode_table(decodes: &[Decode]) -> String {
-    fn side(ms: f64, share: f64) -> String {
-        format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
-    }
-    let columns: &[Column<Decode>] = &[
-        ("variant", "---", |d| format!("`{}`", d.comparison)),
-        ("before", "---", |d| side(d.before_ms, d.before_share)),
-        ("after", "---", |d| side(d.after_ms, d.after_share)),
-        ("after / before per token", "---", |d| {
-            d.per_token.interval()
-        }),
-        ("sampler's time only", "---", |d| d.sampler_only.interval()),
-        ("verdict", "---", |d| d.sampler_only.verdict_text()),
-    ];
-    table(decodes, columns)
+/// A side of the decode loop: ms per token (tokens per second), the sampler's share of a token.
+fn side(ms: f64, share: f64) -> String {
+    format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
 }
+
+const DECODE_COLUMNS: [Column<Decode>; 6] = [
+    ("variant", "---", |d| format!("`{}`", d.comparison)),
+    ("before", "---", |d| side(d.before_ms, d.before_share)),
+    ("after", "---", |d| side(d.after_ms, d.after_share)),
+    ("after / before per token", "---", |d| {
+        d.per_token.interval()
+    }),
+    ("sampler's time only", "---", |d| d.sampler_only.interval()),
+    ("verdict", "---", |d| d.sampler_only.verdict_text()),
+];
