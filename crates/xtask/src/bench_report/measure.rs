@@ -84,15 +84,14 @@ impl Driver {
             for point in points.keys() {
                 let total = |calls: u64| -> Result<f64> {
                     let file = out.join(format!("{comparison}-{point}-{calls}.out"));
-                    stdout_of(
-                        "valgrind --tool=callgrind",
-                        Command::new("valgrind")
-                            .arg("--tool=callgrind")
-                            .arg(format!("--callgrind-out-file={}", file.display()))
-                            .arg(&self.path)
-                            .args(["count", point, comparison, vocab, &calls.to_string()])
-                            .env("RAYON_NUM_THREADS", "1"),
-                    )?;
+                    let mut valgrind = Command::new("valgrind");
+                    valgrind
+                        .arg("--tool=callgrind")
+                        .arg(format!("--callgrind-out-file={}", file.display()))
+                        .arg(&self.path)
+                        .args(["count", point, comparison, vocab, &calls.to_string()])
+                        .env("RAYON_NUM_THREADS", "1");
+                    stdout_of("valgrind --tool=callgrind", &mut valgrind)?;
                     Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
                 };
                 let [few, many] = COUNTED_CALLS;

@@ -157,18 +157,16 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let settings = driver.settings()?;
     // The series' patches, each against the point it builds on, not measured yet.
     let builds_on = crate::branches::builds_on(&layout.patches())?;
-    let mut patches = crate::series::load(&layout.patches())?
-        .iter()
-        .map(|p| {
-            let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
-            Ok(PatchStep {
-                patch: p.number().to_string(),
-                subject: p.message()?.subject,
-                before: before.to_string(),
-                ..PatchStep::default()
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut patches = Vec::new();
+    for p in crate::series::load(&layout.patches())? {
+        let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
+        patches.push(PatchStep {
+            patch: p.number().to_string(),
+            subject: p.message()?.subject,
+            before: before.to_string(),
+            ..PatchStep::default()
+        });
+    }
     // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
     // published point and the whole series.
     let ends = [PUBLISHED_POINT, SERIES_POINT].map(String::from);
