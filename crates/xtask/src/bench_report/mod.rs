@@ -117,10 +117,8 @@ pub fn decode_between(
     let per_token = |s: usize| median(column(s)) / tokens as f64 / 1e6;
     let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
     // A token's time before, less what the sampler saves.
-    let sampler_only: Vec<f64> = rounds
-        .iter()
-        .map(|r| r[b] - (r[b + 1] - r[a + 1]))
-        .collect();
+    let saved = |r: &Vec<f64>| r[b + 1] - r[a + 1];
+    let sampler_only: Vec<f64> = rounds.iter().map(|r| r[b] - saved(r)).collect();
     Ok(Decode {
         comparison: comparison.to_string(),
         before: before.to_string(),
