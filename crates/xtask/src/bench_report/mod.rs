@@ -37,14 +37,11 @@ pub type PointRounds = BTreeMap<String, Vec<f64>>;
 /// Each point's time of one call per round from `bench-driver pair`, less the points left out.
 pub fn per_call(points: &[String], output: &str, calls: u64) -> Result<PointRounds> {
     let rounds = parse_rounds(output, points.len())?;
-    Ok(points
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| rounds.iter().all(|r| !r[*i].is_nan()))
-        .map(|(i, point)| {
-            let times = rounds.iter().map(|r| r[i] / calls as f64).collect();
-            (point.clone(), times)
-        })
+    let ran = |i: &usize| rounds.iter().all(|r| !r[*i].is_nan());
+    let times = |i: usize| -> Vec<f64> { rounds.iter().map(|r| r[i] / calls as f64).collect() };
+    Ok((0..points.len())
+        .filter(ran)
+        .map(|i| (points[i].clone(), times(i)))
         .collect())
 }
 
