@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{ensure, Context, Result};
 use benches::{comparisons, logits, time_calls};
 use candle::Device;
 use clap::Parser;
@@ -131,15 +131,11 @@ fn paired_rounds(
     let mut sides = sides?;
     let mut runs = Vec::new();
     for (side, processor) in sides.iter_mut().enumerate() {
-        let warmed = measure(processor);
-        if let Err(err) = &warmed {
-            eprintln!("side {side} left out: {err:#}");
-        }
+        let warmed =
+            measure(processor).inspect_err(|err| eprintln!("side {side} left out: {err:#}"));
         runs.push(warmed.is_ok());
     }
-    if !runs.contains(&true) {
-        bail!("no side can run this comparison");
-    }
+    ensure!(runs.contains(&true), "no side can run this comparison");
     for round in 0..rounds {
         let mut results = vec!["-".to_string(); sides.len()];
         for offset in 0..sides.len() {

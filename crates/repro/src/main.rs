@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{ensure, Result};
 use candle::Device;
 use clap::{Parser, ValueEnum};
 use repro::model::Model;
@@ -81,12 +81,11 @@ fn run(options: &Options) -> Result<()> {
     let json = options.format == Format::Json;
     let device = testbed::device::by_name(&options.device)?;
     let Some(path) = options.model.clone().or_else(model_file::find) else {
-        if options.prompt.is_some() || options.generate.is_some() || options.save_fixture {
-            bail!(
-                "--prompt, --generate and --save-fixture need the model: run `bash ci/fetch-model.sh` \
-                 or pass --model PATH"
-            );
-        }
+        ensure!(
+            options.prompt.is_none() && options.generate.is_none() && !options.save_fixture,
+            "--prompt, --generate and --save-fixture need the model: run `bash ci/fetch-model.sh` \
+             or pass --model PATH"
+        );
         let Fixture { provenance, logits } = Fixture::load()?;
         say!(
             json,
@@ -142,19 +141,18 @@ fn run(options: &Options) -> Result<()> {
         generate(&mut model, &scenario, options.seed, count)?;
     }
     if options.save_fixture {
-        if prompt != fixture::PROMPT {
-            bail!("--save-fixture writes the report's fixture: leave out --prompt");
-        }
+        ensure!(
+            prompt == fixture::PROMPT,
+            "--save-fixture writes the report's fixture: leave out --prompt"
+        );
         save_fixture(&path, &model, &scenario, &options.device)?;
     }
     Ok(())
 }
 
-fn show_token(tokenizer: &tokenizers::Tokenizer, token: u32) -> String {
-    format!("{token} {:?}", vocab::token_text(tokenizer, token))
-}
-
 fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
+    let tokenizer = &scenario.tokenizer;
+    let show = |token| format!("{token} {:?}", vocab::token_text(tokenizer, token));
     let stats = LogitStats::of(&scenario.logits);
     say!(
         scenario.json,
@@ -174,12 +172,11 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
         stats.min,
         stats.nan,
         stats.inf,
-        show_token(&scenario.tokenizer, stats.argmax)
+        show(stats.argmax)
     );
-    let tokenizer = &scenario.tokenizer;
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
     let outcome = |case: &cases::Case, side| match case.run(side, seed, &logits) {
-        Outcome::Token(token) => show_token(tokenizer, token),
+        Outcome::Token(token) => show(token),
         Outcome::Error(message) => format!("error: {message}"),
         Outcome::Panic(message) => format!("panic: {message}"),
     };
@@ -229,7 +226,6 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
         "\ngreedy generation of up to {count} tokens with from_sampling({seed}, {greedy:?}):"
     );
     for implementation in Implementation::BOTH {
-        let name = implementation.name();
         let mut processor = implementation.from_sampling(seed, &greedy);
         let mut sampled = 0;
         let generated = model.generate(&scenario.token_ids, count, |logits| {
@@ -251,21 +247,20 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
                 format!("error at token {sampled}: {message}")
             }
         };
-        say!(scenario.json, "{name:<9} {line}");
+        say!(scenario.json, "{:<9} {line}", implementation.name());
     }
     Ok(())
 }
 
 fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -> Result<()> {
     let model_sha256 = fixture::sha256_hex(&std::fs::read(path)?);
-    if model_sha256 != model_file::SHA256 {
-        bail!(
-            "{} has sha256 {model_sha256}, not the pinned model's {}: the fixture records {}",
-            path.display(),
-            model_file::SHA256,
-            model_file::PACKAGE
-        );
-    }
+    ensure!(
+        model_sha256 == model_file::SHA256,
+        "{} has sha256 {model_sha256}, not the pinned model's {}: the fixture records {}",
+        path.display(),
+        model_file::SHA256,
+        model_file::PACKAGE
+    );
     let stats = LogitStats::of(&scenario.logits);
     // The first pinned crate's version is the candle release built, as every label says.
     let pins = shared::pin::read(&shared::pin::file(&shared::root()))?;
@@ -314,18 +309,16 @@ fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    [&header, &rule]
-        .into_iter()
-        .chain(rows)
-        .map(|cells| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect();
-            padded.join("  ").trim_end().to_string() + "\n"
-        })
-        .collect()
+    let mut table = String::new();
+    for cells in [&header, &rule].into_iter().chain(rows) {
+        let mut line = String::new();
+        for (cell, width) in cells.iter().zip(&widths) {
+            line += &format!("{cell:<width$}  ");
+        }
+        table += line.trim_end();
+        table += "\n";
+    }
+    table
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use candle::quantized::gguf_file::{Content, Value};
 use serde::{Deserialize, Serialize};
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -108,13 +108,12 @@ impl Vocab {
     pub fn tokenizer(&self) -> Result<Tokenizer> {
         let (model, pre) = (&self.model, &self.pre);
         let (space, bos) = (self.add_space_prefix, self.add_bos_token);
-        if model != "gpt2" || pre != "smollm" || space || bos {
-            bail!(
-                "only SmolLM2's tokenizer is supported (gpt2 model, smollm pre-tokenizer, no space \
-                 prefix, no BOS), got model {model} pre {pre} add_space_prefix {space} \
-                 add_bos_token {bos}"
-            );
-        }
+        ensure!(
+            model == "gpt2" && pre == "smollm" && !space && !bos,
+            "only SmolLM2's tokenizer is supported (gpt2 model, smollm pre-tokenizer, no space \
+             prefix, no BOS), got model {model} pre {pre} add_space_prefix {space} add_bos_token \
+             {bos}"
+        );
         let vocab: BpeVocab = self.tokens.iter().cloned().zip(0..).collect();
         let merges = self
             .merges
@@ -134,11 +133,10 @@ impl Vocab {
             ByteLevel::new(false, true, true).into(),
         ])));
         tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
-        let specials: Vec<AddedToken> = self
+        let specials = self
             .special_ids
             .iter()
-            .map(|&id| AddedToken::from(self.tokens[id as usize].clone(), true))
-            .collect();
+            .map(|&id| AddedToken::from(self.tokens[id as usize].clone(), true));
         tokenizer
             .add_special_tokens(specials)
             .map_err(anyhow::Error::msg)?;

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde::de::{Deserialize, IntoDeserializer};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,9 +94,10 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
             lines.push(Line::New { name, version });
             continue;
         };
-        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-            bail!("`{name}`: `sha256` must be 64 hex digits, got `{sha256}`");
-        }
+        ensure!(
+            sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit()),
+            "`{name}`: `sha256` must be 64 hex digits, got `{sha256}`"
+        );
         lines.push(Line::Pinned(Pin {
             name,
             version,
@@ -105,9 +106,7 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
             path_in_vcs,
         }));
     }
-    if lines.is_empty() {
-        bail!("no crate is pinned");
-    }
+    ensure!(!lines.is_empty(), "no crate is pinned");
     Ok(lines)
 }
 
