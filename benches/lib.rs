@@ -50,23 +50,22 @@ pub fn comparisons() -> Vec<Comparison> {
         Sampling::TopKThenTopP { .. } => "top_k_then_top_p",
         Sampling::GumbelSoftmax { .. } => "gumbel_softmax",
     };
-    let mut comparisons: Vec<Comparison> = all_samplings(TEMPERATURE, TOP_K, TOP_P)
+    all_samplings(TEMPERATURE, TOP_K, TOP_P)
         .into_iter()
         .map(|sampling| Comparison {
             group: group(&sampling),
             upstream: sampling.clone(),
             patched: sampling,
         })
-        .collect();
-    comparisons.push(Comparison {
-        group: "temperature_0",
-        upstream: Sampling::ArgMax,
-        patched: Sampling::TopK {
-            k: TOP_K,
-            temperature: 0.0,
-        },
-    });
-    comparisons
+        .chain([Comparison {
+            group: "temperature_0",
+            upstream: Sampling::ArgMax,
+            patched: Sampling::TopK {
+                k: TOP_K,
+                temperature: 0.0,
+            },
+        }])
+        .collect()
 }
 
 /// Logits of `vocab` entries: the fixture's own, or values drawn from them with a fixed seed.
