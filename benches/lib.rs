@@ -29,12 +29,11 @@ pub struct Comparison {
 impl Comparison {
     /// The processor of the point called `name` (one of `points::NAMES`), seeded with `SEED`.
     pub fn processor(&self, name: &str) -> Option<Processor> {
-        let implementation = Implementation::point(name)?;
         let sampling = match name == PUBLISHED_POINT {
             true => &self.upstream,
             false => &self.patched,
         };
-        Some(implementation.from_sampling(SEED, sampling))
+        Some(Implementation::point(name)?.from_sampling(SEED, sampling))
     }
 }
 

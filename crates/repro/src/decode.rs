@@ -40,7 +40,7 @@ impl DecodeLoop {
     /// timed from the first `sample` to the last forward pass (the prefill is not timed). The
     /// end-of-sequence token does not stop it, so that every generation does the same work.
     pub fn generate(&mut self, processor: &mut Processor, tokens: usize) -> Result<Generation> {
-        let mut logits = self.model.prefill(&self.prompt)?;
+        let mut logits = self.model.forward(&self.prompt, 0)?;
         let mut generated = Vec::with_capacity(tokens);
         let mut sampler = Duration::ZERO;
         let start = Instant::now();

@@ -113,7 +113,7 @@ fn run(options: &Options) -> Result<()> {
     let scenario = Scenario {
         prompt: prompt.to_string(),
         text,
-        logits: model.prefill(&token_ids)?.to_vec1()?,
+        logits: model.forward(&token_ids, 0)?.to_vec1()?,
         token_ids,
         tokenizer: model.tokenizer.clone(),
         source: "model",

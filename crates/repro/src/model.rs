@@ -39,12 +39,8 @@ impl Model {
         Ok((text, ids))
     }
 
-    /// The logits for the token after `ids`, computed from position 0 (the cache starts anew).
-    pub fn prefill(&mut self, ids: &[u32]) -> Result<Tensor> {
-        self.forward(ids, 0)
-    }
-
-    /// The last position's logits, as f32, after `ids` starting at `position`.
+    /// The last position's logits, as f32, after `ids` starting at `position`; from position 0,
+    /// the prefill, the cache starts anew.
     pub fn forward(&mut self, ids: &[u32], position: usize) -> Result<Tensor> {
         let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
         let logits = self.weights.forward(&input, position)?.squeeze(0)?;
@@ -59,7 +55,7 @@ impl Model {
         max_tokens: usize,
         mut next: impl FnMut(&Tensor) -> candle::Result<u32>,
     ) -> Result<Vec<u32>> {
-        let mut logits = self.prefill(prompt)?;
+        let mut logits = self.forward(prompt, 0)?;
         let mut tokens = Vec::new();
         while tokens.len() < max_tokens {
             let token = next(&logits)?;

@@ -43,7 +43,7 @@ fn the_logits_fixture_matches_the_model() -> Result<()> {
     let text = model.vocab.chat(fixture::PROMPT)?;
     let ids = vocab::encode(&model.tokenizer, &text)?;
     assert_eq!(ids, committed.provenance.token_ids);
-    let logits: Vec<f32> = model.prefill(&ids)?.to_vec1()?;
+    let logits: Vec<f32> = model.forward(&ids, 0)?.to_vec1()?;
     assert_eq!(logits.len(), committed.logits.len());
     // Quantized kernels differ by processor (AVX2, AVX-512, NEON) in the last bits.
     let largest = committed.largest_difference(&logits);
