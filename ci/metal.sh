@@ -7,12 +7,11 @@ cd "$(dirname "$0")/.."
 target=aarch64-apple-darwin
 rustup target list --installed | grep -qx "$target" || rustup target add "$target"
 if ! command -v clang >/dev/null || ! command -v pkg-config >/dev/null; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-    apt-get install -y -qq clang pkg-config >/dev/null
-  else
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "the Metal check needs clang and pkg-config: install them (apt-get install clang pkg-config)" >&2
     exit 1
   fi
+  apt-get update -qq
+  apt-get install -y -qq clang pkg-config >/dev/null
 fi
 cargo xtask metal-check
