@@ -88,23 +88,22 @@ pub fn parse(text: &str) -> Result<Vec<Line>> {
         let entry = Entry::deserialize(value.into_deserializer())
             .map_err(|err| anyhow::anyhow!("`{name}`: {}", err.message()))?;
         let (name, version) = (name.to_string(), entry.version);
-        let (Some(sha256), Some(commit), Some(path_in_vcs)) =
-            (entry.sha256, entry.commit, entry.path_in_vcs)
-        else {
-            lines.push(Line::New { name, version });
-            continue;
-        };
-        ensure!(
-            sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit()),
-            "`{name}`: `sha256` must be 64 hex digits, got `{sha256}`"
-        );
-        lines.push(Line::Pinned(Pin {
-            name,
-            version,
-            sha256,
-            commit,
-            path_in_vcs,
-        }));
+        lines.push(match (entry.sha256, entry.commit, entry.path_in_vcs) {
+            (Some(sha256), Some(commit), Some(path_in_vcs)) => {
+                ensure!(
+                    sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "`{name}`: `sha256` must be 64 hex digits, got `{sha256}`"
+                );
+                Line::Pinned(Pin {
+                    name,
+                    version,
+                    sha256,
+                    commit,
+                    path_in_vcs,
+                })
+            }
+            _ => Line::New { name, version },
+        });
     }
     ensure!(!lines.is_empty(), "no crate is pinned");
     Ok(lines)
