@@ -1,16 +1,83 @@
 #!/usr/bin/env bash
-# Every CI step in order; each script can also be run alone from the workspace root.
+# The CI steps, each timed and named, and a summary printed even when a step fails: all of them
+# in order, or those named (`bash ci/all.sh lint test`), from the workspace root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source ci/lib.sh
 
 # A cold build gains nothing from incremental compilation, which only adds its bookkeeping.
 export CARGO_INCREMENTAL=0
 
-for name in setup lint check test bench metal; do
-  step "$name" bash "ci/$name.sh"
+# What a fresh machine lacks: rustfmt and clippy, the pinned crate in cargo's cache (`cargo xtask
+# check` works offline from it), and the model for the real-model path.
+ci_setup() {
+  for component in rustfmt clippy; do
+    cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$component"
+  done
+  cargo xtask fetch
+  bash ci/fetch-model.sh
+}
+
+# Formatting and clippy, as upstream runs them, over every target of the workspace. The fuzzer is
+# a workspace of its own; `bash ci/fuzz.sh` lints and runs it.
+ci_lint() {
+  cargo fmt --all -- --check
+  cargo fmt --manifest-path crates/fuzz/Cargo.toml -- --check
+  cargo clippy --locked --workspace --all-targets -- -D warnings
+}
+
+# The vendored tree is exactly published crate + patches/, and cargo really uses it (an unused
+# [patch] is only a warning to cargo, and would test the unpatched crate).
+ci_check() { cargo xtask check; }
+
+# The README's commands, on the real model: the model is on disk (setup), and its tests must not
+# skip.
+ci_test() {
+  REPRO_REQUIRE_MODEL=1 cargo test --locked
+  REPRO_REQUIRE_MODEL=1 cargo repro --generate 16
+}
+
+# Every bench runs once, untimed, in criterion's test mode on the tests' dev build (measuring
+# stays local: `cargo bench`, then `cargo xtask bench-report --callgrind`).
+ci_bench() { cargo test --locked -p benches --benches; }
+
+# Metal, type-checked (not linked or run) by clippy for aarch64-apple-darwin; installs the target
+# and clang, which compiles the one C file criterion's `alloca` needs.
+ci_metal() {
+  local target=aarch64-apple-darwin
+  rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+  if ! command -v clang >/dev/null || ! command -v pkg-config >/dev/null; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      echo "the Metal check needs clang and pkg-config: install them (apt-get install clang pkg-config)" >&2
+      return 1
+    fi
+    apt-get update -qq
+    apt-get install -y -qq clang pkg-config >/dev/null
+  fi
+  cargo xtask metal-check
+}
+
+times=()
+summary() { echo "::: done in ${SECONDS}s: ${times[*]}"; }
+
+# Not fuzz: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes from cold
+# on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint formats the
+# target, and `cargo xtask check` keeps its lock file current; run `bash ci/fuzz.sh` locally.
+for name in ${@:-setup lint check test bench metal}; do
+  started=$SECONDS status=0
+  echo "::: $name"
+  # `set -e` is off on the left of `||`, so the step runs in a subshell with it turned back on.
+  set +e
+  (set -e; "ci_$name")
+  status=$?
+  set -e
+  took=$((SECONDS - started))
+  if [ "$status" -ne 0 ]; then
+    times+=("$name FAILED (exit $status) ${took}s")
+    echo "::: $name: FAILED with exit $status after ${took}s"
+    summary
+    exit "$status"
+  fi
+  times+=("$name ${took}s")
+  echo "::: $name: ok in ${took}s"
 done
-# Not ci/fuzz.sh: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes
-# from cold on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint
-# formats the target, and `cargo xtask check` keeps its lock file current; run it locally.
 summary
