@@ -59,9 +59,7 @@ impl Options {
         if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
             bail!("--candle {}: no such folder", clone.display());
         }
-        if let Some(author) = &self.author {
-            parse_author(author)?;
-        }
+        self.author.as_deref().map(parse_author).transpose()?;
         if self.base.is_empty() {
             bail!("--base needs a branch name");
         }
@@ -138,21 +136,32 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             (scratch.repo, stack, None, None)
         }
     };
-    let facts = notes::compute(layout, &series.notes, call_sites);
-    let checks = if options.verify {
-        Some(verify_stack(layout, &repo, &stack)?)
-    } else {
-        None
+    // What the notes' markers stand for.
+    let facts = notes::Facts {
+        call_sites,
+        real_model: notes::real_model(layout, &series.notes),
+        bench: notes::bench(layout),
     };
-    let out = write_out(
-        layout,
-        &repo,
-        &stack,
-        &series.notes,
-        &facts,
-        &pins,
-        checks.as_deref(),
-    )?;
+    let verify = || verify_stack(layout, &repo, &stack);
+    let checks = options.verify.then(verify).transpose()?;
+    // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
+    let target = layout.target();
+    std::fs::create_dir_all(&target)?;
+    let temp = temp_in(&target, "pr")?;
+    let new = temp.path().join("pr");
+    for (index, entry) in stack.iter().enumerate() {
+        let dir = new.join(&entry.branch);
+        std::fs::create_dir_all(&dir)?;
+        let checks = checks.as_ref().map(|all| all[index].as_slice());
+        let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
+        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        std::fs::write(dir.join("body.md"), body)?;
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
+        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+    }
+    std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
+    let out = target.join("pr");
+    swap_in(&[(new, out.clone())])?;
     eprint!(
         "{}{}",
         render::console(&stack, base.as_ref(), &pins),
@@ -232,36 +241,6 @@ fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
-/// `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
-fn write_out(
-    layout: &Layout,
-    repo: &Repository,
-    stack: &[Entry],
-    notes: &[notes::Notes],
-    facts: &notes::Facts,
-    pins: &[Pin],
-    checks: Option<&[Vec<Check>]>,
-) -> Result<PathBuf> {
-    let target = layout.target();
-    std::fs::create_dir_all(&target)?;
-    let temp = temp_in(&target, "pr")?;
-    let new = temp.path().join("pr");
-    for (index, entry) in stack.iter().enumerate() {
-        let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
-        let checks = checks.map(|all| all[index].as_slice());
-        let body = render::body(stack, index, &notes[index], facts, pins, checks);
-        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
-    }
-    std::fs::write(new.join("stack.txt"), render::console(stack, None, pins))?;
-    let out = target.join("pr");
-    swap_in(&[(new, out.clone())])?;
-    Ok(out)
-}
-
 /// Runs candle's CI commands on each branch, in one export that follows the stack.
 fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<Vec<Vec<Check>>> {
     let dir = layout.target().join("pr-verify");
@@ -281,12 +260,10 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         std::fs::write(&record, tree.to_string())?;
         previous = Some(tree);
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
-        let dependents = if crates.dependents.is_empty() {
-            "no dependents".to_string()
-        } else {
-            crates.dependents.join(", ")
-        };
-        let touched = crates.touched.join(", ");
+        let (touched, mut dependents) = (crates.touched.join(", "), crates.dependents.join(", "));
+        if dependents.is_empty() {
+            dependents = "no dependents".into();
+        }
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
         let commands = verify::commands(&crates);
         all.push(verify::run(&export, &dir.join("target"), &commands)?);

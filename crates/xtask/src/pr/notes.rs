@@ -56,9 +56,8 @@ pub fn parse(text: &str) -> Result<Notes> {
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
             let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
-                let known: Vec<&str> = MARKERS.iter().map(|(_, line)| *line).collect();
-                let (line, known) = (line.trim(), known.join(", "));
-                bail!("`{line}` is not a marker: use one of {known}");
+                let known = MARKERS.map(|(_, line)| line).join(", ");
+                bail!("`{}` is not a marker: use one of {known}", line.trim());
             };
             parts[at].push(marker);
         } else if let Some(Part::Text(text)) = parts[at].last_mut() {
@@ -110,18 +109,9 @@ pub struct Facts {
     pub bench: Option<bench_report::data::Report>,
 }
 
-/// What the notes' markers stand for.
-pub fn compute(layout: &Layout, notes: &[Notes], call_sites: Option<Vec<CallSite>>) -> Facts {
-    Facts {
-        call_sites,
-        real_model: real_model(layout, notes),
-        bench: bench(layout),
-    }
-}
-
 /// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the
 /// reason on stderr) if it could not run.
-fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> {
+pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> {
     let mut parts = notes
         .iter()
         .flat_map(|n| [&n.preamble, &n.sections, &n.test_plan]);
@@ -149,7 +139,7 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
 }
 
 /// `target/bench-report.json`, or `None` (with the reason on stderr) if missing or unreadable.
-fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
+pub(super) fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
     let path = bench_report::data_path(layout);
     let text = std::fs::read_to_string(&path).ok()?;
     let report = bench_report::data::Report::parse(&text).map_err(|err| {

@@ -34,11 +34,7 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
     {
-        let longer = if name.is_empty() {
-            word.to_string()
-        } else {
-            format!("{name}-{word}")
-        };
+        let longer = format!("{name}{}{word}", if name.is_empty() { "" } else { "-" });
         if longer.len() > MAX_BRANCH {
             break;
         }

@@ -87,9 +87,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
             continue;
         };
         // The member whose folder is the nearest above the file is its crate.
-        let mut dirs = path.ancestors().skip(1);
         let member = |d| members.iter().find(|(_, f)| f.as_std_path() == d);
-        let Some((package, folder)) = dirs.find_map(member) else {
+        let Some((package, folder)) = path.ancestors().skip(1).find_map(member) else {
             // A file of a crate outside the workspace (as candle's kernels are) no command covers.
             let manifest =
                 |d: &&Path| !d.as_os_str().is_empty() && dir.join(d).join("Cargo.toml").is_file();
@@ -145,37 +144,28 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
 
 /// Makes `dir` hold `tree`, writing only what differs from `previous` so cargo rebuilds little.
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
-    let previous = match previous {
-        Some(previous) if dir.is_dir() => previous,
-        _ => {
-            let parent = dir.parent().context("the export has no parent folder")?;
-            std::fs::create_dir_all(parent)?;
-            let temp = temp_in(parent, "export")?;
-            let staged = temp.path().join("tree");
-            trees::write_tree(repo, tree, &staged)?;
-            return swap_in(&[(staged, dir.to_path_buf())]);
-        }
+    let Some(previous) = previous.filter(|_| dir.is_dir()) else {
+        let parent = dir.parent().context("the export has no parent folder")?;
+        std::fs::create_dir_all(parent)?;
+        let temp = temp_in(parent, "export")?;
+        let staged = temp.path().join("tree");
+        trees::write_tree(repo, tree, &staged)?;
+        return swap_in(&[(staged, dir.to_path_buf())]);
     };
-    let old_tree = repo.find_tree(previous)?;
-    let new_tree = repo.find_tree(tree)?;
-    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    let (old, new) = (repo.find_tree(previous)?, repo.find_tree(tree)?);
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
     for delta in diff.deltas() {
-        let status = delta.status();
-        if matches!(status, Delta::Deleted | Delta::Renamed) {
-            if let Some(old) = delta.old_file().path() {
-                let _ = std::fs::remove_file(dir.join(old));
-            }
+        let (status, new) = (delta.status(), delta.new_file());
+        if let (Delta::Deleted | Delta::Renamed, Some(old)) = (status, delta.old_file().path()) {
+            let _ = std::fs::remove_file(dir.join(old));
         }
-        if status != Delta::Deleted {
-            let new = delta.new_file();
-            if let Some(path) = new.path() {
-                let target = dir.join(path);
-                std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
-                // Written anew, so that a file that changes mode or becomes a link gets it.
-                let _ = std::fs::remove_file(&target);
-                trees::write_blob(repo, new.id(), new.mode().into(), &target)
-                    .with_context(|| format!("cannot write {}", target.display()))?;
-            }
+        if let Some(path) = new.path().filter(|_| status != Delta::Deleted) {
+            let target = dir.join(path);
+            std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
+            // Written anew, so that a file that changes mode or becomes a link gets it.
+            let _ = std::fs::remove_file(&target);
+            trees::write_blob(repo, new.id(), new.mode().into(), &target)
+                .with_context(|| format!("cannot write {}", target.display()))?;
         }
     }
     Ok(())
