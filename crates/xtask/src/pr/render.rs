@@ -48,8 +48,7 @@ pub fn body(
     }
     out += &(text(&notes.sections) + "## Test plan\n\n");
     for (file, tests) in added_tests(&entry.patch.bytes) {
-        let names: Vec<String> = tests.iter().map(|t| format!("`{t}`")).collect();
-        out += &format!("Tests added to `{file}`: {}.\n\n", names.join(", "));
+        out += &format!("Tests added to `{file}`: `{}`.\n\n", tests.join("`, `"));
     }
     match checks {
         Some(checks) => {
@@ -62,11 +61,8 @@ pub fn body(
                     (true, false) => "pass",
                     (false, _) => "**fail**",
                 };
-                out += &format!(
-                    "| `{}` | {result} | {:.0} s |\n",
-                    check.command.text(),
-                    check.seconds
-                );
+                let (command, seconds) = (check.command.text(), check.seconds);
+                out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
             }
             out += "\nNot run: candle's macOS, CUDA and Windows jobs (Metal is checked for \
                     aarch64-apple-darwin, cross, not run).\n\n";
@@ -207,6 +203,7 @@ fn call_sites(sites: &[CallSite]) -> String {
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
 fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> String {
+    let (model, prompt, seed) = (&table.model, &table.prompt, table.seed);
     let computed = match table.logits.as_str() {
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
@@ -229,12 +226,9 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
     if changed.is_empty() {
         return format!(
-            "On a real model, {}, none of the {} cases of the bug report changes from {before} to \
-             this branch (seed {}, the last-position logits after {:?}, {computed}).",
-            table.model,
-            outcomes.len(),
-            table.seed,
-            table.prompt
+            "On a real model, {model}, none of the {} cases of the bug report changes from {before} \
+             to this branch (seed {seed}, the last-position logits after {prompt:?}, {computed}).",
+            outcomes.len()
         );
     }
     let unchanged = match outcomes.len() - changed.len() {
@@ -246,13 +240,10 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         .iter()
         .map(|(case, from, to)| format!("| `{case}` | {from} | {to} |"));
     format!(
-        "On a real model, {}: the last-position logits after {:?} in the model's chat template, \
-         {computed}. Each row builds a `LogitsProcessor` with seed {} and samples one token; \
-         before is {before}, after is this branch.{unchanged}\n\n\
+        "On a real model, {model}: the last-position logits after {prompt:?} in the model's chat \
+         template, {computed}. Each row builds a `LogitsProcessor` with seed {seed} and samples one \
+         token; before is {before}, after is this branch.{unchanged}\n\n\
          | call | before | after |\n|---|---|---|\n{}",
-        table.model,
-        table.prompt,
-        table.seed,
         rows.collect::<Vec<_>>().join("\n")
     )
 }
@@ -284,18 +275,14 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
 /// The console report: the order to open the pull requests in, and how the base relates to the pin.
 pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let mut out = String::from("Open the pull requests in this order:\n");
-    for (index, entry) in stack.iter().enumerate() {
+    for (index, entry) in (1..).zip(stack) {
         let depends = match entry.parent {
             None => "on the base alone".to_string(),
             Some(parent) => format!("after {}", stack[parent].branch),
         };
-        out += &format!(
-            "  {}. {} ({}): \"{}\", {depends}\n",
-            index + 1,
-            entry.branch,
-            entry.patch.number(),
-            entry.message.subject
-        );
+        let (branch, number, subject) =
+            (&entry.branch, entry.patch.number(), &entry.message.subject);
+        out += &format!("  {index}. {branch} ({number}): \"{subject}\", {depends}\n");
     }
     let Some(base) = base else { return out };
     let (commit, label) = (short(&pins[0].commit), pins[0].label());
