@@ -1,6 +1,6 @@
 //! Making the stack's branches in a clone of candle.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use super::{audit, base, stack, Prepared, Series};
@@ -18,29 +18,26 @@ pub fn prepare(
 ) -> Result<Prepared> {
     let clone = git::show(repo);
     let changed = git::uncommitted(repo, None)?;
-    if !changed.is_empty() {
-        bail!(
-            "{clone} has changes that are not committed ({}{}): commit or stash them first; pr \
-             never touches the work tree, but prepares nothing from a clone in that state",
-            changed[..changed.len().min(5)].join(", "),
-            if changed.len() > 5 { ", ..." } else { "" }
-        );
-    }
+    ensure!(
+        changed.is_empty(),
+        "{clone} has changes that are not committed ({}{}): commit or stash them first; pr never \
+         touches the work tree, but prepares nothing from a clone in that state",
+        changed[..changed.len().min(5)].join(", "),
+        if changed.len() > 5 { ", ..." } else { "" }
+    );
     let base = resolve_base(repo, base_name, &clone)?;
     for branch in &series.branches {
         let existing = repo.find_branch(branch, git2::BranchType::Local);
-        if existing.as_ref().is_ok_and(|b| b.is_head()) {
-            bail!(
-                "branch `{branch}` is checked out in {clone}: pr will not move it; check out \
-                 another branch there, or choose other names with --prefix"
-            );
-        }
-        if existing.is_ok() && !force_branch {
-            bail!(
-                "branch `{branch}` already exists in {clone}: choose other names with --prefix, \
-                 or replace the branches with --force-branch"
-            );
-        }
+        ensure!(
+            !existing.as_ref().is_ok_and(|b| b.is_head()),
+            "branch `{branch}` is checked out in {clone}: pr will not move it; check out another \
+             branch there, or choose other names with --prefix"
+        );
+        ensure!(
+            existing.is_err() || force_branch,
+            "branch `{branch}` already exists in {clone}: choose other names with --prefix, or \
+             replace the branches with --force-branch"
+        );
     }
     let base_report = base::relate(repo, base, published, &series.patches)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
@@ -98,12 +95,11 @@ fn resolve_base(repo: &Repository, name: &str, clone: &str) -> Result<Oid> {
             return Ok(reference.peel_to_commit()?.id());
         }
     }
-    if repo.revparse_single(name).is_ok() {
-        bail!(
-            "`{name}` is not a branch of {clone} (a commit or a tag): name the branch the pull \
-             request goes to, or make one there with `git branch <name> {name}`"
-        );
-    }
+    ensure!(
+        repo.revparse_single(name).is_err(),
+        "`{name}` is not a branch of {clone} (a commit or a tag): name the branch the pull request \
+         goes to, or make one there with `git branch <name> {name}`"
+    );
     bail!(
         "{clone} has no branch `{name}`: fetch it (`git fetch origin {name}`), or name another with --base"
     )

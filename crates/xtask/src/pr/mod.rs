@@ -10,7 +10,7 @@ pub mod verify;
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
@@ -60,9 +60,7 @@ impl Options {
             bail!("--candle {}: no such folder", clone.display());
         }
         self.author.as_deref().map(parse_author).transpose()?;
-        if self.base.is_empty() {
-            bail!("--base needs a branch name");
-        }
+        ensure!(!self.base.is_empty(), "--base needs a branch name");
         for number in &self.patches {
             if number.len() != 4 || !number.bytes().all(|b| b.is_ascii_digit()) {
                 bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
@@ -172,9 +170,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
-    if !failed.is_empty() {
-        bail!("--verify failed: {}", failed.join("; "));
-    }
+    let failed = failed.join("; ");
+    ensure!(failed.is_empty(), "--verify failed: {failed}");
     Ok(())
 }
 
@@ -192,9 +189,7 @@ impl Series {
         let all = series::load(&dir)?;
         notes::check_paired(&dir, &all)?;
         let patches = select(all, &options.patches)?;
-        if patches.is_empty() {
-            bail!("patches/ holds no patch");
-        }
+        ensure!(!patches.is_empty(), "patches/ holds no patch");
         let load = |patch| notes::load(&dir, patch);
         let notes = patches.iter().map(load).collect::<Result<_>>()?;
         Ok(Series {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use super::audit::CallSite;
 use crate::bench_report;
@@ -50,9 +50,7 @@ pub fn parse(text: &str) -> Result<Notes> {
             at = 1;
         }
         if line.trim() == "## Test plan" {
-            if at == 2 {
-                bail!("`## Test plan` appears twice");
-            }
+            ensure!(at != 2, "`## Test plan` appears twice");
             at = 2;
         } else if line.trim_start().starts_with("<!--") {
             let Some((marker, _)) = MARKERS.into_iter().find(|(_, l)| *l == line.trim()) else {
@@ -88,12 +86,11 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
             continue;
         };
         let patch = format!("{stem}.patch");
-        if !patches.iter().any(|p| p.file_name == patch) {
-            bail!(
-                "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is \
-                 not in patches/)"
-            );
-        }
+        ensure!(
+            patches.iter().any(|p| p.file_name == patch),
+            "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is not in \
+             patches/)"
+        );
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The stack of branches, one per patch, each on the base or on the branch it builds on.
 
-use anyhow::{bail, Result};
+use anyhow::{ensure, Result};
 use git2::{Oid, Repository};
 
 use super::Series;
@@ -73,8 +73,6 @@ pub fn build(
             commit,
         });
     }
-    if entries.is_empty() {
-        bail!("no patch to make a branch of");
-    }
+    ensure!(!entries.is_empty(), "no patch to make a branch of");
     Ok(entries)
 }
