@@ -101,11 +101,10 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         );
     };
     if step.before != before {
+        let (was, now) = (point(&step.before), point(before));
         return format!(
-            "(The benchmark report measured {number} against {}, but it builds on {} now: run \
-             `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)",
-            point(&step.before),
-            point(before)
+            "(The benchmark report measured {number} against {was}, but it builds on {now} now: \
+             run `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)"
         );
     }
     let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
@@ -226,8 +225,9 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
     if changed.is_empty() {
         return format!(
-            "On a real model, {model}, none of the {} cases of the bug report changes from {before} \
-             to this branch (seed {seed}, the last-position logits after {prompt:?}, {computed}).",
+            "On a real model, {model}, none of the {} cases of the bug report changes from \
+             {before} to this branch (seed {seed}, the last-position logits after {prompt:?}, \
+             {computed}).",
             outcomes.len()
         );
     }
@@ -241,8 +241,8 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         .map(|(case, from, to)| format!("| `{case}` | {from} | {to} |"));
     format!(
         "On a real model, {model}: the last-position logits after {prompt:?} in the model's chat \
-         template, {computed}. Each row builds a `LogitsProcessor` with seed {seed} and samples one \
-         token; before is {before}, after is this branch.{unchanged}\n\n\
+         template, {computed}. Each row builds a `LogitsProcessor` with seed {seed} and samples \
+         one token; before is {before}, after is this branch.{unchanged}\n\n\
          | call | before | after |\n|---|---|---|\n{}",
         rows.collect::<Vec<_>>().join("\n")
     )
