@@ -85,9 +85,8 @@ pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
         let Some(stem) = name.strip_suffix(".md") else {
             continue;
         };
-        let patch = format!("{stem}.patch");
         ensure!(
-            patches.iter().any(|p| p.file_name == patch),
+            patches.iter().any(|p| p.file_name.strip_suffix(".patch") == Some(stem)),
             "patches/{name} belongs to no patch: rename it after its patch ({stem}.patch is not in \
              patches/)"
         );
