@@ -61,10 +61,9 @@ impl Options {
         }
         self.author.as_deref().map(parse_author).transpose()?;
         ensure!(!self.base.is_empty(), "--base needs a branch name");
-        for number in &self.patches {
-            if number.len() != 4 || !number.bytes().all(|b| b.is_ascii_digit()) {
-                bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
-            }
+        let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
+        if let Some(number) = self.patches.iter().find(|n| !four_digits(n)) {
+            bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
         }
         Ok(())
     }
@@ -163,15 +162,14 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     eprint!(
         "{}{}",
         render::console(&stack, base.as_ref(), &pins),
-        render::next_steps(options, &stack, &out, &facts, checks.is_some())
+        render::next_steps(options, &stack, &out, &facts)
     );
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
-    let failed = failed.join("; ");
-    ensure!(failed.is_empty(), "--verify failed: {failed}");
+    ensure!(failed.is_empty(), "--verify failed: {}", failed.join("; "));
     Ok(())
 }
 
@@ -245,8 +243,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
-    let mut all = Vec::new();
-    for entry in stack {
+    let check = |entry: &Entry| {
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         // Forget the record first: an export cut short leaves a folder that matches no tree.
@@ -260,8 +257,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
             dependents = "no dependents".into();
         }
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
-        let commands = verify::commands(&crates);
-        all.push(verify::run(&export, &dir.join("target"), &commands)?);
-    }
-    Ok(all)
+        verify::run(&export, &dir.join("target"), &verify::commands(&crates))
+    };
+    stack.iter().map(check).collect()
 }

@@ -1,5 +1,7 @@
 //! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
+use std::path::Path;
+
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Notes, Part, RealModel};
@@ -251,22 +253,20 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
 /// The tests a patch adds, per file: added `fn`s after a `#[test]`, which may be a context line.
 fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     let mut files: Vec<(String, Vec<String>)> = Vec::new();
-    let mut after_test_attribute = false;
+    let mut after_test = false;
     for line in String::from_utf8_lossy(patch).lines() {
         if let Some(path) = line.strip_prefix("+++ b/") {
             files.push((path.to_string(), Vec::new()));
-            after_test_attribute = false;
+            after_test = false;
             continue;
         }
         let added = line.strip_prefix('+').map(str::trim);
         let name = added.and_then(|a| a.strip_prefix("fn ")?.split('(').next());
-        if after_test_attribute {
-            if let (Some(name), Some((_, tests))) = (name, files.last_mut()) {
-                tests.push(name.to_string());
-            }
+        if let (true, Some(name), Some((_, tests))) = (after_test, name, files.last_mut()) {
+            tests.push(name.to_string());
         }
         let code = added.or(line.strip_prefix(' ').map(str::trim));
-        after_test_attribute = code == Some("#[test]");
+        after_test = code == Some("#[test]");
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
@@ -316,13 +316,7 @@ pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> Stri
 }
 
 /// What was made and what is left to do, for the contributor.
-pub fn next_steps(
-    options: &super::Options,
-    stack: &[Entry],
-    out: &std::path::Path,
-    facts: &Facts,
-    verified: bool,
-) -> String {
+pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: &Facts) -> String {
     let mut text = match &options.candle {
         Some(clone) => format!(
             "made {} branches in {clone}; push each with `git -C {clone} push <your fork> \
@@ -341,7 +335,7 @@ pub fn next_steps(
         text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
                  --callgrind`, then pr again\n";
     }
-    if !verified {
+    if !options.verify {
         text += "the bodies have no CI results: run pr again with --verify\n";
     }
     text
