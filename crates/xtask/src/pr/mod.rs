@@ -25,7 +25,7 @@ pub use clone::prepare;
 use stack::Entry;
 use verify::Check;
 
-/// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
+/// The flags of `cargo xtask pr`, checked by `run` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct Options {
     /// The clone of candle to make one branch per patch in; without it, only target/pr/.
@@ -49,24 +49,6 @@ pub struct Options {
     /// Only these patches, by number; all without it.
     #[arg(long, value_name = "0001,...", value_delimiter = ',')]
     pub patches: Vec<String>,
-}
-
-impl Options {
-    fn validate(&self) -> Result<()> {
-        if self.verify && self.candle.is_none() {
-            bail!("--verify needs --candle <clone>: the checks run on the branches made there");
-        }
-        if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
-            bail!("--candle {}: no such folder", clone.display());
-        }
-        self.author.as_deref().map(parse_author).transpose()?;
-        ensure!(!self.base.is_empty(), "--base needs a branch name");
-        let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
-        if let Some(number) = self.patches.iter().find(|n| !four_digits(n)) {
-            bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
-        }
-        Ok(())
-    }
 }
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
@@ -104,7 +86,18 @@ pub struct Prepared {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    options.validate()?;
+    if options.verify && options.candle.is_none() {
+        bail!("--verify needs --candle <clone>: the checks run on the branches made there");
+    }
+    if let Some(clone) = options.candle.as_ref().filter(|clone| !clone.is_dir()) {
+        bail!("--candle {}: no such folder", clone.display());
+    }
+    options.author.as_deref().map(parse_author).transpose()?;
+    ensure!(!options.base.is_empty(), "--base needs a branch name");
+    let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
+    if let Some(number) = options.patches.iter().find(|n| !four_digits(n)) {
+        bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
+    }
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
