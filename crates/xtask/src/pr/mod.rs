@@ -102,7 +102,18 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
     }
-    let series = Series::load(layout, options)?;
+    let dir = layout.patches();
+    let all = series::load(&dir)?;
+    notes::check_paired(&dir, &all)?;
+    let patches = select(all, &options.patches)?;
+    ensure!(!patches.is_empty(), "patches/ holds no patch");
+    let load = |patch| notes::load(&dir, patch);
+    let series = Series {
+        notes: patches.iter().map(load).collect::<Result<_>>()?,
+        branches: branch_names(&options.prefix, &patches)?,
+        builds_on: crate::branches::builds_on(&dir)?,
+        patches,
+    };
     let pins = pin::read(&layout.pin())?;
     let fetch = |pin| published::load_or_fetch(layout, pin);
     let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
@@ -152,11 +163,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    eprint!(
-        "{}{}",
-        render::console(&stack, base.as_ref(), &pins),
-        render::next_steps(options, &stack, &out, &facts)
-    );
+    eprint!("{}", render::console(&stack, base.as_ref(), &pins));
+    eprint!("{}", render::next_steps(options, &stack, &out, &facts));
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);
@@ -172,24 +180,6 @@ pub struct Series {
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
     pub builds_on: std::collections::BTreeMap<String, String>,
-}
-
-impl Series {
-    pub fn load(layout: &Layout, options: &Options) -> Result<Series> {
-        let dir = layout.patches();
-        let all = series::load(&dir)?;
-        notes::check_paired(&dir, &all)?;
-        let patches = select(all, &options.patches)?;
-        ensure!(!patches.is_empty(), "patches/ holds no patch");
-        let load = |patch| notes::load(&dir, patch);
-        let notes = patches.iter().map(load).collect::<Result<_>>()?;
-        Ok(Series {
-            branches: branch_names(&options.prefix, &patches)?,
-            builds_on: crate::branches::builds_on(&dir)?,
-            patches,
-            notes,
-        })
-    }
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.

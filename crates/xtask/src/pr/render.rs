@@ -118,14 +118,13 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
     };
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
     let counted = counted.then(|| format!(" {}.", report::INSTRUCTIONS));
+    let (machine, date) = (&report.machine, &report.date);
     let mut out = format!(
-        "This branch against {}: {}. {}.{} Measured on {} on {}.\n\n{}",
+        "This branch against {}: {}. {}.{} Measured on {machine} on {date}.\n\n{}",
         point(before),
         report::setting(report, greedy.then_some(greedy_sides)),
         report::COLUMNS,
         counted.unwrap_or_default(),
-        report.machine,
-        report.date,
         report::patch_table(step)
     );
     let (model, tokens, rounds) = (&report.model, report.decode_tokens, report.decode_rounds);

@@ -29,11 +29,9 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
         _ => &message.subject,
     };
     let subject = subject.replace('\'', "").to_ascii_lowercase();
+    let subject = subject.replace(|c: char| !c.is_ascii_alphanumeric(), " ");
     let mut name = String::new();
-    for word in subject
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
+    for word in subject.split_whitespace() {
         let longer = format!("{name}{}{word}", if name.is_empty() { "" } else { "-" });
         if longer.len() > MAX_BRANCH {
             break;
