@@ -45,11 +45,10 @@ pub fn sites_in(path: &str, text: &str) -> Vec<CallSite> {
             l.contains("temperature")
                 && (l.contains("<=0") || l.contains("<1e-7") || l.contains("<0."))
         });
-        let builds = before.iter().any(|l| l.contains("Sampling::"));
-        let guard = match (guarded, builds) {
-            (true, _) => Guard::Itself,
-            (false, true) => Guard::None,
-            (false, false) => Guard::Caller,
+        let guard = match guarded {
+            true => Guard::Itself,
+            false if before.iter().any(|l| l.contains("Sampling::")) => Guard::None,
+            false => Guard::Caller,
         };
         let (path, line) = (path.to_string(), index + 1);
         sites.push(CallSite { path, line, guard });

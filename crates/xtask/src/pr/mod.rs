@@ -188,9 +188,8 @@ pub fn contributor(repo: &Repository, author: Option<&str>) -> Result<git2::Sign
         let (name, email) = parse_author(author)?;
         return Ok(git2::Signature::now(name, email)?);
     }
-    let at = git::show(repo);
     repo.signature().map_err(|err| {
-        let err = err.message();
+        let (at, err) = (git::show(repo), err.message());
         anyhow::anyhow!(
             "no git identity in {at} ({err}): set user.name and user.email there, or pass \
              --author \"Name <email>\""

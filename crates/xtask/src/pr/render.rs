@@ -208,17 +208,16 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
         "model" => "computed with candle on the CPU",
         _ => "as recorded from the model in the test fixture",
     };
-    let outcomes: Option<Vec<(&String, &String, &String)>> = table
-        .rows
-        .iter()
-        .map(|row| Some((&row.case, row.points.get(before)?, row.points.get(number)?)))
-        .collect();
-    let Some(outcomes) = outcomes else {
-        return format!(
-            "(The real-model table has no column for {number} or {before}: run `cargo xtask \
-             vendor`, then this command again.)"
-        );
-    };
+    let mut outcomes = Vec::new();
+    for row in &table.rows {
+        let (Some(from), Some(to)) = (row.points.get(before), row.points.get(number)) else {
+            return format!(
+                "(The real-model table has no column for {number} or {before}: run `cargo xtask \
+                 vendor`, then this command again.)"
+            );
+        };
+        outcomes.push((&row.case, from, to));
+    }
     let before = match before {
         shared::PUBLISHED_POINT => format!("{} as published", pin::label(pins)),
         number => format!("the branch of {number}"),

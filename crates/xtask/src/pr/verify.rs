@@ -73,9 +73,8 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
     let mut members = Vec::new();
     for package in &metadata.packages {
         let folder = package.manifest_path.parent().unwrap_or(root);
-        let folder = folder
-            .strip_prefix(root)
-            .with_context(|| format!("{folder} is outside {root}"))?;
+        let outside = || format!("{folder} is outside {root}");
+        let folder = folder.strip_prefix(root).with_context(outside)?;
         members.push((package, folder));
     }
     members.sort_by_key(|(_, folder)| *folder);
