@@ -322,10 +322,9 @@ pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: 
             stack.len(),
             clone = clone.display()
         ),
-        None => String::from(
-            "made the stack on the published crate only: with `--candle <clone>`, pr makes the \
-             branches, checks the base and lists the call sites\n",
-        ),
+        None => "made the stack on the published crate only: with `--candle <clone>`, pr \
+                 makes the branches, checks the base and lists the call sites\n"
+            .into(),
     };
     let wrote = out.display();
     text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
