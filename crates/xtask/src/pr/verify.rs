@@ -185,10 +185,8 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
         if command.cross_metal {
             cargo.envs(metal::cross_env());
         }
-        let passed = cargo
-            .status()
-            .with_context(|| format!("cannot run {}", command.text()))?
-            .success();
+        let cannot = || format!("cannot run {}", command.text());
+        let passed = cargo.status().with_context(cannot)?.success();
         let seconds = started.elapsed().as_secs_f64();
         let result = if passed { "pass" } else { "FAIL" };
         eprintln!("{result}  {} ({seconds:.1} s)", command.text());
