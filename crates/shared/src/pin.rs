@@ -32,17 +32,11 @@ pub enum Line {
 }
 
 impl Line {
-    pub fn name(&self) -> &str {
+    /// The crate's name and the version the line asks for.
+    pub fn crate_version(&self) -> (&str, &str) {
         match self {
-            Line::Pinned(pin) => &pin.name,
-            Line::New { name, .. } => name,
-        }
-    }
-
-    pub fn version(&self) -> &str {
-        match self {
-            Line::Pinned(pin) => &pin.version,
-            Line::New { version, .. } => version,
+            Line::Pinned(pin) => (&pin.name, &pin.version),
+            Line::New { name, version } => (name, version),
         }
     }
 }

@@ -22,8 +22,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {
-        let name = line.name();
-        let wanted = options.version.as_deref().unwrap_or(line.version());
+        let (name, version) = line.crate_version();
+        let wanted = options.version.as_deref().unwrap_or(version);
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
             _ => published::read_archive(&published::fetch(layout, name, wanted)?, name, wanted)?,
@@ -49,7 +49,7 @@ const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transforme
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
-    let (old_version, new_version) = (old[0].version(), new[0].version.as_str());
+    let (old_version, new_version) = (old[0].crate_version().1, new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     ensure!(
         count > 0 || old_version == new_version,
