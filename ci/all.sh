@@ -17,10 +17,10 @@ ci_setup() {
   bash ci/fetch-model.sh
 }
 
-# Formatting and clippy, as upstream runs them, over every target of the workspace. The fuzzer is
-# a workspace of its own; `bash ci/fuzz.sh` lints and runs it.
+# Formatting and clippy, as upstream runs them, over every target of the workspace.
 ci_lint() {
   cargo fmt --all -- --check
+  # The fuzzer is a workspace of its own; `bash ci/fuzz.sh` lints and runs it.
   cargo fmt --manifest-path crates/fuzz/Cargo.toml -- --check
   cargo clippy --locked --workspace --all-targets -- -D warnings
 }
@@ -56,28 +56,30 @@ ci_metal() {
   cargo xtask metal-check
 }
 
-times=()
-summary() { echo "::: done in ${SECONDS}s: ${times[*]}"; }
+results=()
+summary() { echo "::: done in ${SECONDS}s: ${results[*]}"; }
 
 # Not fuzz: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes from cold
 # on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint formats the
 # target, and `cargo xtask check` keeps its lock file current; run `bash ci/fuzz.sh` locally.
 for name in ${@:-setup lint check test bench metal}; do
   started=$SECONDS status=0
+  declare -F "ci_$name" >/dev/null || { echo "no CI step named $name" >&2; exit 2; }
   echo "::: $name"
-  # `set -e` is off on the left of `||`, so the step runs in a subshell with it turned back on.
+  # Run as `ci_x || status=$?`, a step would ignore `set -e`; so errexit goes off here, and back
+  # on in the step's subshell, which stops at its first failing command.
   set +e
   (set -e; "ci_$name")
   status=$?
   set -e
   took=$((SECONDS - started))
   if [ "$status" -ne 0 ]; then
-    times+=("$name FAILED (exit $status) ${took}s")
+    results+=("$name FAILED (exit $status) ${took}s")
     echo "::: $name: FAILED with exit $status after ${took}s"
     summary
     exit "$status"
   fi
-  times+=("$name ${took}s")
+  results+=("$name ${took}s")
   echo "::: $name: ok in ${took}s"
 done
 summary
