@@ -40,11 +40,7 @@ pub(crate) fn generated(
     let unpatched = published_tree(&scratch, crates)?;
     let mut tip = unpatched;
     for patch in patches {
-        let diff = patch.diff()?;
-        let paths = diff
-            .deltas()
-            .filter_map(|d| d.new_file().path().or(d.old_file().path()));
-        for path in paths {
+        for path in crate::git::paths(&patch.diff()?) {
             let (file, shown) = (&patch.file_name, path.display());
             ensure!(
                 crates.iter().any(|p| path.starts_with(&p.pin.path_in_vcs)),

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use git2::{Oid, Repository, Status, StatusOptions};
+use git2::{Diff, DiffDelta, Oid, Repository, Status, StatusOptions};
 
 pub fn open(path: &Path) -> Result<Repository> {
     Repository::open(path).with_context(|| format!("{} is not a git repository", path.display()))
@@ -49,6 +49,16 @@ pub(crate) fn rust_files(
         let blob = repo.find_blob(id)?;
         Ok((path, String::from_utf8_lossy(blob.content()).into_owned()))
     }))
+}
+
+/// The file a delta changes: its new path, or its old one if it was deleted.
+pub fn path<'a>(delta: &DiffDelta<'a>) -> Option<&'a Path> {
+    delta.new_file().path().or(delta.old_file().path())
+}
+
+/// The file of each delta of `diff`, as `path` names it.
+pub fn paths<'a>(diff: &'a Diff<'_>) -> impl Iterator<Item = &'a Path> {
+    diff.deltas().filter_map(|delta| path(&delta))
 }
 
 /// A commit id cut to 10 characters, for messages.

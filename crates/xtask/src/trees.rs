@@ -75,7 +75,7 @@ impl Scratch {
         let [from, to] = [from, to].map(|id| repo.find_tree(id));
         let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
         let changes = diff.deltas().map(|delta| {
-            let path = delta.new_file().path().or(delta.old_file().path());
+            let path = crate::git::path(&delta);
             let status = match delta.status() {
                 git2::Delta::Added => "added",
                 git2::Delta::Deleted => "deleted",

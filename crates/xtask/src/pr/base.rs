@@ -52,10 +52,7 @@ pub(super) fn relate(
     let tree = repo.find_commit(base)?.tree()?;
     let mut files: Vec<(String, FileState)> = Vec::new();
     for patch in patches {
-        for delta in patch.diff()?.deltas() {
-            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
-                continue;
-            };
+        for path in crate::git::paths(&patch.diff()?) {
             let path = path.display().to_string();
             if files.iter().any(|(done, _)| *done == path) {
                 continue;

@@ -81,10 +81,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
     let tree_obj = repo.find_tree(tree)?;
     let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(from)?), Some(&tree_obj), None)?;
     let (mut crates, mut modules) = (Crates::default(), Vec::new());
-    for delta in diff.deltas() {
-        let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
-            continue;
-        };
+    for path in crate::git::paths(&diff) {
         // The member whose folder is the nearest above the file is its crate.
         let member = |d| members.iter().find(|(_, f)| f.as_std_path() == d);
         let Some((package, folder)) = path.ancestors().skip(1).find_map(member) else {
