@@ -13,9 +13,8 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
     let path = patches_dir.join("stack.toml");
     let shown = path.display();
     let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(err) => return Err(err).with_context(|| format!("cannot read {shown}")),
+        text => text.with_context(|| format!("cannot read {shown}"))?,
     };
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;

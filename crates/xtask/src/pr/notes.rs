@@ -35,11 +35,10 @@ pub struct Notes {
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     let path = dir.join(Path::new(&patch.file_name).with_extension("md"));
-    if !path.exists() {
-        return Ok(Notes::default());
-    }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = match std::fs::read_to_string(&path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Notes::default()),
+        text => text.with_context(|| format!("cannot read {}", path.display()))?,
+    };
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
