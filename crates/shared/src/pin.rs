@@ -33,7 +33,7 @@ pub enum Line {
 
 impl Line {
     /// The crate's name and the version the line asks for.
-    pub fn crate_version(&self) -> (&str, &str) {
+    pub fn name_and_version(&self) -> (&str, &str) {
         match self {
             Line::Pinned(pin) => (&pin.name, &pin.version),
             Line::New { name, version } => (name, version),

@@ -14,8 +14,8 @@ use crate::series;
 
 pub fn run(layout: &Layout) -> Result<()> {
     let pins = pin::read(&layout.pin())?;
-    let published: Result<Vec<_>> = pins.iter().map(published::load_pinned).collect();
-    check_generated(layout, &published?)?;
+    let published = pins.iter().map(published::load_pinned);
+    check_generated(layout, &published.collect::<Result<Vec<_>>>()?)?;
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
@@ -59,7 +59,10 @@ pub fn run(layout: &Layout) -> Result<()> {
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     let patches = series::load(&layout.patches())?;
-    patches.iter().try_for_each(|p| p.message().map(drop))?;
+    // Every message must parse before anything is generated from the patches.
+    for patch in &patches {
+        patch.message()?;
+    }
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
     let entries = std::fs::read_dir(layout.root.join(GENERATED_ROOT));

@@ -8,6 +8,7 @@ use cargo_metadata::MetadataCommand;
 /// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
 pub const GENERATED_ROOT: &str = "crates/vendor";
 
+/// The line of `.gitattributes` that marks the generated root.
 pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
 
 /// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.

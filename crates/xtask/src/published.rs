@@ -52,6 +52,7 @@ pub fn load_pinned(pin: &Pin) -> Result<Published> {
     load_at(&path, pin)
 }
 
+/// The `.crate` at `path`, checked against the pin.
 fn load_at(path: &Path, pin: &Pin) -> Result<Published> {
     let (name, version, sha256) = (&pin.name, &pin.version, &pin.sha256);
     let (commit, path_in_vcs) = (&pin.commit, &pin.path_in_vcs);
@@ -98,6 +99,7 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
+/// The pinned crate: from cargo's cache, or downloaded by cargo.
 pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
     load_at(&fetch(layout, &pin.name, &pin.version)?, pin)
 }

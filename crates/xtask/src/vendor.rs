@@ -22,7 +22,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let lines = pin::read_lines(&layout.pin())?;
     let mut published = Vec::new();
     for line in &lines {
-        let (name, version) = line.crate_version();
+        let (name, version) = line.name_and_version();
         let wanted = options.version.as_deref().unwrap_or(version);
         published.push(match line {
             Line::Pinned(pin) if pin.version == wanted => published::load_or_fetch(layout, pin)?,
@@ -49,7 +49,7 @@ const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transforme
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
-    let (old_version, new_version) = (old[0].crate_version().1, new[0].version.as_str());
+    let (old_version, new_version) = (old[0].name_and_version().1, new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     ensure!(
         count > 0 || old_version == new_version,
@@ -58,9 +58,10 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = std::fs::read_to_string(&fuzz).ok();
-    let patch_fuzz = |text: String| patch_entries(&text, &names, "../vendor/");
-    let fuzz_text = fuzz_text.map(patch_fuzz).transpose()?;
+    let fuzz_text = match std::fs::read_to_string(&fuzz) {
+        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
+        Err(_) => None,
+    };
     // Every new text is computed before the first write, so a failure changes nothing.
     std::fs::write(layout.pin(), pin::render(new))?;
     std::fs::write(&manifest, updated)?;

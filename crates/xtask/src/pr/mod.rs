@@ -25,7 +25,7 @@ pub use clone::prepare;
 use stack::Entry;
 use verify::Check;
 
-/// The flags of `cargo xtask pr`, checked by `run` before any work starts.
+/// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct Options {
     /// The clone of candle to make one branch per patch in; without it, only target/pr/.
@@ -85,19 +85,28 @@ pub struct Prepared {
     pub call_sites: Vec<audit::CallSite>,
 }
 
+impl Options {
+    fn validate(&self) -> Result<()> {
+        if self.verify && self.candle.is_none() {
+            bail!("--verify needs --candle <clone>: the checks run on the branches made there");
+        }
+        if let Some(clone) = self.candle.as_ref().filter(|clone| !clone.is_dir()) {
+            bail!("--candle {}: no such folder", clone.display());
+        }
+        if let Some(author) = &self.author {
+            parse_author(author)?;
+        }
+        ensure!(!self.base.is_empty(), "--base needs a branch name");
+        let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
+        if let Some(number) = self.patches.iter().find(|n| !four_digits(n)) {
+            bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
+        }
+        Ok(())
+    }
+}
+
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    if options.verify && options.candle.is_none() {
-        bail!("--verify needs --candle <clone>: the checks run on the branches made there");
-    }
-    if let Some(clone) = options.candle.as_ref().filter(|clone| !clone.is_dir()) {
-        bail!("--candle {}: no such folder", clone.display());
-    }
-    options.author.as_deref().map(parse_author).transpose()?;
-    ensure!(!options.base.is_empty(), "--base needs a branch name");
-    let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
-    if let Some(number) = options.patches.iter().find(|n| !four_digits(n)) {
-        bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
-    }
+    options.validate()?;
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
@@ -143,8 +152,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
     };
-    let verify = || verify_stack(layout, &repo, &stack);
-    let checks = options.verify.then(verify).transpose()?;
+    let checks = options
+        .verify
+        .then(|| verify_stack(layout, &repo, &stack))
+        .transpose()?;
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
     std::fs::create_dir_all(&target)?;
@@ -225,7 +236,8 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
-    let check = |entry: &Entry| {
+    let mut all = Vec::new();
+    for entry in stack {
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         // Forget the record first: an export cut short leaves a folder that matches no tree.
@@ -239,7 +251,11 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
             dependents = "no dependents".into();
         }
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
-        verify::run(&export, &dir.join("target"), &verify::commands(&crates))
-    };
-    stack.iter().map(check).collect()
+        all.push(verify::run(
+            &export,
+            &dir.join("target"),
+            &verify::commands(&crates),
+        )?);
+    }
+    Ok(all)
 }

@@ -260,8 +260,10 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
         }
         let added = line.strip_prefix('+').map(str::trim);
         let name = added.and_then(|a| a.strip_prefix("fn ")?.split('(').next());
-        if let (true, Some(name), Some((_, tests))) = (after_test, name, files.last_mut()) {
-            tests.push(name.to_string());
+        if after_test {
+            if let (Some(name), Some((_, tests))) = (name, files.last_mut()) {
+                tests.push(name.to_string());
+            }
         }
         let code = added.or(line.strip_prefix(' ').map(str::trim));
         after_test = code == Some("#[test]");

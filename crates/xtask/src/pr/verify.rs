@@ -148,14 +148,17 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
         trees::write_tree(repo, tree, &staged)?;
         return swap_in(&[(staged, dir.to_path_buf())]);
     };
-    let (old, new) = (repo.find_tree(previous)?, repo.find_tree(tree)?);
-    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    let (old_tree, new_tree) = (repo.find_tree(previous)?, repo.find_tree(tree)?);
+    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
     for delta in diff.deltas() {
         let (status, new) = (delta.status(), delta.new_file());
         if let (Delta::Deleted | Delta::Renamed, Some(old)) = (status, delta.old_file().path()) {
             let _ = std::fs::remove_file(dir.join(old));
         }
-        if let Some(path) = new.path().filter(|_| status != Delta::Deleted) {
+        if status == Delta::Deleted {
+            continue;
+        }
+        if let Some(path) = new.path() {
             let target = dir.join(path);
             std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
             // Written anew, so that a file that changes mode or becomes a link gets it.

@@ -26,6 +26,7 @@ impl Message {
     }
 }
 
+/// Reads the mail headers and the message of a `git format-patch` file.
 pub fn parse_message(bytes: &[u8]) -> Result<Message> {
     let text = std::str::from_utf8(bytes).context("the patch is not UTF-8")?;
     let mbox_line = text.strip_prefix("From ").and_then(|t| t.split_once('\n'));
