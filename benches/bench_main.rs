@@ -1,13 +1,12 @@
 //! `sample` on real logits, the published point beside the whole series and, on the CPU, the
 //! floor, per comparison and vocabulary; `cargo xtask bench-report` times the points between.
 
-use benches::{
-    comparisons, floor, logits, time_calls, PUBLISHED_POINT, SEED, SERIES_POINT, VOCAB_SIZES,
-};
+use benches::{comparisons, floor, logits, time_calls, SEED, VOCAB_SIZES};
 use candle::Device;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use repro::decode::{DecodeLoop, NEEDS_THE_MODEL, TOKENS};
+use shared::{PUBLISHED_POINT, SERIES_POINT};
 use testbed::fixture::Fixture;
 
 fn run_sampling(c: &mut Criterion) {
@@ -46,8 +45,6 @@ fn run_sampling(c: &mut Criterion) {
 
 /// What each step of upstream's `sample` costs at 49152 tokens, on the CPU.
 fn run_profile(c: &mut Criterion) {
-    use rand::distr::Distribution;
-
     let fixture = Fixture::load().unwrap();
     let logits = fixture.tensor(&Device::Cpu).unwrap();
     let scaled = (&logits / 0.8).unwrap();
@@ -82,10 +79,7 @@ fn run_profile(c: &mut Criterion) {
         })
     });
     group.bench_function("weighted_draw", |b| {
-        b.iter(|| {
-            let index = rand::distr::weighted::WeightedIndex::new(&host).unwrap();
-            index.sample(&mut rng)
-        })
+        b.iter(|| rng.sample(rand::distr::weighted::WeightedIndex::new(&host).unwrap()))
     });
     group.finish();
 }

@@ -64,7 +64,6 @@ fn run(driver: Driver) -> Result<()> {
             let logits = logits(&fixture, vocab, &Device::Cpu)?;
             let mut processor = point_processor(&point, &group)?;
             time_calls(&mut processor, &logits, &Device::Cpu, calls)?;
-            Ok(())
         }
         Driver::Pair {
             group,
@@ -79,7 +78,7 @@ fn run(driver: Driver) -> Result<()> {
             paired_rounds(rounds, &points, &group, |processor| {
                 let elapsed = time_calls(processor, &logits, &device, calls)?;
                 Ok(elapsed.as_nanos().to_string())
-            })
+            })?
         }
         Driver::Decode {
             group,
@@ -91,7 +90,7 @@ fn run(driver: Driver) -> Result<()> {
             paired_rounds(rounds, &points, &group, |processor| {
                 let Generation { total, sampler, .. } = decode.generate(processor, tokens)?;
                 Ok(format!("{} {}", total.as_nanos(), sampler.as_nanos()))
-            })
+            })?
         }
         Driver::Settings => {
             let settings = shared::bench::Settings {
@@ -104,9 +103,9 @@ fn run(driver: Driver) -> Result<()> {
                 model_on_disk: testbed::model::find().is_some(),
             };
             println!("{}", serde_json::to_string(&settings)?);
-            Ok(())
         }
     }
+    Ok(())
 }
 
 fn point_processor(name: &str, group: &str) -> Result<Processor> {

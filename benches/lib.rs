@@ -17,8 +17,6 @@ pub mod floor;
 pub const TEMPERATURE: f64 = 0.8;
 pub const SEED: u64 = 42;
 
-pub use shared::{PUBLISHED_POINT, SERIES_POINT};
-
 /// One comparison: the sampling the published point runs, and the one every other point runs.
 pub struct Comparison {
     pub group: &'static str,
@@ -29,7 +27,7 @@ pub struct Comparison {
 impl Comparison {
     /// The processor of the point called `name` (one of `points::NAMES`), seeded with `SEED`.
     pub fn processor(&self, name: &str) -> Option<Processor> {
-        let sampling = match name == PUBLISHED_POINT {
+        let sampling = match name == shared::PUBLISHED_POINT {
             true => &self.upstream,
             false => &self.patched,
         };

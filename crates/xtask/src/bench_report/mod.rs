@@ -187,9 +187,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         for row in rows.iter_mut().filter(|row| row.device == "cpu") {
             let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
             row.instructions = ratio.filter(|_| row.vocab == real_vocab);
-            if let Some(paired) = row.paired.as_mut() {
-                paired.weigh(ratio);
-            }
+            row.paired.iter_mut().for_each(|paired| paired.weigh(ratio));
         }
     }
     steps(&mut patches, &point_rounds, &counts);

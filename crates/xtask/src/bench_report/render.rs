@@ -59,6 +59,9 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
         };
         format!("; `temperature_0`: {sides}")
     });
+    let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
+    let (temperature, rounds) = (report.temperature, report.rounds);
+    let confidence = CONFIDENCE * 100.0;
     format!(
         "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
          {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
@@ -67,13 +70,7 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
          goes first, with its {confidence}% bootstrap interval, rounded outwards; \"no measurable \
          cost\" means that interval contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \
          \"within ±1%\" that it lies there without containing 1.0, too small a difference to \
-         count, \"not resolved\" that it contains 1.0 but is wider",
-        model = report.model,
-        vocab = report.vocab,
-        seed = report.seed,
-        temperature = report.temperature,
-        rounds = report.rounds,
-        confidence = CONFIDENCE * 100.0,
+         count, \"not resolved\" that it contains 1.0 but is wider"
     )
 }
 
@@ -135,6 +132,8 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         true => format!("{device} measured"),
         false => format!("**{device} not run** ({how})"),
     });
+    let (crate_label, commit, date) = (&report.crate_label, &report.commit, &report.date);
+    let (machine, devices) = (&report.machine, devices.join("; "));
     let mut out = format!(
         "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
          {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
@@ -143,11 +142,6 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          that returns the same tokens must compute, written plainly on logits already on the host \
          (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
          {INSTRUCTIONS}.\n\n",
-        crate_label = report.crate_label,
-        commit = report.commit,
-        date = report.date,
-        machine = report.machine,
-        devices = devices.join("; "),
         patches = report.patches.len(),
         measured_as = setting(report, Some(Greedy::After("the series"))),
     );
