@@ -31,10 +31,9 @@ fn run_sampling(c: &mut Criterion) {
                     let host = logits.to_vec1::<f32>().unwrap();
                     let mut scratch = floor::Scratch::default();
                     let mut rng = rand::rngs::StdRng::seed_from_u64(SEED);
+                    let sampling = &comparison.upstream;
                     group.bench_function(BenchmarkId::new("floor", vocab), |b| {
-                        b.iter(|| {
-                            floor::sample(&comparison.upstream, &host, &mut scratch, &mut rng)
-                        })
+                        b.iter(|| floor::sample(sampling, &host, &mut scratch, &mut rng))
                     });
                 }
             }

@@ -130,18 +130,15 @@ fn paired_rounds(
     let mut sides = sides?;
     let mut runs = Vec::new();
     for (side, processor) in sides.iter_mut().enumerate() {
-        let warmed =
-            measure(processor).inspect_err(|err| eprintln!("side {side} left out: {err:#}"));
-        runs.push(warmed.is_ok());
+        let left_out = |err: &anyhow::Error| eprintln!("side {side} left out: {err:#}");
+        runs.push(measure(processor).inspect_err(left_out).is_ok());
     }
     ensure!(runs.contains(&true), "no side can run this comparison");
     for round in 0..rounds {
         let mut results = vec!["-".to_string(); sides.len()];
-        for offset in 0..sides.len() {
-            let side = (round + offset) % sides.len();
-            if runs[side] {
-                results[side] = measure(&mut sides[side])?;
-            }
+        let turns = (0..runs.len()).map(|offset| (round + offset) % runs.len());
+        for side in turns.filter(|side| runs[*side]) {
+            results[side] = measure(&mut sides[side])?;
         }
         println!("{}", results.join(" "));
     }

@@ -13,9 +13,10 @@ use super::stats::{self, parse_rounds, Paired};
 use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
 use crate::project::{self, Layout};
 
-/// `bench-driver`, and cargo's target folder, where the output of each of its runs is kept.
+/// `bench-driver`, what it runs with, and cargo's target folder, where its output is kept.
 pub(super) struct Driver {
     path: PathBuf,
+    pub(super) settings: Settings,
     target: PathBuf,
 }
 
@@ -28,15 +29,14 @@ impl Driver {
             .args(["-p", "benches", "--bin", "bench-driver"])
             .status()?;
         ensure!(status.success(), "cannot build bench-driver");
-        let target = layout.target();
-        let path = target.join("release").join("bench-driver");
-        Ok(Driver { path, target })
-    }
-
-    pub(super) fn settings(&self) -> Result<Settings> {
-        let mut command = Command::new(&self.path);
-        let settings = stdout_of("bench-driver settings", command.arg("settings"))?;
-        serde_json::from_str(&settings).context("bench-driver settings: not the settings' JSON")
+        let path = layout.target().join("release").join("bench-driver");
+        let settings = stdout_of("bench-driver settings", Command::new(&path).arg("settings"))?;
+        let settings = serde_json::from_str(&settings);
+        Ok(Driver {
+            path,
+            settings: settings.context("bench-driver settings: not the settings' JSON")?,
+            target: layout.target(),
+        })
     }
 
     /// Runs it with `args` then `points`, and keeps what it printed in `target/bench-driver/`,
@@ -105,13 +105,9 @@ impl Driver {
 
     /// `bench-driver decode`'s rounds for `comparison` on `points`: per round, each point's total
     /// and sampler time.
-    pub(super) fn decode(
-        &self,
-        comparison: &str,
-        points: &[String],
-        tokens: u64,
-    ) -> Result<Vec<Vec<f64>>> {
-        let (rounds, count) = (DECODE_ROUNDS.to_string(), tokens.to_string());
+    pub(super) fn decode(&self, comparison: &str, points: &[String]) -> Result<Vec<Vec<f64>>> {
+        let rounds = DECODE_ROUNDS.to_string();
+        let count = self.settings.decode_tokens.to_string();
         let output = self.rounds(&["decode", comparison, &rounds, &count], points)?;
         eprintln!("decode {comparison}: {} measured", points.join(", "));
         parse_rounds(&output, 2 * points.len())

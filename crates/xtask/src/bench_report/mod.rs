@@ -129,7 +129,6 @@ pub fn decode_between(
     })
 }
 
-/// The flags of `cargo xtask bench-report`.
 #[derive(Debug, Default, clap::Args)]
 pub struct Options {
     /// Count instructions per call with valgrind's callgrind too.
@@ -149,7 +148,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         bail!("{shown} has no published/series pairs: run `cargo bench`");
     }
     let driver = Driver::build(layout)?;
-    let settings = driver.settings()?;
+    let settings = &driver.settings;
     // The series' patches, each against the point it builds on, not measured yet.
     let builds_on = crate::branches::builds_on(&layout.patches())?;
     let mut patches = Vec::new();
@@ -195,7 +194,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut whole = Vec::new();
     for comparison in point_rounds.keys().filter(|_| settings.model_on_disk) {
         let points = decode_points(comparison, &patches);
-        let rounds = driver.decode(comparison, &points, tokens)?;
+        let rounds = driver.decode(comparison, &points)?;
         let between = |before: &str, after: &str| {
             decode_between(comparison, &points, &rounds, tokens, before, after)
         };
