@@ -112,9 +112,8 @@ fn point_processor(name: &str, group: &str) -> Result<Processor> {
     let comparison = comparisons().into_iter().find(|c| c.group == group);
     let comparison = comparison.with_context(|| format!("no comparison {group}"))?;
     let names = points::NAMES.join(", ");
-    comparison
-        .processor(name)
-        .with_context(|| format!("point must be one of {names}, got {name}"))
+    let processor = comparison.processor(name);
+    processor.with_context(|| format!("point must be one of {names}, got {name}"))
 }
 
 /// Runs `measure` once on each point to warm up, then `rounds` rounds of every point back to

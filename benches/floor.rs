@@ -2,7 +2,7 @@
 //! make (the same f32 probabilities, then one cumulative pass for the draw; top-k adds a
 //! selection, top-p a pass and a sort of its few candidates), on logits already on the host.
 
-use rand::distr::Distribution;
+use rand::distr::Uniform;
 use rand::rngs::StdRng;
 use rand::Rng;
 use testbed::sampler::Sampling;
@@ -57,9 +57,7 @@ fn exps(logits: &[f32], temperature: f32, prs: &mut Vec<f32>) -> f32 {
 /// dividing by the softmax's sum and finding the token under the number are left out.
 fn draw(weights: &[f32], rng: &mut StdRng) -> usize {
     let total: f32 = weights.iter().sum();
-    let chosen: f32 = rand::distr::Uniform::new(0.0, total)
-        .expect("a positive total")
-        .sample(rng);
+    let chosen: f32 = rng.sample(Uniform::new(0.0, total).expect("a positive total"));
     chosen.to_bits() as usize % weights.len()
 }
 
