@@ -60,8 +60,7 @@ pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String 
         format!("; `temperature_0`: {sides}")
     });
     let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
-    let (temperature, rounds) = (report.temperature, report.rounds);
-    let confidence = CONFIDENCE * 100.0;
+    let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
     format!(
         "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
          {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
