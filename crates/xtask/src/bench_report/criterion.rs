@@ -42,8 +42,7 @@ fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
     let dir = glob::Pattern::escape(&dir.to_string_lossy());
     let runs = glob::glob(&format!("{dir}/**/new/benchmark.json"))?;
-    let mut runs = runs.collect::<Result<Vec<_>, _>>()?;
-    runs.sort();
+    let runs = runs.collect::<Result<std::collections::BTreeSet<_>, _>>()?;
     runs.into_iter()
         .map(|run| {
             let benchmark: Benchmark = read(&run)?;
