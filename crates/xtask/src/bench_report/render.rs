@@ -214,6 +214,7 @@ fn side(ms: f64, share: f64) -> String {
     format!("{ms:.2} ({:.1}), {:.1}%", 1e3 / ms, share * 100.0)
 }
 
+/// The decode tables' columns: the whole series' table and each step's use the same.
 const DECODE_COLUMNS: [Column<Decode>; 6] = [
     ("variant", "---", |d| format!("`{}`", d.comparison)),
     ("before", "---", |d| side(d.before_ms, d.before_share)),
