@@ -146,7 +146,6 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             (scratch.repo, stack, None, None)
         }
     };
-    // What the notes' markers stand for.
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
