@@ -71,7 +71,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let subject = commit.summary()?.unwrap_or_default();
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;
-        written.push(format!("[format-patch] {name} <- {id:.10} {subject}\n"));
+        let short = crate::git::short(&id.to_string()).to_string();
+        written.push(format!("[format-patch] {name} <- {short} {subject}\n"));
     }
     swap_in(&[(new, patches)])?;
     eprint!("{}", written.concat());

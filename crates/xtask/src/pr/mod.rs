@@ -250,11 +250,8 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
             dependents = "no dependents".into();
         }
         eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
-        all.push(verify::run(
-            &export,
-            &dir.join("target"),
-            &verify::commands(&crates),
-        )?);
+        let checks = verify::run(&export, &dir.join("target"), &verify::commands(&crates))?;
+        all.push(checks);
     }
     Ok(all)
 }
