@@ -61,12 +61,6 @@ impl Layout {
     pub fn target(&self) -> PathBuf {
         shared::target_dir_of(&self.root)
     }
-
-    /// A path relative to the root, for messages.
-    pub fn show(&self, path: &Path) -> String {
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        relative.display().to_string()
-    }
 }
 
 /// The program that runs cargo: the one that started us, if any.

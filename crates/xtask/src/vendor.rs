@@ -149,7 +149,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
             text.push('\n');
         }
         std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
-            .with_context(|| format!("cannot write {}", layout.show(&path)))?;
+            .context("cannot write .gitattributes")?;
     }
     for folder in &generated {
         eprintln!("wrote {} (tree {})", folder.dir, folder.tree);
