@@ -311,11 +311,8 @@ fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
     let mut table = String::new();
     for cells in [&header, &rule].into_iter().chain(rows) {
-        let mut line = String::new();
-        for (cell, width) in cells.iter().zip(&widths) {
-            line += &format!("{cell:<width$}  ");
-        }
-        table += line.trim_end();
+        let padded = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}"));
+        table += padded.collect::<Vec<_>>().join("  ").trim_end();
         table += "\n";
     }
     table
