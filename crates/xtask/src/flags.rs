@@ -1,6 +1,6 @@
 //! The command line of `cargo xtask`; each command's options live beside its `run`.
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
 use crate::{bench_report, format_patch, pr, vendor};
 
@@ -8,12 +8,6 @@ use crate::{bench_report, format_patch, pr, vendor};
 /// the upstream pull requests.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", disable_help_subcommand = true)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
 pub enum Command {
     /// Download the pinned crates into cargo's cache and check their sha256, and fetch the
     /// fuzzer's dependencies (which `check` reads offline).

@@ -3,13 +3,13 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::flags::{Cli, Command};
+use xtask::flags::Command;
 use xtask::project::Layout;
 use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
 
 fn main() -> ExitCode {
     let layout = Layout::workspace();
-    shared::exit(match Cli::parse().command {
+    shared::exit(match Command::parse() {
         Command::Fetch => published::fetch_pinned(&layout),
         Command::Vendor(options) => vendor::run(&layout, &options),
         Command::Check => check::run(&layout),

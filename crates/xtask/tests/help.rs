@@ -2,16 +2,16 @@
 //! parses them (bless with `UPDATE_EXPECT=1 cargo test -p xtask --test help`).
 
 use clap::{CommandFactory, Parser};
-use xtask::flags::{Cli, Command};
+use xtask::flags::Command;
 
 #[test]
 fn the_declaration_is_consistent() {
-    Cli::command().debug_assert();
+    Command::command().debug_assert();
 }
 
 #[test]
 fn every_command_answers_help() {
-    let mut cli = Cli::command();
+    let mut cli = Command::command();
     let mut text = format!("{}\n", cli.render_long_help());
     let names: Vec<String> = cli
         .get_subcommands()
@@ -19,7 +19,7 @@ fn every_command_answers_help() {
         .collect();
     for name in names {
         // Parsed as a user types it, so that the usage line carries `cargo xtask`.
-        let help = Cli::try_parse_from(["cargo xtask", &name, "--help"]).unwrap_err();
+        let help = Command::try_parse_from(["cargo xtask", &name, "--help"]).unwrap_err();
         assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
         text.push_str(&format!(
             "---- cargo xtask {name} --help\n{}\n",
@@ -31,7 +31,7 @@ fn every_command_answers_help() {
 
 #[test]
 fn flags_parse_into_the_commands_options() {
-    let cli = Cli::try_parse_from([
+    let command = Command::try_parse_from([
         "cargo xtask",
         "pr",
         "--candle",
@@ -41,8 +41,8 @@ fn flags_parse_into_the_commands_options() {
         "--verify",
     ])
     .unwrap();
-    let Command::Pr(options) = cli.command else {
-        panic!("`pr` parsed as {:?}", cli.command);
+    let Command::Pr(options) = command else {
+        panic!("`pr` parsed as {command:?}");
     };
     assert_eq!(options.candle.unwrap().to_str(), Some("../candle"));
     assert_eq!(options.patches, ["0001", "0003"]);
@@ -52,7 +52,7 @@ fn flags_parse_into_the_commands_options() {
 
 #[test]
 fn an_unknown_flag_is_refused_with_its_name() {
-    let err = Cli::try_parse_from(["cargo xtask", "vendor", "--branch", "x"]).unwrap_err();
+    let err = Command::try_parse_from(["cargo xtask", "vendor", "--branch", "x"]).unwrap_err();
     assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
     assert!(err.to_string().contains("--branch"), "{err}");
 }
