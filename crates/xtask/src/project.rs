@@ -42,11 +42,9 @@ pub struct Layout {
 
 impl Layout {
     pub fn workspace() -> Layout {
-        Layout::at(shared::root())
-    }
-
-    pub fn at(root: PathBuf) -> Layout {
-        Layout { root }
+        Layout {
+            root: shared::root(),
+        }
     }
 
     pub fn patches(&self) -> PathBuf {

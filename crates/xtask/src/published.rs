@@ -23,8 +23,6 @@ pub struct Published {
     pub files: Vec<CrateFile>,
 }
 
-pub use shared::sha256_hex;
-
 /// The `.crate` in cargo's cache, if any: cargo keeps them in one folder per registry index.
 fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
     let file = format!("{name}-{version}.crate");
@@ -146,7 +144,7 @@ pub fn unpack(bytes: &[u8], name: &str, version: &str) -> Result<Published> {
         pin: Pin {
             name: name.to_string(),
             version: version.to_string(),
-            sha256: sha256_hex(bytes),
+            sha256: shared::sha256_hex(bytes),
             commit: git.sha1,
             path_in_vcs,
         },

@@ -28,7 +28,7 @@ fn unpack_reads_files_and_vcs_info() -> Result<()> {
         "59f8e903ca80a32ea7f8514b39748fc979e69e82"
     );
     assert_eq!(published.pin.path_in_vcs, "candle-transformers");
-    assert_eq!(published.pin.sha256, published::sha256_hex(&bytes));
+    assert_eq!(published.pin.sha256, shared::sha256_hex(&bytes));
     Ok(())
 }
 

@@ -90,7 +90,9 @@ impl Workspace {
 
 pub fn workspace() -> Result<Workspace> {
     let temp = crate::kept::dir("xtask-test")?;
-    let layout = Layout::at(temp.path().to_path_buf());
+    let layout = Layout {
+        root: temp.path().to_path_buf(),
+    };
     let published = published()?;
     std::fs::create_dir_all(layout.patches())?;
     std::fs::write(
@@ -216,7 +218,7 @@ pub fn snapshot(dir: &Path) -> Vec<(String, String)> {
                 stack.push(path);
             } else {
                 let data = std::fs::read(&path).unwrap_or_default();
-                files.push((path.display().to_string(), published::sha256_hex(&data)));
+                files.push((path.display().to_string(), shared::sha256_hex(&data)));
             }
         }
     }
