@@ -38,11 +38,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// A binary's exit: an error goes to stderr as `error: ` and its chain of causes.
 pub fn exit(result: anyhow::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    let Err(err) = result else {
+        return ExitCode::SUCCESS;
+    };
+    eprintln!("error: {err:#}");
+    ExitCode::FAILURE
 }
