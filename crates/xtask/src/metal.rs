@@ -76,9 +76,8 @@ fn with_metal(dirs: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
 pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let members = with_metal([layout.root.clone()])?;
-    let pins = pin::read(&layout.pin())?;
     let vendored_dir = |pin: &Pin| layout.root.join(project::vendored_dir(&pin.name));
-    let vendored = with_metal(pins.iter().map(vendored_dir))?;
+    let vendored = with_metal(pin::read(&layout.pin())?.iter().map(vendored_dir))?;
     if members.is_empty() {
         bail!("no workspace member has a `metal` feature");
     }
