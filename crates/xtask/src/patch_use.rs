@@ -39,8 +39,8 @@ pub fn check(graph: &Metadata, name: &str, version: &str, vendored: &Path) -> Re
     let canonical = vendored.canonicalize();
     let canonical = canonical.with_context(|| format!("no folder {shown}"))?;
     let manifest = &package.manifest_path;
-    let folder = manifest.parent().map(|p| p.as_std_path());
-    if folder.and_then(|folder| folder.canonicalize().ok()) != Some(canonical) {
+    let folder = manifest.parent().and_then(|p| p.canonicalize().ok());
+    if folder != Some(canonical) {
         bail!("cargo builds {name} from {manifest}, not {shown}");
     }
     let found = package.version.to_string();
