@@ -309,13 +309,11 @@ fn render_table(header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    let mut table = String::new();
-    for cells in [&header, &rule].into_iter().chain(rows) {
+    let lines = [&header, &rule].into_iter().chain(rows).map(|cells| {
         let padded = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}"));
-        table += padded.collect::<Vec<_>>().join("  ").trim_end();
-        table += "\n";
-    }
-    table
+        format!("{}\n", padded.collect::<Vec<_>>().join("  ").trim_end())
+    });
+    lines.collect()
 }
 
 #[cfg(test)]
