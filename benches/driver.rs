@@ -112,8 +112,9 @@ fn point_processor(name: &str, group: &str) -> Result<Processor> {
     let comparison = comparisons().into_iter().find(|c| c.group == group);
     let comparison = comparison.with_context(|| format!("no comparison {group}"))?;
     let names = points::NAMES.join(", ");
-    let processor = comparison.processor(name);
-    processor.with_context(|| format!("point must be one of {names}, got {name}"))
+    comparison
+        .processor(name)
+        .with_context(|| format!("point must be one of {names}, got {name}"))
 }
 
 /// Runs `measure` once on each point to warm up, then `rounds` rounds of every point back to
@@ -129,15 +130,20 @@ fn paired_rounds(
     let mut sides = sides?;
     let mut runs = Vec::new();
     for (side, processor) in sides.iter_mut().enumerate() {
-        let left_out = |err: &anyhow::Error| eprintln!("side {side} left out: {err:#}");
-        runs.push(measure(processor).inspect_err(left_out).is_ok());
+        let warmed = measure(processor);
+        if let Err(err) = &warmed {
+            eprintln!("side {side} left out: {err:#}");
+        }
+        runs.push(warmed.is_ok());
     }
     ensure!(runs.contains(&true), "no side can run this comparison");
     for round in 0..rounds {
         let mut results = vec!["-".to_string(); sides.len()];
-        let turns = (0..runs.len()).map(|offset| (round + offset) % runs.len());
-        for side in turns.filter(|side| runs[*side]) {
-            results[side] = measure(&mut sides[side])?;
+        for offset in 0..sides.len() {
+            let side = (round + offset) % sides.len();
+            if runs[side] {
+                results[side] = measure(&mut sides[side])?;
+            }
         }
         println!("{}", results.join(" "));
     }

@@ -40,8 +40,9 @@ ci_test() {
 # stays local: `cargo bench`, then `cargo xtask bench-report --callgrind`).
 ci_bench() { cargo test --locked -p benches --benches; }
 
-# Metal, type-checked (not linked or run) by clippy for aarch64-apple-darwin; installs the target
-# and clang, which compiles the one C file criterion's `alloca` needs.
+# Metal, type-checked (not linked or run) by clippy for aarch64-apple-darwin: adds the rustup
+# target, and as root with apt-get installs what is missing of clang (it compiles the one C file
+# criterion's `alloca` needs) and pkg-config.
 ci_metal() {
   local target=aarch64-apple-darwin
   rustup target list --installed | grep -qx "$target" || rustup target add "$target"
@@ -62,10 +63,13 @@ summary() { echo "::: done in ${SECONDS}s: ${results[*]}"; }
 # Not fuzz: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes from cold
 # on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint formats the
 # target, and `cargo xtask check` keeps its lock file current; run `bash ci/fuzz.sh` locally.
-for name in ${@:-setup lint check test bench metal}; do
-  started=$SECONDS status=0
+steps=${*:-setup lint check test bench metal}
+for name in $steps; do
   declare -F "ci_$name" >/dev/null || { echo "no CI step named $name" >&2; exit 2; }
-  echo "::: $name"
+done
+for name in $steps; do
+  started=$SECONDS status=0
+  echo "::: $name: bash ci/all.sh $name"
   # Run as `ci_x || status=$?`, a step would ignore `set -e`; so errexit goes off here, and back
   # on in the step's subshell, which stops at its first failing command.
   set +e

@@ -14,7 +14,7 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
     let shown = path.display();
     let text = match std::fs::read_to_string(&path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        text => text.with_context(|| format!("cannot read {shown}"))?,
+        read => read.with_context(|| format!("cannot read {shown}"))?,
     };
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;

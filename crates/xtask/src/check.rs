@@ -40,17 +40,19 @@ pub fn run(layout: &Layout) -> Result<()> {
     let mut lines = stderr.lines().filter(|line| !line.trim().is_empty());
     let first = lines.clone().find(|line| line.starts_with("error"));
     let first = first.or(lines.next()).unwrap_or_default();
-    ensure!(
-        !first.contains("--locked"),
-        "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update --workspace \
-         --offline --manifest-path {FUZZ_MANIFEST}` to update it"
-    );
-    ensure!(
-        !first.contains("no matching package"),
-        "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo xtask \
-         fetch` once while online (it fetches the fuzzer's dependencies --locked, and says so \
-         if the lock file is stale)"
-    );
+    if first.contains("--locked") {
+        bail!(
+            "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update \
+             --workspace --offline --manifest-path {FUZZ_MANIFEST}` to update it"
+        );
+    }
+    if first.contains("no matching package") {
+        bail!(
+            "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
+             xtask fetch` once while online (it fetches the fuzzer's dependencies --locked, and \
+             says so if the lock file is stale)"
+        );
+    }
     bail!("`cargo metadata` on {FUZZ_MANIFEST} failed: {first}")
 }
 

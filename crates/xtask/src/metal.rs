@@ -77,7 +77,8 @@ pub fn run(layout: &Layout) -> Result<()> {
     preflight(false)?;
     let members = with_metal([layout.root.clone()])?;
     let vendored_dir = |pin: &Pin| layout.root.join(project::vendored_dir(&pin.name));
-    let vendored = with_metal(pin::read(&layout.pin())?.iter().map(vendored_dir))?;
+    let pins = pin::read(&layout.pin())?;
+    let vendored = with_metal(pins.iter().map(vendored_dir))?;
     if members.is_empty() {
         bail!("no workspace member has a `metal` feature");
     }

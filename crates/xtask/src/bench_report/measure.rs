@@ -29,13 +29,15 @@ impl Driver {
             .args(["-p", "benches", "--bin", "bench-driver"])
             .status()?;
         ensure!(status.success(), "cannot build bench-driver");
-        let path = layout.target().join("release").join("bench-driver");
-        let settings = stdout_of("bench-driver settings", Command::new(&path).arg("settings"))?;
-        let settings = serde_json::from_str(&settings);
+        let target = layout.target();
+        let path = target.join("release").join("bench-driver");
+        let json = stdout_of("bench-driver settings", Command::new(&path).arg("settings"))?;
+        let settings = serde_json::from_str(&json);
+        let settings = settings.context("bench-driver settings: not the settings' JSON")?;
         Ok(Driver {
             path,
-            settings: settings.context("bench-driver settings: not the settings' JSON")?,
-            target: layout.target(),
+            settings,
+            target,
         })
     }
 

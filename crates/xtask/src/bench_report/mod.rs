@@ -188,7 +188,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             if row.vocab == real_vocab {
                 row.instructions = ratio;
             }
-            row.paired.iter_mut().for_each(|paired| paired.weigh(ratio));
+            if let Some(paired) = &mut row.paired {
+                paired.weigh(ratio);
+            }
         }
     }
     steps(&mut patches, &point_rounds, &counts);

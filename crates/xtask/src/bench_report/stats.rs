@@ -169,6 +169,7 @@ pub fn parse_rounds(text: &str, sides: usize) -> Result<Vec<Vec<f64>>> {
         .collect()
 }
 
+/// The instruction total in callgrind's output.
 pub fn callgrind_total(text: &str) -> Result<u64> {
     text.lines()
         .find_map(|line| {

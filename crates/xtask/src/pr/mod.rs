@@ -151,10 +151,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
     };
-    let checks = options
-        .verify
-        .then(|| verify_stack(layout, &repo, &stack))
-        .transpose()?;
+    let checks = match options.verify {
+        true => Some(verify_stack(layout, &repo, &stack)?),
+        false => None,
+    };
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
     std::fs::create_dir_all(&target)?;

@@ -37,7 +37,7 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     let path = dir.join(Path::new(&patch.file_name).with_extension("md"));
     let text = match std::fs::read_to_string(&path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Notes::default()),
-        text => text.with_context(|| format!("cannot read {}", path.display()))?,
+        read => read.with_context(|| format!("cannot read {}", path.display()))?,
     };
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
