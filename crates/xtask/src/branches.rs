@@ -6,15 +6,15 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
+use crate::fsutil::read_if_exists;
 use crate::series::{self, Patch};
 
 /// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     let path = patches_dir.join("stack.toml");
     let shown = path.display();
-    let text = match std::fs::read_to_string(&path) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        read => read.with_context(|| format!("cannot read {shown}"))?,
+    let Some(text) = read_if_exists(&path)? else {
+        return Ok(BTreeMap::new());
     };
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;

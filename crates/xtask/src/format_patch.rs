@@ -71,7 +71,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let subject = commit.summary()?.unwrap_or_default();
         let name = series::file_name(index + 1, subject);
         std::fs::write(new.join(&name), series::email(&commit)?)?;
-        let short = crate::git::short(&id.to_string()).to_string();
+        let short = git::short(&id.to_string()).to_string();
         written.push(format!("[format-patch] {name} <- {short} {subject}\n"));
     }
     swap_in(&[(new, patches)])?;

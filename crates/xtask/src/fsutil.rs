@@ -11,6 +11,15 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
     temp.with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
+/// The text of `path`, or `None` where there is no such file.
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
 /// Moves each `(new, target)` into place, all or nothing: targets go aside, and back on failure.
 pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
     let mut moved = Vec::new();

@@ -98,8 +98,7 @@ pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
         let path = dir.join(name);
         match item.kind() {
             Some(ObjectType::Tree) => write_tree(repo, item.id(), &path)?,
-            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)
-                .with_context(|| format!("cannot write {}", path.display()))?,
+            Some(ObjectType::Blob) => write_blob(repo, item.id(), item.filemode(), &path)?,
             _ => bail!("cannot write {}: unexpected entry", path.display()),
         }
     }
@@ -108,23 +107,26 @@ pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
 
 /// Writes blob `id` at `path` as a file with `mode`, or as a link.
 pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> Result<()> {
-    let blob = repo.find_blob(id)?;
-    if mode == i32::from(FileMode::Link) {
-        #[cfg(unix)]
-        {
-            let target =
-                std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
-            return Ok(std::os::unix::fs::symlink(target, path)?);
+    let write = || -> Result<()> {
+        let blob = repo.find_blob(id)?;
+        if mode == i32::from(FileMode::Link) {
+            #[cfg(unix)]
+            {
+                let target =
+                    std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
+                return Ok(std::os::unix::fs::symlink(target, path)?);
+            }
+            #[cfg(not(unix))]
+            bail!("symbolic links are written on unix only");
         }
-        #[cfg(not(unix))]
-        bail!("symbolic links are written on unix only");
-    }
-    std::fs::write(path, blob.content())?;
-    #[cfg(unix)]
-    if mode == i32::from(BlobExecutable) {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
-    }
-    Ok(())
+        std::fs::write(path, blob.content())?;
+        #[cfg(unix)]
+        if mode == i32::from(BlobExecutable) {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(())
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

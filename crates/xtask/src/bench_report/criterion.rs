@@ -63,7 +63,7 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
 }
 
 /// One comparison at one vocabulary: criterion's medians, and series over published.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
     pub comparison: String,
@@ -96,7 +96,8 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 published_ns: published.median_ns,
                 series_ns: beside(SERIES_POINT)?,
                 floor_ns: beside("floor"),
-                ..Row::default()
+                paired: None,
+                instructions: None,
             })
         })
         .collect();

@@ -196,8 +196,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     steps(&mut patches, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
-    let mut decode = None;
-    if settings.model_on_disk {
+    let decode = if settings.model_on_disk {
         let mut whole = Vec::new();
         for comparison in point_rounds.keys() {
             let points = decode_points(comparison, &patches);
@@ -210,8 +209,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
                 step.decode.push(between(&step.before, &step.patch)?);
             }
         }
-        decode = Some(whole);
-    }
+        Some(whole)
+    } else {
+        None
+    };
     let report = Report {
         machine: machine(),
         date: time::OffsetDateTime::now_utc().date().to_string(),

@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 pub fn median<T: Borrow<f64>>(values: impl IntoIterator<Item = T>) -> f64 {
     let mut sorted: Vec<f64> = values.into_iter().map(|v| *v.borrow()).collect();
     sorted.sort_by(f64::total_cmp);
-    // The middle value, or the mean of the middle two (an odd length's are the same value).
-    let n = sorted.len();
-    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
+    let middle = sorted.len() / 2;
+    match sorted.len() % 2 {
+        0 => (sorted[middle - 1] + sorted[middle]) / 2.0,
+        _ => sorted[middle],
+    }
 }
 
 /// Bootstrap resamples of the rounds, and the confidence of their interval.

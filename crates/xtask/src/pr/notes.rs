@@ -6,6 +6,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 use super::audit::CallSite;
 use crate::bench_report;
+use crate::fsutil::read_if_exists;
 use crate::project::{self, Layout};
 use crate::series::Patch;
 
@@ -35,9 +36,8 @@ pub struct Notes {
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     let path = dir.join(Path::new(&patch.file_name).with_extension("md"));
-    let text = match std::fs::read_to_string(&path) {
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Notes::default()),
-        read => read.with_context(|| format!("cannot read {}", path.display()))?,
+    let Some(text) = read_if_exists(&path)? else {
+        return Ok(Notes::default());
     };
     parse(&text).with_context(|| format!("in {}", path.display()))
 }

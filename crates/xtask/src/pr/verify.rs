@@ -163,8 +163,7 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
             std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
             // Written anew, so that a file that changes mode or becomes a link gets it.
             let _ = std::fs::remove_file(&target);
-            trees::write_blob(repo, new.id(), new.mode().into(), &target)
-                .with_context(|| format!("cannot write {}", target.display()))?;
+            trees::write_blob(repo, new.id(), new.mode().into(), &target)?;
         }
     }
     Ok(())

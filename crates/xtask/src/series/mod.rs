@@ -141,8 +141,7 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     // and -30), which no mail reader takes; git writes `-0330`.
     let offset = commit.author().when().offset_minutes();
     let wrong = format!("{:+03}{:02}\n", offset / 60, offset % 60);
-    let sign = if offset < 0 { '-' } else { '+' };
-    let right = format!("{sign}{:02}{:02}\n", offset.abs() / 60, offset.abs() % 60);
+    let right = format!("{:+05}\n", offset / 60 * 100 + offset % 60);
     if let Some((head, date)) = text.split_once("\nDate: ") {
         text = format!("{head}\nDate: {}", date.replacen(&wrong, &right, 1));
     }
