@@ -9,22 +9,97 @@ use git2::{Oid, Repository};
 use crate::fsutil::read_if_exists;
 use crate::series::{self, Patch};
 
-/// `patches/stack.toml`'s `"0005" = "0002"`: 0005's branch builds on 0002's, others on the base.
-pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
+/// A patch this workspace applies to its crates but does not propose upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Carried {
+    /// Why it is not proposed, in a sentence.
+    pub why: String,
+    /// The upstream pull request that does its job, as in `#3496`.
+    pub upstream: String,
+}
+
+/// `patches/stack.toml`: `[builds-on]`, where `"0004" = "0001"` makes 0004's branch build on
+/// 0001's (others branch from the base), and `[carried.NNNN]`, the patches kept out of the stack.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackFile {
+    pub builds_on: BTreeMap<String, String>,
+    pub carried: BTreeMap<String, Carried>,
+}
+
+/// `patches/stack.toml` as written; empty without the file.
+pub fn read(patches_dir: &Path) -> Result<StackFile> {
     let path = patches_dir.join("stack.toml");
     let shown = path.display();
     let Some(text) = read_if_exists(&path)? else {
-        return Ok(BTreeMap::new());
+        return Ok(StackFile::default());
     };
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;
-    document
-        .iter()
-        .map(|(patch, parent)| match parent.as_str() {
-            Some(parent) if parent < patch => Ok((patch.to_string(), parent.to_string())),
-            _ => bail!("{shown}: `{patch}` must name an earlier patch's number, as in \"0001\""),
-        })
-        .collect()
+    let mut file = StackFile::default();
+    for (key, item) in document.iter() {
+        let Some(table) = item.as_table_like() else {
+            bail!("{shown}: `{key}` must be a table, [builds-on] or [carried]");
+        };
+        for (patch, value) in table.iter() {
+            match key {
+                "builds-on" => match value.as_str() {
+                    Some(parent) if parent < patch => {
+                        file.builds_on.insert(patch.into(), parent.into());
+                    }
+                    _ => bail!(
+                        "{shown}: [builds-on] `{patch}` must name an earlier patch's number, as \
+                         in \"0001\""
+                    ),
+                },
+                "carried" => {
+                    let field = |name: &str| {
+                        let text = value.get(name).and_then(|v| v.as_str());
+                        text.map(str::to_string).with_context(|| {
+                            format!("{shown}: [carried.{patch}] needs `{name} = \"...\"`")
+                        })
+                    };
+                    let (why, upstream) = (field("why")?, field("upstream")?);
+                    file.carried.insert(patch.into(), Carried { why, upstream });
+                }
+                _ => bail!("{shown}: unknown table [{key}]: use [builds-on] or [carried]"),
+            }
+        }
+    }
+    Ok(file)
+}
+
+impl StackFile {
+    /// `patches` without the carried ones, and the carried ones, each in series order.
+    pub fn split_carried(&self, patches: Vec<Patch>) -> (Vec<Patch>, Vec<Patch>) {
+        let carried = |p: &Patch| self.carried.contains_key(p.number());
+        let (carried, proposed): (Vec<Patch>, Vec<Patch>) = patches.into_iter().partition(carried);
+        (proposed, carried)
+    }
+
+    /// Fails on a number that names no patch of `patches`, and on a proposed patch that builds
+    /// on a carried one, whose branch would not exist upstream.
+    pub fn check(&self, patches: &[Patch]) -> Result<()> {
+        let known = |number: &str| patches.iter().any(|p| p.number() == number);
+        let named = self.builds_on.iter().flat_map(|(p, q)| [p, q]);
+        let named = named.chain(self.carried.keys());
+        if let Some(number) = named.into_iter().find(|n| !known(n)) {
+            bail!("patches/stack.toml names {number}, which is no patch in patches/");
+        }
+        for (patch, parent) in &self.builds_on {
+            if self.carried.contains_key(parent) && !self.carried.contains_key(patch) {
+                bail!(
+                    "patches/stack.toml: {patch} builds on {parent}, which is carried, not \
+                     proposed: a pull request cannot build on it"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `[builds-on]` of `patches/stack.toml`.
+pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
+    Ok(read(patches_dir)?.builds_on)
 }
 
 /// One patch's branch: the patch whose branch it starts from (`None`: the base), and its tree.
@@ -34,26 +109,36 @@ pub(crate) struct Branch {
     pub tree: Oid,
 }
 
-/// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`.
+/// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`:
+/// one branch per patch that `proposed` accepts. The others stay in the linear series, so that
+/// the patches after them apply as written, but get no branch.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,
     base_name: &str,
     patches: &[Patch],
     builds_on: &BTreeMap<String, String>,
+    proposed: &dyn Fn(&Patch) -> bool,
 ) -> Result<Vec<Branch>> {
     let mut linear = base;
     let mut branches: Vec<Branch> = Vec::new();
+    // The patches that have a branch, in the order of `branches`.
+    let mut made: Vec<&Patch> = Vec::new();
     for patch in patches {
         let (file, after) = (&patch.file_name, series::apply(repo, linear, patch)?);
+        if !proposed(patch) {
+            linear = after;
+            continue;
+        }
         let parent = builds_on.get(patch.number()).map(|wanted| {
-            let mut earlier = patches[..branches.len()].iter();
-            earlier.position(|p| p.number() == wanted).with_context(|| {
-                format!(
+            made.iter()
+                .position(|p| p.number() == wanted)
+                .with_context(|| {
+                    format!(
                     "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
                      before it"
                 )
-            })
+                })
         });
         let parent = parent.transpose()?;
         let onto = parent.map_or(base, |index| branches[index].tree);
@@ -62,7 +147,7 @@ pub(crate) fn branches(
         if index.has_conflicts() {
             let on = match parent {
                 None => format!("the base ({base_name})"),
-                Some(i) => format!("the branch of {}", patches[i].file_name),
+                Some(i) => format!("the branch of {}", made[i].file_name),
             };
             bail!(
                 "{file} does not merge onto {on} without a conflict: name the patch it builds on \
@@ -71,6 +156,7 @@ pub(crate) fn branches(
         }
         let tree = index.write_tree_to(repo)?;
         branches.push(Branch { parent, tree });
+        made.push(patch);
         linear = after;
     }
     Ok(branches)

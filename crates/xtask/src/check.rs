@@ -13,6 +13,11 @@ use crate::published::{self, Published};
 use crate::series;
 
 pub fn run(layout: &Layout) -> Result<()> {
+    // What `pr` reads beside the patches names only patches that exist.
+    let dir = layout.patches();
+    let patches = series::load(&dir)?;
+    crate::pr::notes::check_paired(&dir, &patches)?;
+    crate::branches::read(&dir)?.check(&patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
     check_generated(layout, &published.collect::<Result<Vec<_>>>()?)?;

@@ -79,8 +79,14 @@ pub(crate) fn generated(
         let tree = part(repo, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         let what = format!("{} as published", transformers.pin.label());
         add(dir, what, tree, None)?;
-        let branches =
-            branches::branches(repo, unpatched, "the published crates", patches, &builds_on)?;
+        let branches = branches::branches(
+            repo,
+            unpatched,
+            "the published crates",
+            patches,
+            &builds_on,
+            &|_| true,
+        )?;
         // In the order the benches list them.
         let names = patches.iter().map(|p| p.number().to_string());
         let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))

@@ -2,7 +2,7 @@
 #![warn(unreachable_pub)]
 
 pub mod bench_report;
-mod branches;
+pub mod branches;
 pub mod check;
 mod expected;
 pub mod flags;

@@ -204,3 +204,100 @@ fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
     assert_eq!(written.len(), 17, "{written:?}");
     Ok(())
 }
+
+/// `patches/stack.toml` as the three-patch stack's workspace holds it.
+fn stack_file(ws: &Workspace, text: &str) -> Result<xtask::branches::StackFile> {
+    std::fs::write(ws.layout.patches().join("stack.toml"), text)?;
+    xtask::branches::read(&ws.layout.patches())
+}
+
+#[test]
+fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
+    let ws = workspace()?;
+    let patches = stack_patches()?;
+    // The middle patch is carried: the third still applies after it, as the series was written.
+    let file = stack_file(
+        &ws,
+        "[builds-on]\n\"0002\" = \"0001\"\n\n[carried.0002]\nwhy = \"an upstream pull request \
+         does its job\"\nupstream = \"#3496\"\n",
+    )?;
+    file.check(&patches)?;
+    let (proposed, carried) = file.split_carried(patches.clone());
+    let numbers = |patches: &[series::Patch]| -> Vec<String> {
+        patches.iter().map(|p| p.number().to_string()).collect()
+    };
+    assert_eq!(numbers(&proposed), ["0001", "0003"]);
+    assert_eq!(numbers(&carried), ["0002"]);
+    assert_eq!(
+        pr::render::carried(&carried, &file.carried)?,
+        "Carried in this workspace's crates, not proposed (patches/stack.toml):\n  0002: \
+         \"generation: Raise it again\": an upstream pull request does its job (#3496)\n"
+    );
+    assert_eq!(pr::render::carried(&[], &file.carried)?, "");
+    // Two branches, each from the base: the carried change is on neither.
+    let (_temp, repo) = candle()?;
+    let mut series = common::stack::series(proposed, "", &[])?;
+    series.linear = patches;
+    let contributor = pr::contributor(&repo, None)?;
+    let prepared = pr::prepare(&repo, &[published()?], &series, "main", &contributor, false)?;
+    let stack = &prepared.stack;
+    assert_eq!(stack.len(), 2);
+    assert!(stack.iter().all(|entry| entry.parent.is_none()));
+    let module = String::from_utf8(blob_at(&repo, stack[1].commit, MODULE)?)?;
+    assert!(
+        !module.contains("1e-5") && !module.contains("1e-6"),
+        "{module}"
+    );
+    let tests = String::from_utf8(blob_at(&repo, stack[1].commit, TESTS)?)?;
+    assert!(tests.contains("fn sample_ties()"), "{tests}");
+    Ok(())
+}
+
+#[test]
+fn a_stack_file_that_names_no_patch_is_refused() -> Result<()> {
+    let ws = workspace()?;
+    let patches = stack_patches()?;
+    for patch in &patches {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let cases = [
+        (
+            "[builds-on]\n\"9\" = \"0001\"\n",
+            "patches/stack.toml names 9, which is no patch in patches/",
+        ),
+        (
+            "[builds-on]\n\"0003\" = \"0000\"\n",
+            "patches/stack.toml names 0000, which is no patch in patches/",
+        ),
+        (
+            "[carried.0004]\nwhy = \"w\"\nupstream = \"#1\"\n",
+            "patches/stack.toml names 0004, which is no patch in patches/",
+        ),
+        (
+            "[builds-on]\n\"0002\" = \"0001\"\n[carried.0001]\nwhy = \"w\"\nupstream = \"#1\"\n",
+            "patches/stack.toml: 0002 builds on 0001, which is carried, not proposed",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = stack_file(&ws, text)?
+            .check(&patches)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(expected), "{text}: {err}");
+        // `check` reads it before anything else, so it fails there too, naming the same.
+        let err = xtask::check::run(&ws.layout).unwrap_err().to_string();
+        assert!(err.starts_with(expected), "{text}: {err}");
+    }
+    for (text, expected) in [
+        ("\"0002\" = \"0001\"\n", "`0002` must be a table"),
+        ("[stack]\n\"0002\" = \"0001\"\n", "unknown table [stack]"),
+        (
+            "[carried.0003]\nwhy = \"w\"\n",
+            "[carried.0003] needs `upstream",
+        ),
+    ] {
+        let err = stack_file(&ws, text).unwrap_err().to_string();
+        assert!(err.contains(expected), "{text}: {err}");
+    }
+    Ok(())
+}

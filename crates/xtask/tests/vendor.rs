@@ -89,7 +89,7 @@ fn each_point_holds_what_its_patchs_branch_holds() -> Result<()> {
     // 0003 builds on 0001; 0002 stands alone on the published crate.
     std::fs::write(
         ws.layout.patches().join("stack.toml"),
-        "\"0003\" = \"0001\"\n",
+        "[builds-on]\n\"0003\" = \"0001\"\n",
     )?;
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let point = |name: &str| {

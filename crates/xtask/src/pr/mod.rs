@@ -114,15 +114,21 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let dir = layout.patches();
     let all = series::load(&dir)?;
     notes::check_paired(&dir, &all)?;
-    let patches = select(all, &options.patches)?;
-    ensure!(!patches.is_empty(), "patches/ holds no patch");
+    let stack_file = crate::branches::read(&dir)?;
+    stack_file.check(&all)?;
+    // A carried patch gets no branch (`Series::linear`).
+    let linear = select(all, &options.patches)?;
+    let (patches, carried) = stack_file.split_carried(linear.clone());
+    ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
     let load = |patch| notes::load(&dir, patch);
     let series = Series {
         notes: patches.iter().map(load).collect::<Result<_>>()?,
         branches: branch_names(&options.prefix, &patches)?,
-        builds_on: crate::branches::builds_on(&dir)?,
+        builds_on: stack_file.builds_on.clone(),
         patches,
+        linear,
     };
+    let carried = render::carried(&carried, &stack_file.carried)?;
     let pins = pin::read(&layout.pin())?;
     let fetch = |pin| published::load_or_fetch(layout, pin);
     let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
@@ -170,10 +176,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    std::fs::write(new.join("stack.txt"), render::console(&stack, None, &pins))?;
+    let stack_text = render::console(&stack, None, &pins) + &carried;
+    std::fs::write(new.join("stack.txt"), stack_text)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    eprint!("{}", render::console(&stack, base.as_ref(), &pins));
+    eprint!("{}{carried}", render::console(&stack, base.as_ref(), &pins));
     eprint!("{}", render::next_steps(options, &stack, &out, &facts));
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
@@ -184,9 +191,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     Ok(())
 }
 
-/// The selected patches, their notes, their branches' names and `patches/stack.toml`.
+/// The selected patches to propose, their notes, their branches' names and `patches/stack.toml`.
 pub struct Series {
     pub patches: Vec<Patch>,
+    /// Every selected patch in series order, the carried ones too, which get no branch but stay
+    /// under the patches after them, as the series was written.
+    pub linear: Vec<Patch>,
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
     pub builds_on: std::collections::BTreeMap<String, String>,

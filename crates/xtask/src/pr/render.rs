@@ -1,6 +1,9 @@
 //! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use anyhow::Result;
 
 use super::audit::{CallSite, Guard};
 use super::base::{BaseRelation, BaseReport, FileState};
@@ -9,8 +12,10 @@ use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::data::Report;
 use crate::bench_report::render::{self as report, point, Greedy};
+use crate::branches::Carried;
 use crate::git::short;
 use crate::pin::{self, Pin};
+use crate::series::Patch;
 
 pub fn body(
     stack: &[Entry],
@@ -270,6 +275,24 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
+}
+
+/// The patches left out of the stack because they are carried here, each with why and the
+/// upstream pull request that does its job; nothing when there are none.
+pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result<String> {
+    let mut out = String::new();
+    for patch in patches {
+        let number = patch.number();
+        let Some(Carried { why, upstream }) = carried.get(number) else {
+            continue;
+        };
+        if out.is_empty() {
+            out += "Carried in this workspace's crates, not proposed (patches/stack.toml):\n";
+        }
+        let subject = patch.message()?.subject;
+        out += &format!("  {number}: \"{subject}\": {why} ({upstream})\n");
+    }
+    Ok(out)
 }
 
 /// The console report: the order to open the pull requests in, and how the base relates to the pin.

@@ -50,7 +50,15 @@ pub fn build(
 ) -> Result<Vec<Entry>> {
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
-    let trees = branches(repo, tree, short(&base_name), patches, &series.builds_on)?;
+    let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
+    let trees = branches(
+        repo,
+        tree,
+        short(&base_name),
+        &series.linear,
+        &series.builds_on,
+        &proposed,
+    )?;
     let mut entries: Vec<Entry> = Vec::new();
     for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
         let (message, parent) = (patch.message()?, branch_tree.parent);

@@ -61,6 +61,7 @@ pub fn series(patches: Vec<Patch>, prefix: &str, builds_on: &[(&str, &str)]) -> 
     Ok(pr::Series {
         branches: pr::branch_names(prefix, &patches)?,
         notes: vec![Notes::default(); patches.len()],
+        linear: patches.clone(),
         patches,
         builds_on: builds_on
             .iter()
