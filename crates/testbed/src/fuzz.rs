@@ -19,7 +19,7 @@ pub const OUR_ERRORS: [&str; 9] = [
     "logits must be one value per token",
     "logits divided by the temperature",
     "logit ",
-    "cannot sample from the probabilities after the closure",
+    "cannot sample from the ",
 ];
 
 /// Temperatures and top-p values worth trying, picked by one byte when a flag says so; the
@@ -163,16 +163,23 @@ pub fn check_with(implementation: Implementation, data: &[u8]) -> Result<(), Str
             let Some(&logit) = seen.get(token) else {
                 return Err(format!("token {token} out of {} logits", seen.len()));
             };
-            // Never a masked token or a NaN; +inf only as the largest logit of a greedy pick.
-            if logit.is_nan()
-                || logit == f32::NEG_INFINITY
-                || (logit.is_infinite() && !case.is_greedy())
+            // A greedy pick is candle's argmax, left as upstream has it: token 0 when the first
+            // logit is NaN or every logit is -inf.
+            let argmax_first = case.is_greedy()
+                && token == 0
+                && (logit.is_nan() || seen.iter().all(|v| *v == f32::NEG_INFINITY));
+            // Otherwise never a masked token or a NaN; +inf only as the largest logit of a
+            // greedy pick.
+            if !argmax_first
+                && (logit.is_nan()
+                    || logit == f32::NEG_INFINITY
+                    || (logit.is_infinite() && !case.is_greedy()))
             {
                 return Err(format!("token {token} has logit {logit}: {:?}", case.build));
             }
             // `f32::max` passes over NaN.
             let largest = seen.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            if case.is_greedy() && logit != largest {
+            if case.is_greedy() && !argmax_first && logit != largest {
                 return Err(format!(
                     "greedy {:?} picked {token} ({logit}), not the largest {largest}",
                     case.build

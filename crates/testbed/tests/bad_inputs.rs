@@ -139,11 +139,12 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             patched: Expect::Token(GREEDY),
         },
         Row {
+            // Documented: ArgMax is candle's argmax, which answers token 0 for a NaN first.
             label: "NaN first, ArgMax",
             logits: nan_first.clone(),
             build: sample(Sampling::ArgMax),
             upstream: Expect::Token(0),
-            patched: Expect::Error("logits contain 1 NaN and 0 +inf values out of 49152"),
+            patched: Expect::Token(0),
         },
         Row {
             label: "NaN first, GumbelSoftmax",
@@ -206,11 +207,12 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             patched: Expect::Error("logits contain 0 NaN and 1 +inf values out of 49152"),
         },
         Row {
+            // Documented: ArgMax is candle's argmax, which answers token 0 when all are -inf.
             label: "all -inf, ArgMax",
             logits: masked.clone(),
             build: sample(Sampling::ArgMax),
             upstream: Expect::Token(0),
-            patched: Expect::Error("all 49152 logits are -inf: every token is masked"),
+            patched: Expect::Token(0),
         },
         Row {
             label: "all -inf, TopK",
@@ -407,54 +409,93 @@ fn top_k_zero_samples_like_all() -> Result<()> {
     Ok(())
 }
 
-/// Probabilities that `sample_f`'s closure makes sum to infinity: rand's `WeightedIndex::new`
-/// panics on them wherever upstream draws from them all; the patched sampler says what they hold.
-/// (Upstream's top-p keeps only the first of two `f32::MAX`, and draws fine.)
+/// Every class of `sample_f` closure on every sampled variant, upstream beside patched: where
+/// upstream returns a token, the patched sampler returns the same token; where upstream fails, or
+/// panics on weights that sum to infinity, the patched sampler fails with an error that says what
+/// the weights it hands to rand hold.
 #[test]
-fn closures_whose_probabilities_sum_to_infinity() -> Result<()> {
-    let logits = Fixture::load()?.tensor(&Device::Cpu)?;
+fn closures_upstream_beside_patched() -> Result<()> {
+    let fixture = Fixture::load()?;
+    let logits = fixture.tensor(&Device::Cpu)?;
+    // The two least likely tokens: outside every top k and top-p nucleus below.
+    let mut order: Vec<usize> = (0..fixture.logits.len()).collect();
+    order.sort_by(|&i, &j| fixture.logits[i].total_cmp(&fixture.logits[j]));
+    let (least, next) = (order[0], order[1]);
     let t = 0.8;
-    let all = Sampling::All { temperature: t };
-    let top_k = Sampling::TopK {
-        k: 40,
-        temperature: t,
-    };
-    let top_p = Sampling::TopKThenTopP {
-        k: 49152,
-        p: 0.9,
-        temperature: t,
-    };
-    type Edit = fn(&mut [f32]);
-    let edits: [(&str, Edit, Vec<Sampling>); 2] = [
-        (
-            "one +inf",
-            |prs| prs[GREEDY as usize] = f32::INFINITY,
-            vec![all.clone(), top_k.clone(), top_p],
-        ),
+    let samplings = [
+        Sampling::All { temperature: t },
+        Sampling::TopK {
+            k: 40,
+            temperature: t,
+        },
+        Sampling::TopP {
+            p: 0.9,
+            temperature: t,
+        },
+        Sampling::TopKThenTopP {
+            k: 40,
+            p: 0.9,
+            temperature: t,
+        },
+    ];
+    type Edit = Box<dyn Fn(&mut [f32])>;
+    let edits: [(&str, Edit); 6] = [
+        ("a negative", Box::new(move |prs| prs[least] = -1.0)),
         (
             "two f32::MAX",
-            |prs| prs[..2].fill(f32::MAX),
-            vec![all, top_k],
+            Box::new(move |prs| {
+                prs[least] = f32::MAX;
+                prs[next] = f32::MAX;
+            }),
         ),
+        ("one +inf", Box::new(move |prs| prs[least] = f32::INFINITY)),
+        ("a NaN", Box::new(move |prs| prs[least] = f32::NAN)),
+        ("all zero", Box::new(|prs| prs.fill(0.0))),
+        ("all negative", Box::new(|prs| prs.fill(-1.0))),
     ];
-    let expected = "cannot sample from the probabilities after the closure of `sample_f`: 0 NaN \
-                    and 0 negative values out of 49152, summing to inf";
-    for (label, edit, samplings) in edits {
-        for sampling in samplings {
-            let mut upstream = Upstream.from_sampling(42, &sampling);
-            let outcome = Outcome::of(|| upstream.sample_f(&logits, edit));
-            assert!(
-                matches!(&outcome, Outcome::Panic(message) if message.contains("NonFinite")),
-                "{label}, {sampling:?}: upstream {outcome:?}"
-            );
-            let mut patched = Patched.from_sampling(42, &sampling);
-            let outcome = Outcome::of(|| patched.sample_f(&logits, edit));
-            assert_eq!(
-                outcome,
-                Outcome::Error(expected.to_string()),
-                "{label}, {sampling:?}"
-            );
+    let ours = |message: &str| {
+        message.starts_with("cannot sample from the ")
+            && message.contains(" weights that `sample_f` hands to rand: they hold ")
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for (label, edit) in &edits {
+        for sampling in &samplings {
+            let mut upstream = Upstream.from_sampling(42, sampling);
+            let before = Outcome::of(|| upstream.sample_f(&logits, edit));
+            let mut patched = Patched.from_sampling(42, sampling);
+            let after = Outcome::of(|| patched.sample_f(&logits, edit));
+            let kind = match &before {
+                Outcome::Token(token) => {
+                    assert_eq!(after, Outcome::Token(*token), "{label}, {sampling:?}");
+                    "token"
+                }
+                Outcome::Error(_) => "error",
+                Outcome::Panic(message) => {
+                    assert!(
+                        message.contains("NonFinite"),
+                        "{label}, {sampling:?}: {message}"
+                    );
+                    "panic"
+                }
+            };
+            if kind != "token" {
+                assert!(
+                    matches!(&after, Outcome::Error(message) if ours(message)),
+                    "{label}, {sampling:?}: upstream {before:?}, patched {after:?}"
+                );
+            }
+            *seen.entry((*label, kind)).or_insert(0) += 1;
         }
+    }
+    // Where upstream sampled: a negative outside what top-k and top-p sample from, and two
+    // `f32::MAX`, of which top-p keeps only the first. Upstream panicked on an infinite sum.
+    let count = |label, kind| seen.get(&(label, kind)).copied().unwrap_or(0);
+    assert_eq!(count("a negative", "token"), 3, "{seen:?}");
+    assert_eq!(count("two f32::MAX", "token"), 2, "{seen:?}");
+    assert_eq!(count("two f32::MAX", "panic"), 2, "{seen:?}");
+    assert_eq!(count("one +inf", "panic"), 4, "{seen:?}");
+    for label in ["a NaN", "all zero", "all negative"] {
+        assert_eq!(count(label, "token"), 0, "{seen:?}");
     }
     Ok(())
 }

@@ -102,96 +102,6 @@ fn sample_with_nan_temperature_or_top_p() -> Result<()> {
 }
 
 #[test]
-fn sample_with_nan_inf_or_masked_logits() -> Result<()> {
-    use candle_transformers::generation::Sampling;
-    let (nan, inf) = (f32::NAN, f32::INFINITY);
-    let cases = [
-        (
-            [nan, 4.0, 2.0, 3.0],
-            "logits contain 1 NaN and 0 +inf values out of 4",
-        ),
-        (
-            [1.0, inf, 2.0, inf],
-            "logits contain 0 NaN and 2 +inf values out of 4",
-        ),
-        ([-inf; 4], "all 4 logits are -inf: every token is masked"),
-    ];
-    for (values, message) in cases {
-        let logits = Tensor::new(&values, &Device::Cpu)?;
-        for sampling in samplings(1.0).into_iter().take(4) {
-            let mut logits_process = LogitsProcessor::from_sampling(42, sampling.clone());
-            let err = logits_process.sample(&logits).unwrap_err().to_string();
-            assert!(err.starts_with(message), "{sampling:?}: {err}");
-        }
-        // `ArgMax` fails where argmax answers token 0 for a NaN or a -inf; +inf is the largest.
-        let mut logits_process = LogitsProcessor::from_sampling(42, Sampling::ArgMax);
-        match values[1] {
-            f32::INFINITY => assert_eq!(logits_process.sample(&logits)?, 1),
-            _ => assert!(logits_process.sample(&logits).is_err()),
-        }
-    }
-    // 4e32 / 1e-6 overflows f32; 1 / 1e46 is 0 in f32, and -inf * 0 is NaN.
-    let cases = [
-        (
-            [1.0, 4e32, 2.0, 3.0],
-            1e-6,
-            "logits divided by the temperature 1e-6 hold 1 NaN or +inf values out of 4",
-        ),
-        (
-            [1.0, -inf, -inf, 3.0],
-            1e46,
-            "logits divided by the temperature 1e46 hold 2 NaN or +inf values out of 4",
-        ),
-    ];
-    for (values, temperature, message) in cases {
-        let logits = Tensor::new(&values, &Device::Cpu)?;
-        let mut logits_process = LogitsProcessor::from_sampling(42, Sampling::All { temperature });
-        let err = logits_process.sample(&logits).unwrap_err().to_string();
-        assert!(err.starts_with(message), "{err}");
-    }
-    Ok(())
-}
-
-#[test]
-fn sample_f_with_probabilities_that_cannot_be_sampled() -> Result<()> {
-    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
-    type Edit = fn(&mut [f32]);
-    let edits: [(Edit, &str); 4] = [
-        (
-            |prs| prs[0] = f32::INFINITY,
-            "0 NaN and 0 negative values out of 4, summing to inf",
-        ),
-        (
-            |prs| prs[..2].fill(f32::MAX),
-            "0 NaN and 0 negative values out of 4, summing to inf",
-        ),
-        (
-            |prs| prs[2] = -1.0,
-            "0 NaN and 1 negative values out of 4, summing to",
-        ),
-        (
-            |prs| prs.fill(0.0),
-            "0 NaN and 0 negative values out of 4, summing to 0",
-        ),
-    ];
-    for sampling in samplings(1.0).into_iter().take(4) {
-        for (edit, message) in edits {
-            let mut logits_process = LogitsProcessor::from_sampling(42, sampling.clone());
-            let err = logits_process
-                .sample_f(&logits, edit)
-                .unwrap_err()
-                .to_string();
-            let expected = "cannot sample from the probabilities after the closure of `sample_f`: ";
-            assert!(
-                err.starts_with(&format!("{expected}{message}")),
-                "{sampling:?}: {err}"
-            );
-        }
-    }
-    Ok(())
-}
-
-#[test]
 fn sample_with_temperature() -> Result<()> {
     let mut logits_process = LogitsProcessor::new(42, Some(0.9), None);
     let logits = Tensor::new(&[0.1, 0.2, 0.3, 0.4], &Device::Cpu)?;
@@ -236,6 +146,155 @@ fn sample_with_bad_logits_shape() -> Result<()> {
     Ok(())
 }
 
+/// The variants that sample from probabilities, and how many of the 4 tokens below each one
+/// hands to `WeightedIndex`.
+fn sampled(temperature: f64) -> [(candle_transformers::generation::Sampling, usize); 4] {
+    use candle_transformers::generation::Sampling;
+    [
+        (Sampling::All { temperature }, 4),
+        (Sampling::TopK { k: 2, temperature }, 2),
+        (
+            Sampling::TopP {
+                p: 0.9,
+                temperature,
+            },
+            4,
+        ),
+        (
+            Sampling::TopKThenTopP {
+                k: 2,
+                p: 0.9,
+                temperature,
+            },
+            2,
+        ),
+    ]
+}
+
+#[test]
+fn sample_with_nan_inf_or_masked_logits() -> Result<()> {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let cases = [
+        (
+            [nan, 4.0, 2.0, 3.0],
+            "logits contain 1 NaN and 0 +inf values out of 4",
+        ),
+        (
+            [1.0, inf, 2.0, inf],
+            "logits contain 0 NaN and 2 +inf values out of 4",
+        ),
+        ([-inf; 4], "all 4 logits are -inf: every token is masked"),
+    ];
+    for (values, message) in cases {
+        let logits = Tensor::new(&values, &Device::Cpu)?;
+        for (sampling, _) in sampled(1.0) {
+            let mut logits_process = LogitsProcessor::from_sampling(42, sampling.clone());
+            let err = logits_process.sample(&logits).unwrap_err().to_string();
+            assert!(err.starts_with(message), "{sampling:?}: {err}");
+        }
+    }
+    // 4e32 / 1e-6 overflows f32; 1 / 1e46 is 0 in f32, and -inf * 0 is NaN; -4e32 / 1e-6 is -inf.
+    let cases = [
+        (
+            [1.0, 4e32, 2.0, 3.0],
+            1e-6,
+            "logits divided by the temperature 1e-6 hold 1 NaN or +inf values out of 4",
+        ),
+        (
+            [1.0, -inf, -inf, 3.0],
+            1e46,
+            "logits divided by the temperature 1e46 hold 2 NaN or +inf values out of 4",
+        ),
+        (
+            [-4e32; 4],
+            1e-6,
+            "all 4 logits are -inf once divided by the temperature 1e-6",
+        ),
+    ];
+    for (values, temperature, message) in cases {
+        let logits = Tensor::new(&values, &Device::Cpu)?;
+        for (sampling, _) in sampled(temperature) {
+            let mut logits_process = LogitsProcessor::from_sampling(42, sampling.clone());
+            let err = logits_process.sample(&logits).unwrap_err().to_string();
+            assert!(err.starts_with(message), "{sampling:?}: {err}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sample_f_with_probabilities_that_cannot_be_sampled() -> Result<()> {
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    type Edit = fn(&mut [f32]);
+    // What each edit leaves in the `n` probabilities sampled from (top-p samples from those it
+    // keeps).
+    let edits: [(Edit, fn(usize) -> String); 4] = [
+        (
+            |prs| prs[1] = f32::INFINITY,
+            |_| "0 NaN and 0 negative values and sum to inf".to_string(),
+        ),
+        (
+            |prs| prs.fill(f32::NAN),
+            |n| format!("{n} NaN and 0 negative values and sum to NaN"),
+        ),
+        (
+            |prs| prs.fill(-1.0),
+            |n| format!("0 NaN and {n} negative values and sum to -{n}"),
+        ),
+        (
+            |prs| prs.fill(0.0),
+            |_| "0 NaN and 0 negative values and sum to 0".to_string(),
+        ),
+    ];
+    for (sampling, n) in sampled(1.0) {
+        for (edit, held) in edits {
+            let mut logits_process = LogitsProcessor::from_sampling(42, sampling.clone());
+            let err = logits_process
+                .sample_f(&logits, edit)
+                .unwrap_err()
+                .to_string();
+            let expected = "cannot sample from the ";
+            assert!(err.starts_with(expected), "{sampling:?}: {err}");
+            assert!(
+                err.contains(" weights that `sample_f` hands to rand: they hold "),
+                "{err}"
+            );
+            assert!(err.contains(&held(n)), "{sampling:?}: {err}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sample_f_with_values_that_are_not_sampled_from() -> Result<()> {
+    use candle_transformers::generation::Sampling;
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    let top_k = Sampling::TopK {
+        k: 2,
+        temperature: 1.0,
+    };
+    let top_p = Sampling::TopP {
+        p: 0.5,
+        temperature: 1.0,
+    };
+    // Token 0 is the least likely: top-k with k = 2 and top-p with p = 0.5 leave it out, whatever
+    // it holds, and sample as without the closure.
+    for sampling in [top_k, top_p.clone()] {
+        let mut edited = LogitsProcessor::from_sampling(42, sampling.clone());
+        let mut unedited = LogitsProcessor::from_sampling(42, sampling.clone());
+        for _ in 0..10 {
+            let token = edited.sample_f(&logits, |prs| prs[0] = -1.0)?;
+            assert_eq!(token, unedited.sample(&logits)?, "{sampling:?}");
+        }
+    }
+    // Top-p keeps the first of two tokens that reach p on their own, and clamps the second to 0.
+    let mut edited = LogitsProcessor::from_sampling(42, top_p);
+    for _ in 0..10 {
+        assert_eq!(edited.sample_f(&logits, |prs| prs[..2].fill(f32::MAX))?, 0);
+    }
+    Ok(())
+}
+
 #[test]
 fn sample_with_top_p() -> Result<()> {
     let mut logits_process = LogitsProcessor::new(42, Some(1.0), Some(0.5));
@@ -263,6 +322,24 @@ fn top_p_by_sorting(prs: &[f32], top_p: f32, rng: &mut rand::rngs::StdRng) -> u3
     WeightedIndex::new(&prs).unwrap().sample(rng) as u32
 }
 
+/// `TopKThenTopP` with `top_p` in (0, 1), as `main` samples it: the k largest, then top-p over
+/// them by a full sort unless they hold less than `top_p` together.
+fn top_k_top_p_by_sorting(prs: &[f32], k: usize, top_p: f32, rng: &mut rand::rngs::StdRng) -> u32 {
+    use rand::distr::{weighted::WeightedIndex, Distribution};
+    if k >= prs.len() {
+        return top_p_by_sorting(prs, top_p, rng);
+    }
+    let mut order: Vec<usize> = (0..prs.len()).collect();
+    let (order, _, _) = order.select_nth_unstable_by(k, |&i, &j| prs[j].total_cmp(&prs[i]));
+    let top: Vec<f32> = order.iter().map(|&i| prs[i]).collect();
+    let index = if top_p >= top.iter().sum::<f32>() {
+        WeightedIndex::new(&top).unwrap().sample(rng) as u32
+    } else {
+        top_p_by_sorting(&top, top_p, rng)
+    };
+    order[index as usize] as u32
+}
+
 #[test]
 fn sample_with_top_p_as_a_full_sort() -> Result<()> {
     use candle_transformers::generation::Sampling;
@@ -270,8 +347,8 @@ fn sample_with_top_p_as_a_full_sort() -> Result<()> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(0);
     for case in 0..60u64 {
         let len = rng.random_range(1..3000);
-        // Logits on a coarse grid, so that many probabilities tie, across the boundary too; every
-        // fifth case is flat, every fifth has one dominant token.
+        // Logits on a coarse grid, so that many probabilities tie; every fifth case is flat, every
+        // fifth has one dominant token.
         let mut logits: Vec<f32> = (0..len)
             .map(|_| rng.random_range(-40..40) as f32 / 4.0)
             .collect();
@@ -292,6 +369,23 @@ fn sample_with_top_p_as_a_full_sort() -> Result<()> {
         for _ in 0..20 {
             let expected = top_p_by_sorting(&prs, top_p as f32, &mut reference);
             assert_eq!(logits_process.sample(&logits)?, expected, "case {case}");
+        }
+        // `TopKThenTopP` applies top-p to its top k, which sum to less than 1.
+        let k = rng.random_range(1..=len);
+        let sampling = Sampling::TopKThenTopP {
+            k,
+            p: top_p,
+            temperature: 1.0,
+        };
+        let mut logits_process = LogitsProcessor::from_sampling(case, sampling);
+        let mut reference = rand::rngs::StdRng::seed_from_u64(case);
+        for _ in 0..20 {
+            let expected = top_k_top_p_by_sorting(&prs, k, top_p as f32, &mut reference);
+            assert_eq!(
+                logits_process.sample(&logits)?,
+                expected,
+                "case {case}, k {k}"
+            );
         }
     }
     Ok(())
@@ -360,6 +454,16 @@ fn sample_with_top_k_or_top_p_off() -> Result<()> {
                 temperature,
             },
             all.clone(),
+        ),
+        // Below the vocabulary too, where the top k's f32 sum may round above 1 (here, doubled,
+        // it is 1.79, and 1.0 kept the top 2).
+        (
+            TopKThenTopP {
+                k: 3,
+                p: 1.0,
+                temperature,
+            },
+            TopK { k: 3, temperature },
         ),
         // 1 - 2^-26 is 1.0 in f32, 1e-50 is 0.0.
         (

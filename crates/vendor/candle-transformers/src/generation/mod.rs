@@ -23,9 +23,9 @@ pub enum Sampling {
 }
 
 /// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
-/// `LogitsProcessor::from_sampling` alike. Dividing the logits by zero gives NaN probabilities,
-/// dividing them by a negative favours the least likely tokens, and `1 / temperature` overflows
-/// f32 below about 3e-39.
+/// `LogitsProcessor::from_sampling` alike: the threshold `new` has used since #848. Dividing the
+/// logits by zero gives NaN probabilities, dividing them by a negative favours the least likely
+/// tokens, and `logits / temperature` overflows f32 below about `max(1, max |logit|) / f32::MAX`.
 const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
 
 /// Whether `temperature` means greedy decoding. `NaN` does not.
@@ -55,62 +55,11 @@ impl Sampling {
     }
 }
 
-/// Why no token can be sampled from `logits`, divided by `temperature` if there is one: NaN or
-/// `+inf` logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
-/// NaN or `+inf`.
-fn logits_problem(logits: &Tensor, temperature: Option<f64>) -> Result<Option<String>> {
-    let logits = logits.to_vec1::<f32>()?;
-    let len = logits.len();
-    let nan = logits.iter().filter(|v| v.is_nan()).count();
-    let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
-    if nan > 0 || inf > 0 {
-        return Ok(Some(format!(
-            "logits contain {nan} NaN and {inf} +inf values out of {len}"
-        )));
-    }
-    if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
-        return Ok(Some(format!(
-            "all {len} logits are -inf: every token is masked"
-        )));
-    }
-    // `logits / temperature` multiplies by `1 / temperature` in f32.
-    let scale = temperature.map_or(1.0, |t| (1.0 / t) as f32);
-    let scaled = logits.iter().map(|v| v * scale);
-    let not_finite = scaled.filter(|v| v.is_nan() || *v == f32::INFINITY).count();
-    if not_finite > 0 {
-        return Ok(Some(format!(
-            "logits divided by the temperature {:e} hold {not_finite} NaN or +inf values out \
-             of {len}",
-            temperature.unwrap_or(1.0)
-        )));
-    }
-    Ok(None)
-}
-
-/// Fails, saying why, unless a token can be drawn from `prs`, the probabilities of
-/// `logits / temperature` after the closure of `sample_f`: rand's `WeightedIndex` refuses NaN,
-/// negative and all-zero weights, and panics when they sum to infinity.
-fn check_probabilities(logits: &Tensor, temperature: f64, prs: &[f32]) -> Result<()> {
-    let nan = prs.iter().filter(|p| p.is_nan()).count();
-    let negative = prs.iter().filter(|p| **p < 0.0).count();
-    // In index order, as `WeightedIndex` sums them.
-    let sum: f32 = prs.iter().sum();
-    if nan == 0 && negative == 0 && sum.is_finite() && sum > 0.0 {
-        return Ok(());
-    }
-    if let Some(problem) = logits_problem(logits, Some(temperature))? {
-        candle::bail!("{problem}")
-    }
-    candle::bail!(
-        "cannot sample from the probabilities after the closure of `sample_f`: {nan} NaN and \
-         {negative} negative values out of {}, summing to {sum}",
-        prs.len()
-    )
-}
-
 pub struct LogitsProcessor {
     rng: rand::rngs::StdRng,
     sampling: Sampling,
+    /// Whether the probabilities being sampled went through the closure of `sample_f`.
+    closure: bool,
 }
 
 impl LogitsProcessor {
@@ -118,16 +67,18 @@ impl LogitsProcessor {
     /// `1e-7`, zero and negative ones included, makes it greedy: it picks the token that
     /// `Sampling::ArgMax` picks, as `LogitsProcessor::new` does.
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
-        let rng = rand::rngs::StdRng::seed_from_u64(seed);
         let sampling = sampling.or_argmax();
-        Self { rng, sampling }
+        let rng = rand::rngs::StdRng::seed_from_u64(seed);
+        Self {
+            rng,
+            sampling,
+            closure: false,
+        }
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
-        // `manual_filter` suggests `.filter(|&v| v >= 1e-7)`, but `f64` is only `PartialOrd`:
-        // that drops `NaN` where the comparison below keeps it. Left as-is on purpose.
-        #[allow(clippy::manual_filter)]
-        let temperature = temperature.and_then(|v| if is_greedy(v) { None } else { Some(v) });
+        // A NaN temperature is kept, and `sample` rejects it.
+        let temperature = temperature.filter(|&v| !is_greedy(v));
         let sampling = match temperature {
             None => Sampling::ArgMax,
             Some(temperature) => match top_p {
@@ -151,8 +102,85 @@ impl LogitsProcessor {
         sampled.to_scalar::<u32>()
     }
 
+    /// What makes `logits` impossible to sample from at `temperature`, if anything: NaN or `+inf`
+    /// logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
+    /// NaN or `+inf`, or all into `-inf`.
+    fn logits_problem(logits: &Tensor, temperature: f64) -> Result<Option<String>> {
+        let logits = logits.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let len = logits.len();
+        let nan = logits.iter().filter(|v| v.is_nan()).count();
+        let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
+        if nan > 0 || inf > 0 {
+            return Ok(Some(format!(
+                "logits contain {nan} NaN and {inf} +inf values out of {len}"
+            )));
+        }
+        if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
+            return Ok(Some(format!(
+                "all {len} logits are -inf: every token is masked"
+            )));
+        }
+        // `logits / temperature` multiplies by `1 / temperature` in f32.
+        let scale = (1.0 / temperature) as f32;
+        let scaled = logits.iter().map(|v| v * scale);
+        let not_finite = scaled
+            .clone()
+            .filter(|v| v.is_nan() || *v == f32::INFINITY)
+            .count();
+        if not_finite > 0 {
+            return Ok(Some(format!(
+                "logits divided by the temperature {temperature:e} hold {not_finite} NaN or +inf \
+                 values out of {len}"
+            )));
+        }
+        if scaled.into_iter().all(|v| v == f32::NEG_INFINITY) {
+            return Ok(Some(format!(
+                "all {len} logits are -inf once divided by the temperature {temperature:e}"
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The error of a sample that failed, saying what the logits hold when no token can be
+    /// sampled from them at the temperature. The logits are read again only here, once sampling
+    /// has failed. `ArgMax` and `GumbelSoftmax` take an argmax, which fails on no value.
+    fn explain(&self, logits: &Tensor, err: Error) -> Error {
+        let temperature = match self.sampling {
+            Sampling::ArgMax | Sampling::GumbelSoftmax { .. } => return err,
+            Sampling::All { temperature }
+            | Sampling::TopK { temperature, .. }
+            | Sampling::TopP { temperature, .. }
+            | Sampling::TopKThenTopP { temperature, .. } => temperature,
+        };
+        match Self::logits_problem(logits, temperature) {
+            Ok(Some(problem)) if !temperature.is_nan() => Error::msg(problem),
+            _ => err,
+        }
+    }
+
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
-        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
+        use rand::distr::weighted::{Error as WeightError, WeightedIndex};
+        // `WeightedIndex::new` panics when the weights sum to infinity. Probabilities from
+        // softmax never do; the closure of `sample_f` can make them, so only then is the sum
+        // computed, over the weights handed to rand alone.
+        let distr = if self.closure && prs.iter().sum::<f32>() == f32::INFINITY {
+            Err(WeightError::Overflow)
+        } else {
+            WeightedIndex::new(prs)
+        };
+        let distr = distr.map_err(|err| {
+            if !self.closure {
+                return Error::wrap(err);
+            }
+            let nan = prs.iter().filter(|p| p.is_nan()).count();
+            let negative = prs.iter().filter(|p| **p < 0.0).count();
+            let sum = prs.iter().sum::<f32>();
+            Error::msg(format!(
+                "cannot sample from the {} weights that `sample_f` hands to rand: they hold {nan} \
+                 NaN and {negative} negative values and sum to {sum}",
+                prs.len()
+            ))
+        })?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
     }
@@ -160,9 +188,10 @@ impl LogitsProcessor {
     /// The tokens that `sample_topp` keeps, in index order, found without sorting the whole
     /// vocabulary: every token of probability at least `(1 - top_p) / (2 * len)` comes before all
     /// others in its sort, and the others hold less than `(1 - top_p) / 2` together, so the
-    /// cumulative sum reaches `top_p` among the former when the probabilities sum to 1. `None` when it falls short there, from
-    /// rounding or from what `sample_f`'s closure did, when a probability is NaN, or when `top_p`
-    /// is not in (0, 1): the full sort decides then.
+    /// cumulative sum reaches `top_p` among the former when the probabilities sum to 1. `None`
+    /// when it falls short there (from rounding, from what `sample_f`'s closure did, or because
+    /// `prs` is the top k of `TopKThenTopP`, which sum to less than 1), when a probability is
+    /// NaN, or when `top_p` is not in (0, 1): the full sort decides then.
     fn nucleus(prs: &[f32], top_p: f32) -> Option<Vec<usize>> {
         if !(top_p > 0.0 && top_p < 1.0) {
             return None;
@@ -196,8 +225,8 @@ impl LogitsProcessor {
     /// less likely to go "off the rails".
     fn sample_topp(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
         if let Some(kept) = Self::nucleus(prs, top_p) {
-            // `WeightedIndex` sums its weights in index order, and the zeros of the clamped
-            // tokens below add nothing: the kept ones alone give the same draw.
+            // rand 0.9's `WeightedIndex` sums its weights in index order, and the zeros of the
+            // clamped tokens below add nothing: the kept ones alone give the same draw.
             let kept_prs = kept.iter().map(|&i| prs[i]).collect::<Vec<_>>();
             let index = self.sample_multinomial(&kept_prs)?;
             return Ok(kept[index as usize] as u32);
@@ -245,7 +274,7 @@ impl LogitsProcessor {
                 argsort_indices.select_nth_unstable_by(top_k, |&i, &j| prs[j].total_cmp(&prs[i]));
             let mut prs = indices.iter().map(|&i| prs[i]).collect::<Vec<_>>();
             let sum_p = prs.iter().sum::<f32>();
-            let index = if top_p <= 0.0 || top_p >= sum_p {
+            let index = if top_p <= 0.0 || top_p >= 1.0 || top_p >= sum_p {
                 self.sample_multinomial(&prs)?
             } else {
                 self.sample_topp(&mut prs, top_p)?
@@ -265,33 +294,37 @@ impl LogitsProcessor {
     }
 
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
-        self.sample_f(logits, |_| {})
+        self.sample_with(logits, false, |_| {})
     }
 
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
+        self.sample_with(logits, true, f)
+    }
+
+    /// `sample_f`, where `closure` says whether `f` can change the probabilities.
+    fn sample_with(
+        &mut self,
+        logits: &Tensor,
+        closure: bool,
+        f: impl FnOnce(&mut [f32]),
+    ) -> Result<u32> {
         match logits.dims() {
             [0] => candle::bail!("logits are empty: there is no token to sample"),
             [_] => {}
             dims => candle::bail!("logits must be one value per token (1-D), got shape {dims:?}"),
         }
+        self.closure = closure;
+        self.next_token(logits, f)
+            .map_err(|err| self.explain(logits, err))
+    }
+
+    fn next_token(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         let logits = logits.to_dtype(DType::F32)?;
         let prs = |temperature: f64| -> Result<Vec<f32>> {
             let logits = (&logits / temperature)?;
             let prs = candle_nn::ops::softmax_last_dim(&logits)?;
             let mut prs = prs.to_vec1()?;
             f(&mut prs);
-            Ok(prs)
-        };
-        // Softmax gives numbers in [0, 1], some positive, which sample fine: the full check runs
-        // only when the probabilities are not such, from NaN logits or from `f`.
-        let prs = |temperature: f64| -> Result<Vec<f32>> {
-            let prs = prs(temperature)?;
-            let (in_range, positive) = prs.iter().fold((true, false), |(in_range, positive), p| {
-                (in_range & (*p >= 0.0) & (*p <= 1.0), positive | (*p > 0.0))
-            });
-            if !(in_range && positive) {
-                check_probabilities(&logits, temperature, &prs)?;
-            }
             Ok(prs)
         };
 
@@ -304,20 +337,7 @@ impl LogitsProcessor {
             }
         }
         let next_token = match &self.sampling {
-            Sampling::ArgMax => {
-                let token = self.sample_argmax(logits.clone())?;
-                // On the CPU, argmax answers token 0 when the first logit is NaN or every logit
-                // is -inf. Elsewhere, checking would read the device back a second time per token.
-                if token == 0 && logits.device().is_cpu() {
-                    let first = logits.get(0)?.to_scalar::<f32>()?;
-                    if first.is_nan() || first == f32::NEG_INFINITY {
-                        if let Some(problem) = logits_problem(&logits, None)? {
-                            candle::bail!("{problem}")
-                        }
-                    }
-                }
-                token
-            }
+            Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {
                 self.sample_gumbel_softmax(&logits, *temperature)?
             }

@@ -18,9 +18,9 @@ pub enum Sampling {
 }
 
 /// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
-/// `LogitsProcessor::from_sampling` alike. Dividing the logits by zero gives NaN probabilities,
-/// dividing them by a negative favours the least likely tokens, and `1 / temperature` overflows
-/// f32 below about 3e-39.
+/// `LogitsProcessor::from_sampling` alike: the threshold `new` has used since #848. Dividing the
+/// logits by zero gives NaN probabilities, dividing them by a negative favours the least likely
+/// tokens, and `logits / temperature` overflows f32 below about `max(1, max |logit|) / f32::MAX`.
 const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
 
 /// Whether `temperature` means greedy decoding. `NaN` does not.
@@ -60,16 +60,14 @@ impl LogitsProcessor {
     /// `1e-7`, zero and negative ones included, makes it greedy: it picks the token that
     /// `Sampling::ArgMax` picks, as `LogitsProcessor::new` does.
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
-        let rng = rand::rngs::StdRng::seed_from_u64(seed);
         let sampling = sampling.or_argmax();
+        let rng = rand::rngs::StdRng::seed_from_u64(seed);
         Self { rng, sampling }
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
-        // `manual_filter` suggests `.filter(|&v| v >= 1e-7)`, but `f64` is only `PartialOrd`:
-        // that drops `NaN` where the comparison below keeps it. Left as-is on purpose.
-        #[allow(clippy::manual_filter)]
-        let temperature = temperature.and_then(|v| if is_greedy(v) { None } else { Some(v) });
+        // A NaN temperature is kept, and `sample` rejects it.
+        let temperature = temperature.filter(|&v| !is_greedy(v));
         let sampling = match temperature {
             None => Sampling::ArgMax,
             Some(temperature) => match top_p {
@@ -165,6 +163,14 @@ impl LogitsProcessor {
             Ok(prs)
         };
 
+        if let Some(temperature) = self.sampling.temperature().filter(|t| t.is_nan()) {
+            candle::bail!("temperature must be a number, got {temperature}")
+        }
+        if let Sampling::TopP { p, .. } | Sampling::TopKThenTopP { p, .. } = self.sampling {
+            if p.is_nan() {
+                candle::bail!("top-p must be a number, got {p}")
+            }
+        }
         let next_token = match &self.sampling {
             Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {

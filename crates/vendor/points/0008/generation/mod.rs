@@ -61,9 +61,10 @@ impl LogitsProcessor {
     /// The tokens that `sample_topp` keeps, in index order, found without sorting the whole
     /// vocabulary: every token of probability at least `(1 - top_p) / (2 * len)` comes before all
     /// others in its sort, and the others hold less than `(1 - top_p) / 2` together, so the
-    /// cumulative sum reaches `top_p` among the former when the probabilities sum to 1. `None` when it falls short there, from
-    /// rounding or from what `sample_f`'s closure did, when a probability is NaN, or when `top_p`
-    /// is not in (0, 1): the full sort decides then.
+    /// cumulative sum reaches `top_p` among the former when the probabilities sum to 1. `None`
+    /// when it falls short there (from rounding, from what `sample_f`'s closure did, or because
+    /// `prs` is the top k of `TopKThenTopP`, which sum to less than 1), when a probability is
+    /// NaN, or when `top_p` is not in (0, 1): the full sort decides then.
     fn nucleus(prs: &[f32], top_p: f32) -> Option<Vec<usize>> {
         if !(top_p > 0.0 && top_p < 1.0) {
             return None;
@@ -97,8 +98,8 @@ impl LogitsProcessor {
     /// less likely to go "off the rails".
     fn sample_topp(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
         if let Some(kept) = Self::nucleus(prs, top_p) {
-            // `WeightedIndex` sums its weights in index order, and the zeros of the clamped
-            // tokens below add nothing: the kept ones alone give the same draw.
+            // rand 0.9's `WeightedIndex` sums its weights in index order, and the zeros of the
+            // clamped tokens below add nothing: the kept ones alone give the same draw.
             let kept_prs = kept.iter().map(|&i| prs[i]).collect::<Vec<_>>();
             let index = self.sample_multinomial(&kept_prs)?;
             return Ok(kept[index as usize] as u32);
