@@ -17,7 +17,8 @@ pub mod floor;
 pub const TEMPERATURE: f64 = 0.8;
 pub const SEED: u64 = 42;
 
-/// One comparison: the sampling the published point runs, and the one every other point runs.
+/// One comparison: the sampling the published point (and its control) runs, and the one every
+/// other point runs.
 pub struct Comparison {
     pub group: &'static str,
     pub upstream: Sampling,
@@ -26,10 +27,11 @@ pub struct Comparison {
 
 impl Comparison {
     /// The processor of the point called `name` (one of `points::NAMES`), seeded with `SEED`.
+    /// The control is the published code, so it runs what the published point runs.
     pub fn processor(&self, name: &str) -> Option<Processor> {
-        let sampling = match name == shared::PUBLISHED_POINT {
-            true => &self.upstream,
-            false => &self.patched,
+        let sampling = match name {
+            shared::PUBLISHED_POINT | shared::CONTROL_POINT => &self.upstream,
+            _ => &self.patched,
         };
         Some(Implementation::point(name)?.from_sampling(SEED, sampling))
     }

@@ -1,7 +1,7 @@
 //! Every point of `crates/vendor/points` (`cargo xtask vendor` writes them; never edit them):
-//! the published `generation` module, what each patch's branch holds and the whole series, each
-//! a module of this one crate, so that the benches compare them built alike. `build.rs` writes
-//! the modules; this file gives them one interface.
+//! the published `generation` module (twice: `published` and its `control`), what each patch's
+//! branch holds and the whole series, each a module of this one crate, so that the benches
+//! compare them built alike. `build.rs` writes the modules; this file gives them one interface.
 
 use candle::{Result, Tensor};
 use candle_transformers::generation::Sampling;
@@ -34,7 +34,7 @@ macro_rules! sampling_of {
 macro_rules! points {
     ($($name:literal => $module:ident),* $(,)?) => {
         /// Every point, by its folder's name, in name order: the patches' numbers, then
-        /// `published` and `series`.
+        /// `control`, `published` and `series`.
         pub const NAMES: &[&str] = &[$($name),*];
 
         /// `LogitsProcessor::from_sampling(seed, sampling)` of the point `name`; `None` if

@@ -5,9 +5,13 @@ pub mod bench;
 pub mod pin;
 pub mod repro;
 
-/// The points holding the published crates and every patch; the others are patch numbers.
+/// The points holding the published crates and every patch; the others are patch numbers, but
+/// for `CONTROL_POINT`.
 pub const PUBLISHED_POINT: &str = "published";
 pub const SERIES_POINT: &str = "series";
+/// The published crates again, compiled as a module of its own: set against `PUBLISHED_POINT`,
+/// two builds of identical code, it shows how far time moves with where the code lands alone.
+pub const CONTROL_POINT: &str = "control";
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

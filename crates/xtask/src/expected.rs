@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
 use git2::{FileMode, ObjectType, Oid, Repository};
-use shared::{PUBLISHED_POINT, SERIES_POINT};
+use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin;
@@ -87,9 +87,12 @@ pub(crate) fn generated(
             &builds_on,
             &|_| true,
         )?;
-        // In the order the benches list them.
+        // The control holds the published crates again: the same code, which crates/points
+        // compiles as another module, so that it lands elsewhere in the binary.
         let names = patches.iter().map(|p| p.number().to_string());
-        let points = std::iter::once((PUBLISHED_POINT.to_string(), unpatched))
+        let points = [PUBLISHED_POINT, CONTROL_POINT].map(|name| (name.to_string(), unpatched));
+        let points = points
+            .into_iter()
             .chain(names.zip(branches.iter().map(|b| b.tree)))
             .chain([(SERIES_POINT.to_string(), tip)]);
         let mut folder = repo.treebuilder(None)?;
@@ -107,7 +110,8 @@ pub(crate) fn generated(
         let labels: Vec<String> = crates.iter().map(|p| p.pin.label()).collect();
         let what = format!("the points of {} and patches/stack.toml", labels.join(", "));
         let about = "One folder per point that the benches measure (crates/points builds each \
-            as a module): `published` is the published crates, each `NNNN` what the branch of \
+            as a module): `published` is the published crates, `control` the published crates \
+            again (compiled apart, the A/A pair's second build), each `NNNN` what the branch of \
             patch NNNN holds (its change on the branch that patches/stack.toml names, or on the \
             published crates), and `series` every patch applied.";
         add(POINTS_DIR.to_string(), what, folder.write()?, Some(about))?;

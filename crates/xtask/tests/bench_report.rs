@@ -1,7 +1,7 @@
 //! The bench report from what the benches really printed: criterion's saved measurements
-//! (`tests/fixtures/criterion`) and `bench-driver`'s rounds (`tests/fixtures/bench-driver`),
-//! both captured from this project's `cargo bench` and `cargo xtask bench-report` (see the
-//! README beside them). The report is compared whole with `tests/snapshots/`; after a change to
+//! (`tests/fixtures/criterion`), `bench-driver`'s rounds and callgrind's counts
+//! (`tests/fixtures/bench-driver`), captured from this project's `cargo bench` and `bench-driver`
+//! as `cargo xtask bench-report --callgrind` runs it (see the README beside them). The report is compared whole with `tests/snapshots/`; after a change to
 //! its text, `UPDATE_EXPECT=1 cargo test -p xtask --test bench_report` writes them again.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{PatchStep, Report};
-use xtask::bench_report::{self, PointRounds};
+use xtask::bench_report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
+use xtask::bench_report::{self, Counts, PointRounds};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -132,9 +133,25 @@ fn captured(mode: &str) -> Result<Vec<(Vec<String>, String)>> {
     Ok(found)
 }
 
-/// The report as `bench-report` assembles it, from the captured rounds.
-fn report_of(with_model: bool) -> Result<Report> {
-    let mut rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
+/// The instructions per call that `bench-report --callgrind` printed, a line per comparison and
+/// point: `callgrind <comparison> <point>: <count> instructions per call`.
+fn captured_counts() -> Result<Counts> {
+    let text = std::fs::read_to_string(fixtures().join("bench-driver/callgrind.txt"))?;
+    let mut counts = Counts::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [_, comparison, point, count, ..] = words[..] else {
+            anyhow::bail!("`{line}` is not a count");
+        };
+        let point = point.trim_end_matches(':').to_string();
+        counts.insert((comparison.to_string(), point), count.parse()?);
+    }
+    Ok(counts)
+}
+
+/// The captured rounds per call of each comparison, by point.
+fn captured_rounds() -> Result<BTreeMap<String, PointRounds>> {
+    let mut rounds = BTreeMap::new();
     for (args, output) in captured("pair")? {
         // pair <comparison> <vocab> <rounds> <calls> <device> <point>...
         let calls: u64 = args[4].parse()?;
@@ -143,8 +160,15 @@ fn report_of(with_model: bool) -> Result<Report> {
             bench_report::per_call(&args[6..], &output, calls)?,
         );
     }
+    Ok(rounds)
+}
+
+/// The report as `bench-report` assembles it, from the captured rounds and counts.
+fn report_of(with_model: bool) -> Result<Report> {
+    let rounds = captured_rounds()?;
+    let mut control = PatchStep::control();
     let mut steps = captured_series();
-    bench_report::steps(&mut steps, &rounds, &BTreeMap::new());
+    bench_report::steps(&mut control, &mut steps, &rounds, &captured_counts()?);
     let mut whole = Vec::new();
     for (args, output) in captured("decode")? {
         // decode <comparison> <rounds> <tokens> <point>...
@@ -166,8 +190,8 @@ fn report_of(with_model: bool) -> Result<Report> {
         }
     }
     Ok(Report {
-        machine: "Intel(R) Xeon(R) CPU @ 2.00GHz, 2 threads, linux x86_64".to_string(),
-        date: "2026-12-01".to_string(),
+        machine: "AMD EPYC, 2 threads, linux x86_64".to_string(),
+        date: "2026-12-02".to_string(),
         commit: "captured".to_string(),
         crate_label: "candle-transformers 0.11.1 and candle-nn 0.11.1".to_string(),
         model: "SmolLM2-135M-Instruct.Q4_1.gguf".to_string(),
@@ -177,6 +201,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         rounds: bench_report::ROUNDS,
         decode_tokens: 16,
         decode_rounds: bench_report::DECODE_ROUNDS,
+        control,
         patches: steps,
         decode: with_model.then_some(whole),
     })
@@ -192,12 +217,8 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
         .find(|(args, _)| args[1] == "argmax")
         .context("the captured rounds of argmax")?;
     let rounds = bench_report::per_call(&args[6..], output, args[4].parse()?)?;
-    let pairs: Vec<(f64, f64)> = rounds["published"]
-        .iter()
-        .copied()
-        .zip(rounds["series"].iter().copied())
-        .collect();
-    rows[0].paired = Some(bench_report::stats::Paired::of(&pairs));
+    rows[0].paired = Some(Paired::between(&rounds["published"], &rounds["series"]));
+    rows[0].control = Some(Paired::between(&rounds["published"], &rounds["control"]));
     rows[0].floor_ns = Some(rows[0].series_ns / 4.0);
     let profile = [("argmax".to_string(), 30_000.0)];
     expect_test::expect_file!["snapshots/bench-report.md"]
@@ -205,9 +226,10 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     // Without the model the decode loop says why it is missing; the rest is the same.
     let without = bench_report::render::report(&rows, &report_of(false)?, &profile);
     expect_test::expect_file!["snapshots/bench-report-without-the-model.md"].assert_eq(&without);
-    // What `pr` reads back is what was written, as the same document.
+    // What `pr` reads back, weighed again by today's rules, is what was written, as the same
+    // document.
     let json = serde_json::to_string(&report)?;
-    let back: Report = serde_json::from_str(&json)?;
+    let back = Report::parse(&json)?;
     assert_eq!(
         bench_report::render::report(&rows, &back, &profile),
         bench_report::render::report(&rows, &report, &profile)
@@ -261,6 +283,62 @@ fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
     Ok(())
 }
 
+/// The captured rounds show the case: the published build of `top_p` landed fast, and
+/// every other build of the same code, the control's too, reads about 1.09 of its time. The A/A
+/// pair is in the report for every comparison, and no step at the same instructions shows what
+/// it explains as a cost or a gain.
+#[test]
+fn the_captured_a_a_pair_explains_where_top_p_lands() -> Result<()> {
+    let report = report_of(false)?;
+    let compared: Vec<&str> = report
+        .control
+        .rows
+        .iter()
+        .map(|r| r.comparison.as_str())
+        .collect();
+    assert_eq!(compared, ["argmax", "temperature_0", "top_p"]);
+    let aa = report
+        .control
+        .paired("top_p")
+        .context("the A/A pair of top_p")?;
+    assert_eq!(aa.interval(), "1.081 (1.075 to 1.088)");
+    let mut explained = Vec::new();
+    for step in &report.patches {
+        for row in &step.rows {
+            let control = report.control.paired(&row.comparison);
+            let control = control.context("an A/A pair for every comparison")?;
+            let same = row
+                .instructions
+                .is_some_and(|r| (r - 1.0).abs() <= SAME_INSTRUCTIONS);
+            if same && Placement::of(control).explains(&row.paired) {
+                let verdict = row.paired.verdict_text();
+                assert!(
+                    !verdict.contains("slower") && !verdict.contains("faster"),
+                    "{} {}: {verdict}",
+                    step.patch,
+                    row.comparison
+                );
+                if row.paired.work == Some(Work::Placement) {
+                    explained.push((step.patch.as_str(), row.comparison.as_str()));
+                }
+            }
+        }
+    }
+    // Every step that leaves `top_p`'s instructions as they were and still moves its time.
+    assert_eq!(
+        explained,
+        [
+            ("0001", "top_p"),
+            ("0002", "top_p"),
+            ("0003", "top_p"),
+            ("0004", "top_p"),
+            ("0006", "top_p"),
+            ("0007", "top_p")
+        ]
+    );
+    Ok(())
+}
+
 #[test]
 fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
     let row = |comparison: &str, vocab: &str, ns: f64| bench_report::Row {
@@ -271,6 +349,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
         series_ns: ns / 10.0,
         floor_ns: Some(ns / 20.0),
         paired: None,
+        control: None,
         instructions: None,
     };
     let rows = [
@@ -306,13 +385,12 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
 #[test]
 fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
     use xtask::bench_report::data::Step;
-    use xtask::bench_report::stats::{Paired, Work};
     let rounds: Vec<(f64, f64)> = (0..21)
         .map(|i| (100.0, 97.0 + (i % 3) as f64 * 0.1))
         .collect();
     let row = |comparison: &str, instructions: f64| {
         let mut paired = Paired::of(&rounds);
-        paired.weigh(Some(instructions));
+        paired.weigh(Some(instructions), None);
         Step {
             comparison: comparison.to_string(),
             before_ns: 100.0,
@@ -342,4 +420,67 @@ fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
         bench_report::decode_points("gumbel_softmax", std::slice::from_ref(&step)),
         ["published", "series"]
     );
+}
+
+/// The A/A pair decides what a difference at the same instructions is: the control reads 1.06 of
+/// the published build in these rounds, as two builds of identical code can (the machine
+/// read the published build at 3.71 ms and every other build of the same `top_p` code at 3.92 to
+/// 4.08 ms). A step at 1.08 is within that; one at 1.20 is beyond it and counts.
+#[test]
+fn a_step_at_the_same_instructions_counts_only_beyond_the_a_a_pair() {
+    // Each side's time of one call per round, `ratio` of the published build's, within ±1%, each
+    // side wobbling out of step with the others; the published build's own time is steady.
+    let times = |side: i32, ratio: f64| -> Vec<f64> {
+        let wobble = |i: i32| match side {
+            0 => 1.0,
+            _ => 1.0 + ((i * 37 + side * 5) % 21 - 10) as f64 / 1000.0,
+        };
+        (0..201).map(|i| 3.71e6 * ratio * wobble(i)).collect()
+    };
+    let points = [
+        ("published", 1.0),
+        ("control", 1.06),
+        ("0001", 1.08),
+        ("0002", 1.20),
+    ];
+    let top_p: PointRounds = (0..)
+        .zip(&points)
+        .map(|(side, (point, ratio))| (point.to_string(), times(side, *ratio)))
+        .collect();
+    let rounds = BTreeMap::from([("top_p".to_string(), top_p)]);
+    // The same instructions on every side.
+    let counts: Counts = points
+        .iter()
+        .map(|(point, _)| (("top_p".to_string(), point.to_string()), 9.6e6))
+        .collect();
+    let step = |patch: &str| PatchStep {
+        patch: patch.to_string(),
+        before: "published".to_string(),
+        ..PatchStep::default()
+    };
+    let (mut control, mut steps) = (PatchStep::control(), [step("0001"), step("0002")]);
+    bench_report::steps(&mut control, &mut steps, &rounds, &counts);
+    let aa = control.paired("top_p").expect("the A/A pair's row");
+    assert_eq!(aa.interval(), "1.060 (1.057 to 1.063)");
+    assert_eq!(Placement::of(aa).range(), "0.886 to 1.129");
+    let verdict = |step: &PatchStep| {
+        let paired = step.paired("top_p").expect("the step's row");
+        (paired.work, paired.verdict_text())
+    };
+    assert_eq!(
+        verdict(&steps[0]),
+        (
+            Some(Work::Placement),
+            "same instructions; within what two builds of the same code differ by".to_string()
+        )
+    );
+    assert_eq!(
+        verdict(&steps[1]),
+        (
+            Some(Work::SameInstructions),
+            "same instructions; slower by 20.0% in time".to_string()
+        )
+    );
+    // Neither is a gain for the decode loop to show.
+    assert!(!steps.iter().any(|step| bench_report::faster(step, "top_p")));
 }

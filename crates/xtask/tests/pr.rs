@@ -148,8 +148,8 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     Ok(())
 }
 
-/// A bench report over the toy stack: each patch's step with times of its own, and a decode
-/// loop for the third.
+/// A bench report over the toy stack: the A/A pair, each patch's step with times of its own, and
+/// a decode loop for the third.
 fn toy_report() -> xtask::bench_report::data::Report {
     use xtask::bench_report::data::{Decode, PatchStep, Report, Step};
     use xtask::bench_report::stats::Paired;
@@ -201,6 +201,14 @@ fn toy_report() -> xtask::bench_report::data::Report {
         rounds: 21,
         decode_tokens: 16,
         decode_rounds: 11,
+        control: PatchStep {
+            rows: vec![
+                step("argmax", 30_000.0, 1.0),
+                step("temperature_0", 26_000.0, 1.0),
+                step("top_p", 1.4e6, 1.06),
+            ],
+            ..PatchStep::control()
+        },
         patches: vec![
             patch(
                 "0001",
@@ -266,6 +274,62 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// A step that leaves a variant's instructions as they were, slower by as much as two builds of
+/// identical code differ (the A/A pair reads 1.06), is not shown as a cost; one beyond it is.
+#[test]
+fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> Result<()> {
+    use xtask::bench_report::data::Report;
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- bench -->\n")?;
+    let mut report = toy_report();
+    // Slower in time at the same instructions: by 8% for 0001, by 20% for 0003.
+    let slower = |row: &mut xtask::bench_report::data::Step, ratio: f64| {
+        row.paired.ratio = ratio;
+        (row.paired.low, row.paired.high) = (ratio - 0.01, ratio + 0.01);
+        row.instructions = Some(1.0);
+    };
+    slower(&mut report.patches[0].rows[2], 1.08);
+    slower(&mut report.patches[2].rows[1], 1.2);
+    // As `pr` reads it: from the JSON, weighed by today's rules.
+    let report = Report::parse(&serde_json::to_string(&report)?)?;
+    let facts = Facts {
+        bench: Some(report),
+        ..Facts::default()
+    };
+    let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let explained = body(0);
+    assert!(
+        explained.contains(
+            "| `top_p` | 1.40 ms | 1.40 ms | 1.080 (1.070 to 1.090) | 1.0000 | same instructions; \
+             within what two builds of the same code differ by |"
+        ),
+        "{explained}"
+    );
+    assert!(!explained.contains("slower by 8"), "{explained}");
+    assert!(
+        explained.contains(
+            "Two builds of identical code differ in time too, by where the code lands in memory. \
+             Against the published crates, the same crates compiled a second time, as a module of \
+             their own, and timed in the same rounds read: `top_p` 1.062 (1.061 to 1.064), so a \
+             difference at the same instructions counts only outside 0.884 to 1.131. The range \
+             runs from 1/m² to m², m being the bound of the two builds' interval furthest from \
+             1.0, read as a factor above 1: a branch's build can lie as far again from the second \
+             build as the second lies from the first.\n"
+        ),
+        "{explained}"
+    );
+    let counted = body(2);
+    assert!(
+        counted.contains(
+            "| 1.200 (1.190 to 1.210) | 1.0000 | same instructions; slower by 20.0% in time |"
+        ),
+        "{counted}"
+    );
     Ok(())
 }
 

@@ -43,15 +43,20 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
         generated,
         ["candle-transformers", "points", "published-tests"]
     );
-    // The benches' points: the published module, the patch's branch and the whole series.
+    // The benches' points: the published module, its control (the same code again), the
+    // patch's branch and the whole series.
     let points = root.join("crates/vendor/points");
     let mut names: Vec<String> = std::fs::read_dir(&points)?
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["0001", "GENERATED.md", "published", "series"]);
+    assert_eq!(
+        names,
+        ["0001", "GENERATED.md", "control", "published", "series"]
+    );
     let point = |name: &str| std::fs::read(points.join(name).join("generation/mod.rs"));
     assert_eq!(point("published")?, published_generation());
+    assert_eq!(point("control")?, published_generation());
     assert_eq!(point("0001")?, patched.as_bytes());
     assert_eq!(point("series")?, patched.as_bytes());
     check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))

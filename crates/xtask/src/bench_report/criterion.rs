@@ -62,7 +62,8 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
         .collect()
 }
 
-/// One comparison at one vocabulary: criterion's medians, and series over published.
+/// One comparison at one vocabulary: criterion's medians, series over published, and the A/A
+/// pair, control over published.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub device: String,
@@ -72,6 +73,7 @@ pub struct Row {
     pub series_ns: f64,
     pub floor_ns: Option<f64>,
     pub paired: Option<Paired>,
+    pub control: Option<Paired>,
     pub instructions: Option<f64>,
 }
 
@@ -97,6 +99,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 series_ns: beside(SERIES_POINT)?,
                 floor_ns: beside("floor"),
                 paired: None,
+                control: None,
                 instructions: None,
             })
         })

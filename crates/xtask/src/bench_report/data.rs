@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
-/// Where and how it ran, each patch's step, and the whole series' decode loop (if the model was on
-/// disk).
+/// Where and how it ran, the A/A pair, each patch's step, and the whole series' decode loop (if
+/// the model was on disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub machine: String,
@@ -21,6 +21,10 @@ pub struct Report {
     pub rounds: usize,
     pub decode_tokens: u64,
     pub decode_rounds: usize,
+    /// The A/A pair: the control against the published point, two builds of identical code,
+    /// measured like a step. A report without it (written before it was measured) is refused,
+    /// since its verdicts at the same instructions cannot be weighed.
+    pub control: PatchStep,
     pub patches: Vec<PatchStep>,
     pub decode: Option<Vec<Decode>>,
 }
@@ -29,9 +33,14 @@ impl Report {
     /// A report from its JSON, its instruction labels and decode loops read by today's rules.
     pub fn parse(json: &str) -> serde_json::Result<Report> {
         let mut report: Report = serde_json::from_str(json)?;
+        // The pair itself is weighed against nothing, as `bench_report::steps` weighs it.
+        for row in &mut report.control.rows {
+            row.paired.weigh(row.instructions, None);
+        }
         for step in &mut report.patches {
             for row in &mut step.rows {
-                row.paired.weigh(row.instructions);
+                let control = report.control.paired(&row.comparison);
+                row.paired.weigh(row.instructions, control);
             }
             let mut decode = std::mem::take(&mut step.decode);
             decode.retain(|d| super::faster(step, &d.comparison));
@@ -41,15 +50,35 @@ impl Report {
     }
 }
 
-/// One patch against the point it builds on, with the decode loop where it makes one faster.
+/// One patch against the point it builds on, with the decode loop where it makes one faster; or
+/// the A/A pair, the control against the published point.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PatchStep {
+    /// The patch's number, or the control's name.
     pub patch: String,
     pub subject: String,
     /// The point it is measured against: `published`, or the number of the patch it builds on.
     pub before: String,
     pub rows: Vec<Step>,
     pub decode: Vec<Decode>,
+}
+
+impl PatchStep {
+    /// The A/A pair, not measured yet: the control against the published point.
+    pub fn control() -> PatchStep {
+        PatchStep {
+            patch: shared::CONTROL_POINT.to_string(),
+            subject: "the published crates, built twice".to_string(),
+            before: shared::PUBLISHED_POINT.to_string(),
+            ..PatchStep::default()
+        }
+    }
+
+    /// The paired ratio of `comparison`, if this step measured it.
+    pub fn paired(&self, comparison: &str) -> Option<&Paired> {
+        let row = self.rows.iter().find(|row| row.comparison == comparison);
+        row.map(|row| &row.paired)
+    }
 }
 
 /// One comparison of a patch's step: median times, and after over before in time and instructions.

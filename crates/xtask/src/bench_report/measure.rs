@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 use shared::bench::Settings;
-use shared::{PUBLISHED_POINT, SERIES_POINT};
+use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use super::stats::{self, parse_rounds, Paired};
 use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
@@ -54,7 +54,8 @@ impl Driver {
     }
 
     /// `ROUNDS` rounds of about `ROUND_NS` of calls on each of `points` for `row`: sets its paired
-    /// ratio, series over published, and returns each point's time of one call per round.
+    /// ratio, series over published, and its A/A pair, control over published, and returns each
+    /// point's time of one call per round.
     pub(super) fn pairs(&self, row: &mut Row, points: &[String]) -> Result<PointRounds> {
         let (device, comparison, vocab) = (&row.device, &row.comparison, &row.vocab);
         let calls = (ROUND_NS / row.published_ns).round().clamp(1.0, 2000.0) as u64;
@@ -66,9 +67,12 @@ impl Driver {
             rounds.with_context(|| format!("{comparison}: the point {name} could not run"))
         };
         let paired = Paired::between(side(PUBLISHED_POINT)?, side(SERIES_POINT)?);
+        let control = Paired::between(side(PUBLISHED_POINT)?, side(CONTROL_POINT)?);
         let (interval, verdict) = (paired.interval(), paired.verdict_text());
-        eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}");
+        let aa = control.interval();
+        eprintln!("{device} {comparison} {vocab}: series {interval}, {verdict}; control {aa}");
         row.paired = Some(paired);
+        row.control = Some(control);
         Ok(measured)
     }
 

@@ -6,7 +6,7 @@ use std::env::consts::{ARCH, OS};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use shared::{PUBLISHED_POINT, SERIES_POINT};
+use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::Layout;
 
@@ -54,26 +54,44 @@ fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &st
     Some(count(after)? / count(before)?)
 }
 
-/// Fills each patch's rows, for every comparison that both its points could run.
-pub fn steps(patches: &mut [PatchStep], rounds: &BTreeMap<String, PointRounds>, counts: &Counts) {
+/// Fills the A/A pair's rows (`control`, from `PatchStep::control`), then each patch's, for every
+/// comparison that both its points could run, each weighed against the A/A pair's row.
+pub fn steps(
+    control: &mut PatchStep,
+    patches: &mut [PatchStep],
+    rounds: &BTreeMap<String, PointRounds>,
+    counts: &Counts,
+) {
+    // The pair itself is weighed against nothing: its difference is what it shows.
+    control.rows = step_rows(control, None, rounds, counts);
     for step in patches {
-        step.rows = rounds
-            .iter()
-            .filter_map(|(comparison, points)| {
-                let (before, after) = (points.get(&step.before)?, points.get(&step.patch)?);
-                let instructions = instruction_ratio(counts, comparison, &step.before, &step.patch);
-                let mut paired = Paired::between(before, after);
-                paired.weigh(instructions);
-                Some(Step {
-                    comparison: comparison.clone(),
-                    before_ns: median(before),
-                    after_ns: median(after),
-                    paired,
-                    instructions,
-                })
-            })
-            .collect();
+        step.rows = step_rows(step, Some(control), rounds, counts);
     }
+}
+
+/// `step`'s rows, weighed against `control`'s where given.
+fn step_rows(
+    step: &PatchStep,
+    control: Option<&PatchStep>,
+    rounds: &BTreeMap<String, PointRounds>,
+    counts: &Counts,
+) -> Vec<Step> {
+    rounds
+        .iter()
+        .filter_map(|(comparison, points)| {
+            let (before, after) = (points.get(&step.before)?, points.get(&step.patch)?);
+            let instructions = instruction_ratio(counts, comparison, &step.before, &step.patch);
+            let mut paired = Paired::between(before, after);
+            paired.weigh(instructions, control.and_then(|c| c.paired(comparison)));
+            Some(Step {
+                comparison: comparison.clone(),
+                before_ns: median(before),
+                after_ns: median(after),
+                paired,
+                instructions,
+            })
+        })
+        .collect()
 }
 
 /// Whether `step` makes `comparison` faster per call, in time and not against the instruction
@@ -161,11 +179,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             ..PatchStep::default()
         });
     }
-    // Every point at the real vocabulary on the CPU, the published point first; elsewhere the
-    // published point and the whole series.
-    let ends = [PUBLISHED_POINT, SERIES_POINT].map(String::from);
+    // Every point at the real vocabulary on the CPU, the published point and its control first;
+    // elsewhere those two and the whole series, so that every row has its A/A pair.
+    let ends = [PUBLISHED_POINT, CONTROL_POINT, SERIES_POINT].map(String::from);
     let numbers: Vec<String> = patches.iter().map(|p| p.patch.clone()).collect();
-    let all = [&ends[..1], &numbers, &ends[1..]].concat();
+    let all = [&ends[..2], &numbers, &ends[2..]].concat();
     if let Some(point) = all.iter().find(|point| !settings.points.contains(point)) {
         let has = settings.points.join(", ");
         bail!("bench-driver has no point {point} (it has {has}): run `cargo xtask vendor`");
@@ -189,11 +207,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
                 row.instructions = ratio;
             }
             if let Some(paired) = &mut row.paired {
-                paired.weigh(ratio);
+                paired.weigh(ratio, row.control.as_ref());
             }
         }
     }
-    steps(&mut patches, &point_rounds, &counts);
+    let mut control = PatchStep::control();
+    steps(&mut control, &mut patches, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
     let decode = if settings.model_on_disk {
@@ -225,6 +244,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         rounds: ROUNDS,
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
+        control,
         patches,
         decode,
     };

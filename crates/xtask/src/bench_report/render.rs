@@ -3,7 +3,7 @@
 use shared::bench::{TOP_K, TOP_P};
 
 use super::data::{Decode, PatchStep, Report, Step};
-use super::stats::{Paired, CONFIDENCE, UNRESOLVED_WIDTH};
+use super::stats::{Paired, Placement, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
 use super::Row;
 
 /// A table's column: its header, its alignment and its cell for each row.
@@ -93,11 +93,18 @@ pub(crate) const INSTRUCTIONS: &str =
     "instructions: after over before, instructions per call counted \
     by valgrind's callgrind on one thread, which machine noise does not move; \"same \
     instructions\" (within 0.1%): both sides execute the same work, so a time difference there \
-    most likely comes from where the code lands in memory rather than from the change; \"more \
-    instructions\" or \"fewer instructions\": the time moves against the work";
+    counts only beyond what two builds of identical code, timed in the same rounds, differ by, \
+    since that much comes from where the code lands in memory rather than from the change; \
+    \"more instructions\" or \"fewer instructions\": the time moves against the work";
 
-/// One patch's table, as a pull request's body shows it, with instructions where counted.
-pub(crate) fn patch_table(step: &PatchStep) -> String {
+/// How the A/A pair's range is drawn, as a sentence that begins "The range runs" goes on.
+pub(crate) const PLACEMENT_RULE: &str =
+    "from 1/m² to m², m being the bound of the two builds' interval \
+    furthest from 1.0, read as a factor above 1: a branch's build can lie as far again from the \
+    second build as the second lies from the first";
+
+/// Each step's columns up to its ratio, with instructions where counted.
+fn step_columns(step: &PatchStep) -> Vec<Column<Step>> {
     let mut columns: Vec<Column<Step>> = vec![
         ("variant", "---", |r| format!("`{}`", r.comparison)),
         ("before", "---:", |r| show_time(r.before_ns)),
@@ -109,8 +116,35 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
             r.instructions.map_or("-".into(), |r| format!("{r:.4}"))
         }));
     }
+    columns
+}
+
+/// One patch's table, as a pull request's body shows it, with instructions where counted.
+pub(crate) fn patch_table(step: &PatchStep) -> String {
+    let mut columns = step_columns(step);
     columns.push(("verdict", "---", |r| r.paired.verdict_text()));
     table(&step.rows, &columns)
+}
+
+/// The A/A pair, the control against the published crates, laid out as a step: in place of a
+/// verdict, the range outside which a step's difference at the same instructions counts.
+fn control_section(control: &PatchStep) -> String {
+    let mut columns = step_columns(control);
+    columns.push(("same instructions count outside", "---", |r| {
+        Placement::of(&r.paired).range()
+    }));
+    format!(
+        "\n#### {}: {} (the A/A pair)\n\nThis is the published \
+         crates compiled a second time, as a module of their own, against the published crates, \
+         timed in the same rounds as every step: the code is identical, so whatever differs here \
+         is where the code lands in memory. The last column's range runs {PLACEMENT_RULE}. A step \
+         that leaves a variant's instructions as they were counts a time difference only where \
+         its interval lies wholly outside that range; inside it, the verdict says the difference \
+         is {PLACEMENT} and names no cost or gain.\n\n{}",
+        control.patch,
+        control.subject,
+        table(&control.rows, &columns)
+    )
 }
 
 /// candle's devices, as the benches prefix their groups, and what measures one.
@@ -140,7 +174,10 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          published, series, floor: criterion's medians of one call; floor: what any implementation \
          that returns the same tokens must compute, written plainly on logits already on the host \
          (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
-         {INSTRUCTIONS}.\n\n",
+         control / published: the A/A pair, the published crates compiled a second time, as a \
+         module of their own, against the published crates in the same rounds, two builds of \
+         identical code; a verdict at the same instructions weighs the row against it, as under \
+         Patch by patch. {INSTRUCTIONS}.\n\n",
         patches = report.patches.len(),
         measured_as = setting(report, Some(Greedy::After("the series"))),
     );
@@ -153,6 +190,9 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
         ("floor", "---:", |r| or_blank(r.floor_ns, show_time)),
         ("series / published", "---", |r| {
             or_blank(r.paired.as_ref(), Paired::interval)
+        }),
+        ("control / published", "---", |r| {
+            or_blank(r.control.as_ref(), Paired::interval)
         }),
         ("verdict", "---", |r| {
             or_blank(r.paired.as_ref(), Paired::verdict_text)
@@ -170,6 +210,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
          the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
         setting(report, Some(Greedy::After("every branch that has 0001")))
     );
+    out += &control_section(&report.control);
     for step in &report.patches {
         out += &step_heading(step, "");
         out += &patch_table(step);

@@ -1,4 +1,5 @@
-//! Medians, paired ratios with bootstrap intervals, and the verdict rule.
+//! Medians, paired ratios with bootstrap intervals, the verdict rule, and what the A/A pair (two
+//! builds of identical code) explains.
 
 use std::borrow::Borrow;
 
@@ -39,8 +40,13 @@ pub const UNRESOLVED_WIDTH: f64 = 0.10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
-    /// The two sides execute the same instructions, within `SAME_INSTRUCTIONS`.
+    /// The two sides execute the same instructions, within `SAME_INSTRUCTIONS`, and their time
+    /// differs beyond what two builds of identical code differ by (`Placement`), or no A/A pair
+    /// was measured to tell.
     SameInstructions,
+    /// The same instructions, and a time difference that two builds of identical code can show
+    /// (`Placement::explains`): where the code lands, not the change, so it is not counted.
+    Placement,
     /// The slower side executes fewer instructions.
     FewerInstructions,
     /// The faster side executes more instructions.
@@ -94,10 +100,15 @@ impl Paired {
         Paired::of(&rounds)
     }
 
-    /// Sets `work` from the instruction ratio, after over before.
-    pub fn weigh(&mut self, instructions: Option<f64>) {
+    /// Sets `work` from the instruction ratio, after over before, and the A/A pair of the same
+    /// comparison (the control against the published point), where it was measured.
+    pub fn weigh(&mut self, instructions: Option<f64>, control: Option<&Paired>) {
         let same = |r: f64| (r - 1.0).abs() <= SAME_INSTRUCTIONS;
+        let placement = control.is_some_and(|control| Placement::of(control).explains(self));
         self.work = match (instructions, self.verdict()) {
+            (Some(r), Verdict::Slower | Verdict::Faster) if same(r) && placement => {
+                Some(Work::Placement)
+            }
             (Some(r), Verdict::Slower | Verdict::Faster) if same(r) => Some(Work::SameInstructions),
             (Some(r), Verdict::Slower) if r < 1.0 => Some(Work::FewerInstructions),
             (Some(r), Verdict::Faster) if r > 1.0 => Some(Work::MoreInstructions),
@@ -107,10 +118,7 @@ impl Paired {
 
     /// "1.010 (0.997 to 1.023)", rounded outwards so that it holds the exact interval.
     pub fn interval(&self) -> String {
-        // The nudge keeps a bound that is already a multiple of 0.001 where it is.
-        let low = (self.low * 1000.0 + 1e-6).floor() / 1000.0;
-        let high = (self.high * 1000.0 - 1e-6).ceil() / 1000.0;
-        format!("{:.3} ({low:.3} to {high:.3})", self.ratio)
+        format!("{:.3} ({})", self.ratio, outwards(self.low, self.high))
     }
 
     /// Derived, so that a report written before a rule changed reads by the rule of today.
@@ -130,6 +138,10 @@ impl Paired {
 
     /// In words: "within ±1%: slower by 0.4%", "same instructions; slower by 1.2% in time".
     pub fn verdict_text(&self) -> String {
+        // Neither slower nor faster: the difference is not counted, so it is not given as one.
+        if self.work == Some(Work::Placement) {
+            return format!("same instructions; {PLACEMENT}");
+        }
         let change = match self.ratio {
             r if r >= 1.0 => format!("slower by {:.1}%", (r - 1.0) * 100.0),
             r => format!("faster by {:.1}%", (1.0 - r) * 100.0),
@@ -146,11 +158,56 @@ impl Paired {
         };
         let work = match self.work {
             None => return time,
-            Some(Work::SameInstructions) => "same",
+            Some(Work::SameInstructions | Work::Placement) => "same",
             Some(Work::FewerInstructions) => "fewer",
             Some(Work::MoreInstructions) => "more",
         };
         format!("{work} instructions; {time} in time")
+    }
+}
+
+/// What a verdict says of a difference that `Placement` explains.
+pub const PLACEMENT: &str = "within what two builds of the same code differ by";
+
+/// "0.997 to 1.023": `low` and `high` rounded outwards, so that the text holds the exact range.
+fn outwards(low: f64, high: f64) -> String {
+    // The nudge keeps a bound that is already a multiple of 0.001 where it is.
+    let low = (low * 1000.0 + 1e-6).floor() / 1000.0;
+    let high = (high * 1000.0 - 1e-6).ceil() / 1000.0;
+    format!("{low:.3} to {high:.3}")
+}
+
+/// The ratios that two builds of identical code can lie apart by where their code lands alone,
+/// as the A/A pair (the control against the published point) shows them. The pair's bound
+/// furthest from 1.0, read as a factor `m` above 1, is how far one build lay from another in
+/// those rounds; a step's after build can lie as far again from the control, in the same
+/// direction (after over before is after over control times control over before), so the range
+/// reaches from `1 / m²` to `m²`. A step whose interval reaches into it cannot tell its change
+/// from where its code lands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Placement {
+    pub fn of(control: &Paired) -> Placement {
+        let m = control.high.max(1.0 / control.low);
+        Placement {
+            low: 1.0 / (m * m),
+            high: m * m,
+        }
+    }
+
+    /// Whether `paired`'s interval reaches into the range: two builds of identical code can
+    /// differ by as much.
+    pub fn explains(&self, paired: &Paired) -> bool {
+        paired.low <= self.high && paired.high >= self.low
+    }
+
+    /// "0.873 to 1.145", rounded outwards.
+    pub fn range(&self) -> String {
+        outwards(self.low, self.high)
     }
 }
 
@@ -186,10 +243,14 @@ pub fn callgrind_total(text: &str) -> Result<u64> {
 mod tests {
     use super::*;
 
-    fn text(ratio: f64, low: f64, high: f64) -> String {
+    fn paired(ratio: f64, low: f64, high: f64) -> Paired {
         let mut paired = Paired::of(&[(1.0, 1.0)]);
         (paired.ratio, paired.low, paired.high) = (ratio, low, high);
-        paired.verdict_text()
+        paired
+    }
+
+    fn text(ratio: f64, low: f64, high: f64) -> String {
+        paired(ratio, low, high).verdict_text()
     }
 
     #[test]
@@ -206,27 +267,82 @@ mod tests {
     fn instructions_weigh_the_verdict() {
         let mut slower = Paired::of(&[(100.0, 103.0), (100.0, 103.5), (100.0, 102.5)]);
         assert_eq!(slower.verdict(), Verdict::Slower);
-        slower.weigh(Some(1.0004));
+        slower.weigh(Some(1.0004), None);
         assert_eq!(
             slower.verdict_text(),
             "same instructions; slower by 3.0% in time"
         );
-        slower.weigh(Some(0.5));
+        slower.weigh(Some(0.5), None);
         assert_eq!(
             slower.verdict_text(),
             "fewer instructions; slower by 3.0% in time"
         );
-        slower.weigh(Some(1.2));
+        slower.weigh(Some(1.2), None);
         assert_eq!(slower.verdict_text(), "slower by 3.0%");
         let mut same = Paired::of(&[(100.0, 100.0), (100.0, 100.5), (100.0, 99.5)]);
-        same.weigh(Some(1.0));
+        same.weigh(Some(1.0), None);
         assert_eq!(same.verdict_text(), "no measurable cost");
         let mut faster = Paired::of(&[(100.0, 85.0), (100.0, 85.5), (100.0, 84.5)]);
-        faster.weigh(Some(1.0119));
+        faster.weigh(Some(1.0119), None);
         assert_eq!(
             faster.verdict_text(),
             "more instructions; faster by 15.0% in time"
         );
+    }
+
+    /// The numbers: `top_p` read 1.08 to 1.09 of the time in steps that leave its
+    /// instructions as they were, while the published build itself was the one that landed fast.
+    #[test]
+    fn a_difference_that_the_a_a_pair_shows_too_is_not_counted() {
+        let control = paired(1.06, 1.05, 1.07);
+        let placement = Placement::of(&control);
+        // 1.07 squared; below 1, its inverse.
+        assert_eq!(placement.range(), "0.873 to 1.145");
+        let weighed = |step: Paired, instructions: f64, control: Option<&Paired>| {
+            let mut step = step;
+            step.weigh(Some(instructions), control);
+            (step.work, step.verdict_text())
+        };
+        let explained = (
+            Some(Work::Placement),
+            "same instructions; within what two builds of the same code differ by".to_string(),
+        );
+        let step = paired(1.08, 1.07, 1.09);
+        assert_eq!(weighed(step.clone(), 1.0000, Some(&control)), explained);
+        // Faster by as much is placement too: a build can land better as well as worse.
+        assert_eq!(
+            weighed(paired(0.9, 0.89, 0.91), 1.0, Some(&control)),
+            explained
+        );
+        // Beyond the range in either direction, the same instructions still cost or gain time.
+        assert_eq!(
+            weighed(paired(1.2, 1.19, 1.21), 0.9999, Some(&control)),
+            (
+                Some(Work::SameInstructions),
+                "same instructions; slower by 20.0% in time".to_string()
+            )
+        );
+        assert_eq!(
+            weighed(paired(0.85, 0.84, 0.86), 1.0, Some(&control)),
+            (
+                Some(Work::SameInstructions),
+                "same instructions; faster by 15.0% in time".to_string()
+            )
+        );
+        // An A/A pair that shows no difference explains none.
+        let alike = paired(1.0, 0.998, 1.003);
+        assert_eq!(Placement::of(&alike).range(), "0.994 to 1.007");
+        assert_eq!(
+            weighed(step.clone(), 1.0, Some(&alike)).1,
+            "same instructions; slower by 8.0% in time"
+        );
+        // The pair speaks only where the instructions are the same: more of them are a cost.
+        assert_eq!(
+            weighed(step.clone(), 1.03, Some(&control)),
+            (None, text(1.08, 1.07, 1.09))
+        );
+        // Without the pair, the difference is given with its instructions, as before.
+        assert_eq!(weighed(step, 1.0, None).0, Some(Work::SameInstructions));
     }
 
     #[test]

@@ -10,8 +10,9 @@ use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
-use crate::bench_report::data::Report;
+use crate::bench_report::data::{Report, Step};
 use crate::bench_report::render::{self as report, point, Greedy};
+use crate::bench_report::stats::{Placement, Work};
 use crate::branches::Carried;
 use crate::git::short;
 use crate::pin::{self, Pin};
@@ -132,6 +133,28 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         counted.unwrap_or_default(),
         report::patch_table(step)
     );
+    // A difference at the same instructions was weighed against two builds of identical code:
+    // what they showed is given, so that a reviewer can check the verdict.
+    let pair = |r: &Step| {
+        let weighed = matches!(
+            r.paired.work,
+            Some(Work::SameInstructions | Work::Placement)
+        );
+        let control = report.control.paired(&r.comparison).filter(|_| weighed)?;
+        let (interval, range) = (control.interval(), Placement::of(control).range());
+        let counts = "so a difference at the same instructions counts only outside";
+        Some(format!("`{}` {interval}, {counts} {range}", r.comparison))
+    };
+    let pairs: Vec<String> = step.rows.iter().filter_map(pair).collect();
+    if !pairs.is_empty() {
+        out += &format!(
+            "\nTwo builds of identical code differ in time too, by where the code lands in memory. \
+             Against the published crates, the same crates compiled a second time, as a module of \
+             their own, and timed in the same rounds read: {}. The range runs {}.\n",
+            pairs.join("; "),
+            report::PLACEMENT_RULE
+        );
+    }
     let (model, tokens, rounds) = (&report.model, report.decode_tokens, report.decode_rounds);
     for decode in &step.decode {
         let (from, to) = (decode.before_share * 100.0, decode.after_share * 100.0);
