@@ -228,7 +228,8 @@ fn sample_f_with_probabilities_that_cannot_be_sampled() -> Result<()> {
     type Edit = fn(&mut [f32]);
     // What each edit leaves in the `n` probabilities sampled from (top-p samples from those it
     // keeps).
-    let edits: [(Edit, fn(usize) -> String); 4] = [
+    type Held = fn(usize) -> String;
+    let edits: [(Edit, Held); 4] = [
         (
             |prs| prs[1] = f32::INFINITY,
             |_| "0 NaN and 0 negative values and sum to inf".to_string(),
