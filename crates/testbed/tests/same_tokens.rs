@@ -168,7 +168,7 @@ proptest! {
         logits_seed: u64,
         p in top_p(),
         temperature in prop_oneof![Just(0.3f64), Just(1.0), Just(2.0)],
-        // From 1: upstream's k = 0 fails, where the series disables top-k (0002).
+        // From 1: upstream's k = 0 fails, where the series disables top-k (0003).
         k in prop_oneof![1usize..100, Just(usize::MAX)],
         seed: u64,
     ) {
