@@ -226,8 +226,8 @@ fn sample_with_nan_inf_or_masked_logits() -> Result<()> {
 fn sample_f_with_probabilities_that_cannot_be_sampled() -> Result<()> {
     let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
     type Edit = fn(&mut [f32]);
-    // What each edit leaves in the `n` probabilities sampled from (top-p samples from those it
-    // keeps).
+    // What each edit leaves in the `n` probabilities handed to rand (top-p hands it all of them,
+    // the clamped ones as zeros).
     type Held = fn(usize) -> String;
     let edits: [(Edit, Held); 4] = [
         (
@@ -323,7 +323,7 @@ fn top_p_by_sorting(prs: &[f32], top_p: f32, rng: &mut rand::rngs::StdRng) -> u3
     WeightedIndex::new(&prs).unwrap().sample(rng) as u32
 }
 
-/// `TopKThenTopP` with `top_p` in (0, 1), as `main` samples it: the k largest, then top-p over
+/// `TopKThenTopP` with `top_p` in (0, 1), as a full sort samples it: the k largest, then top-p over
 /// them by a full sort unless they hold less than `top_p` together.
 fn top_k_top_p_by_sorting(prs: &[f32], k: usize, top_p: f32, rng: &mut rand::rngs::StdRng) -> u32 {
     use rand::distr::{weighted::WeightedIndex, Distribution};
@@ -371,7 +371,7 @@ fn sample_with_top_p_as_a_full_sort() -> Result<()> {
             let expected = top_p_by_sorting(&prs, top_p as f32, &mut reference);
             assert_eq!(logits_process.sample(&logits)?, expected, "case {case}");
         }
-        // `TopKThenTopP` applies top-p to its top k, which sum to less than 1.
+        // `TopKThenTopP` applies top-p to its top k, which sum to at most 1.
         let k = rng.random_range(1..=len);
         let sampling = Sampling::TopKThenTopP {
             k,
@@ -457,7 +457,7 @@ fn sample_with_top_k_or_top_p_off() -> Result<()> {
             all.clone(),
         ),
         // Below the vocabulary too, where the top k's f32 sum may round above 1 (here, doubled,
-        // it is 1.79, and 1.0 kept the top 2).
+        // it is about 1.8, and 1.0 kept the top 2).
         (
             TopKThenTopP {
                 k: 3,
