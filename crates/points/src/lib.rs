@@ -8,6 +8,10 @@ use candle_transformers::generation::Sampling;
 
 /// A `LogitsProcessor` of any point.
 pub trait Sample {
+    /// `LogitsProcessor::sample`, which a patch may make cheaper than `sample_f` with a closure
+    /// that does nothing.
+    fn sample(&mut self, logits: &Tensor) -> Result<u32>;
+
     /// `LogitsProcessor::sample_f`, with `f` called once.
     fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32>;
 }
@@ -68,6 +72,10 @@ macro_rules! points {
         }
 
         $(impl Sample for $module::generation::LogitsProcessor {
+            fn sample(&mut self, logits: &Tensor) -> Result<u32> {
+                $module::generation::LogitsProcessor::sample(self, logits)
+            }
+
             fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32> {
                 self.sample_f(logits, f)
             }

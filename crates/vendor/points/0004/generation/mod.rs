@@ -114,29 +114,30 @@ impl LogitsProcessor {
         }
     }
 
+    /// Fails, saying what they hold, unless rand can draw from `weights`: NaN, negative and
+    /// all-zero weights, which `WeightedIndex::new` refuses, and weights that sum to infinity, on
+    /// which it panics.
+    fn check_weights(weights: &[f32]) -> Result<()> {
+        let sum = weights.iter().sum::<f32>();
+        if sum.is_finite() && sum > 0.0 && weights.iter().all(|w| *w >= 0.0) {
+            return Ok(());
+        }
+        let nan = weights.iter().filter(|w| w.is_nan()).count();
+        let negative = weights.iter().filter(|w| **w < 0.0).count();
+        candle::bail!(
+            "cannot sample from the {} weights that `sample_f` hands to rand: they hold {nan} NaN \
+             and {negative} negative values and sum to {sum}",
+            weights.len()
+        )
+    }
+
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
-        use rand::distr::weighted::{Error as WeightError, WeightedIndex};
-        // `WeightedIndex::new` panics when the weights sum to infinity. Probabilities from
-        // softmax never do; the closure of `sample_f` can make them, so only then is the sum
-        // computed, over the weights handed to rand alone.
-        let distr = if self.closure && prs.iter().sum::<f32>() == f32::INFINITY {
-            Err(WeightError::Overflow)
-        } else {
-            WeightedIndex::new(prs)
-        };
-        let distr = distr.map_err(|err| {
-            if !self.closure {
-                return Error::wrap(err);
-            }
-            let nan = prs.iter().filter(|p| p.is_nan()).count();
-            let negative = prs.iter().filter(|p| **p < 0.0).count();
-            let sum = prs.iter().sum::<f32>();
-            Error::msg(format!(
-                "cannot sample from the {} weights that `sample_f` hands to rand: they hold {nan} \
-                 NaN and {negative} negative values and sum to {sum}",
-                prs.len()
-            ))
-        })?;
+        // Probabilities from softmax never sum to infinity; those left by the closure of
+        // `sample_f` can, so only then are the weights handed to rand checked first.
+        if self.closure {
+            Self::check_weights(prs)?;
+        }
+        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
     }
