@@ -40,18 +40,20 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
         let Some(table) = item.as_table_like() else {
             bail!("{shown}: `{key}` must be a table, [builds-on] or [carried]");
         };
-        for (patch, value) in table.iter() {
-            match key {
-                "builds-on" => match value.as_str() {
-                    Some(parent) if parent < patch => {
-                        file.builds_on.insert(patch.into(), parent.into());
-                    }
-                    _ => bail!(
-                        "{shown}: [builds-on] `{patch}` must name an earlier patch's number, as \
-                         in \"0001\""
-                    ),
-                },
-                "carried" => {
+        match key {
+            "builds-on" => {
+                for (patch, parent) in table.iter() {
+                    let Some(parent) = parent.as_str().filter(|parent| *parent < patch) else {
+                        bail!(
+                            "{shown}: [builds-on] `{patch}` must name an earlier patch's number, \
+                             as in \"0001\""
+                        );
+                    };
+                    file.builds_on.insert(patch.into(), parent.into());
+                }
+            }
+            "carried" => {
+                for (patch, value) in table.iter() {
                     let field = |name: &str| {
                         let text = value.get(name).and_then(|v| v.as_str());
                         text.map(str::to_string).with_context(|| {
@@ -61,8 +63,8 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                     let (why, upstream) = (field("why")?, field("upstream")?);
                     file.carried.insert(patch.into(), Carried { why, upstream });
                 }
-                _ => bail!("{shown}: unknown table [{key}]: use [builds-on] or [carried]"),
             }
+            _ => bail!("{shown}: unknown table [{key}]: use [builds-on] or [carried]"),
         }
     }
     Ok(file)

@@ -291,6 +291,7 @@ fn a_stack_file_that_names_no_patch_is_refused() -> Result<()> {
     for (text, expected) in [
         ("\"0002\" = \"0001\"\n", "`0002` must be a table"),
         ("[stack]\n\"0002\" = \"0001\"\n", "unknown table [stack]"),
+        ("[stack]\n", "unknown table [stack]"),
         (
             "[carried.0003]\nwhy = \"w\"\n",
             "[carried.0003] needs `upstream",
