@@ -18,12 +18,26 @@ pub struct Carried {
     pub upstream: String,
 }
 
+/// A number that no patch may take again: its patch left the series.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retired {
+    /// Where it went, in a sentence.
+    pub why: String,
+    /// Where candle holds it, when it landed there: the published version, the commit on
+    /// candle's main, the pull request, as in `0.11.2`, `9c7435e` and `#3900`.
+    pub version: Option<String>,
+    pub commit: Option<String>,
+    pub pull: Option<String>,
+}
+
 /// `patches/stack.toml`: `[builds-on]`, where `"0004" = "0001"` makes 0004's branch build on
-/// 0001's (others branch from the base), and `[carried.NNNN]`, the patches kept out of the stack.
+/// 0001's (others branch from the base), `[carried.NNNN]`, the patches kept out of the stack,
+/// and `[retired.NNNN]`, the numbers of patches that left the series.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StackFile {
     pub builds_on: BTreeMap<String, String>,
     pub carried: BTreeMap<String, Carried>,
+    pub retired: BTreeMap<String, Retired>,
 }
 
 /// `patches/stack.toml` as written; empty without the file.
@@ -38,7 +52,7 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
     let mut file = StackFile::default();
     for (key, item) in document.iter() {
         let Some(table) = item.as_table_like() else {
-            bail!("{shown}: `{key}` must be a table, [builds-on] or [carried]");
+            bail!("{shown}: `{key}` must be a table, [builds-on], [carried] or [retired]");
         };
         match key {
             "builds-on" => {
@@ -64,7 +78,23 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                     file.carried.insert(patch.into(), Carried { why, upstream });
                 }
             }
-            _ => bail!("{shown}: unknown table [{key}]: use [builds-on] or [carried]"),
+            "retired" => {
+                for (patch, value) in table.iter() {
+                    let field = |name: &str| value.get(name).and_then(|v| v.as_str());
+                    let field = |name: &str| field(name).map(str::to_string);
+                    let Some(why) = field("why") else {
+                        bail!("{shown}: [retired.{patch}] needs `why = \"...\"`");
+                    };
+                    let retired = Retired {
+                        why,
+                        version: field("version"),
+                        commit: field("commit"),
+                        pull: field("pull"),
+                    };
+                    file.retired.insert(patch.into(), retired);
+                }
+            }
+            _ => bail!("{shown}: unknown table [{key}]: use [builds-on], [carried] or [retired]"),
         }
     }
     Ok(file)
@@ -78,6 +108,19 @@ impl StackFile {
         (proposed, carried)
     }
 
+    /// The number a new patch takes: one past every patch's and every retired one's.
+    pub fn next_number(&self, patches: &[Patch]) -> String {
+        let numbers = patches
+            .iter()
+            .map(|p| p.number())
+            .chain(self.retired.keys().map(|k| &**k));
+        let last = numbers
+            .filter_map(|n| n.parse::<u32>().ok())
+            .max()
+            .unwrap_or(0);
+        format!("{:04}", last + 1)
+    }
+
     /// Fails on a number that names no patch of `patches`, and on a proposed patch that builds
     /// on a carried one, whose branch would not exist upstream.
     pub fn check(&self, patches: &[Patch]) -> Result<()> {
@@ -86,6 +129,19 @@ impl StackFile {
         let named = named.chain(self.carried.keys());
         if let Some(number) = named.into_iter().find(|n| !known(n)) {
             bail!("patches/stack.toml names {number}, which is no patch in patches/");
+        }
+        if let Some(patch) = patches
+            .iter()
+            .find(|p| self.retired.contains_key(p.number()))
+        {
+            bail!(
+                "{} takes the number {}, which patches/stack.toml retired ([retired.{}]): give \
+                 it the next free number, {}",
+                patch.file_name,
+                patch.number(),
+                patch.number(),
+                self.next_number(patches)
+            );
         }
         for (patch, parent) in &self.builds_on {
             if self.carried.contains_key(parent) && !self.carried.contains_key(patch) {

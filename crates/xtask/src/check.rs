@@ -17,10 +17,14 @@ pub fn run(layout: &Layout) -> Result<()> {
     let dir = layout.patches();
     let patches = series::load(&dir)?;
     crate::pr::notes::check_paired(&dir, &patches)?;
-    crate::branches::read(&dir)?.check(&patches)?;
+    let stack_file = crate::branches::read(&dir)?;
+    stack_file.check(&patches)?;
+    retired_in_history(layout, &stack_file, &patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
-    check_generated(layout, &published.collect::<Result<Vec<_>>>()?)?;
+    let published = published.collect::<Result<Vec<_>>>()?;
+    check_index_lines(&published, &patches)?;
+    check_generated(layout, &published)?;
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
@@ -59,6 +63,70 @@ pub fn run(layout: &Layout) -> Result<()> {
         );
     }
     bail!("`cargo metadata` on {FUZZ_MANIFEST} failed: {first}")
+}
+
+/// Fails unless every patch's `index` lines name the blobs that applying the series to the
+/// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
+pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<()> {
+    let scratch = crate::trees::Scratch::new()?;
+    let mut tree = expected::published_tree(&scratch, published)?;
+    for patch in patches {
+        let after = series::apply(&scratch.repo, tree, patch)?;
+        series::check_index_lines(&scratch.repo, tree, after, patch)?;
+        tree = after;
+    }
+    eprintln!("ok: every patch's index lines name the blobs the series gives");
+    Ok(())
+}
+
+/// Fails on a number that the workspace's history gave a patch, that no patch holds now, and
+/// that `[retired]` of `patches/stack.toml` does not list: a new patch would take it again.
+/// Without the workspace's history (a copy, or a shallow clone) it checks what history there is.
+pub fn retired_in_history(
+    layout: &Layout,
+    stack_file: &crate::branches::StackFile,
+    patches: &[series::Patch],
+) -> Result<()> {
+    let Ok(repo) = git2::Repository::discover(&layout.root) else {
+        return Ok(());
+    };
+    let (Some(workdir), Ok(head)) = (repo.workdir(), repo.head()) else {
+        return Ok(());
+    };
+    let relative = layout.patches().canonicalize()?;
+    let Ok(relative) = relative.strip_prefix(workdir.canonicalize()?) else {
+        return Ok(());
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(head.peel_to_commit()?.id())?;
+    let mut seen = std::collections::BTreeMap::new();
+    for id in walk {
+        let commit = repo.find_commit(id?)?;
+        let Ok(entry) = commit.tree()?.get_path(relative) else {
+            continue;
+        };
+        let Some(folder) = entry.to_object(&repo)?.into_tree().ok() else {
+            continue;
+        };
+        for file in folder.iter() {
+            let name = file.name().unwrap_or_default();
+            if name.ends_with(".patch") && name.len() > 4 {
+                seen.entry(name[..4].to_string())
+                    .or_insert_with(|| name.to_string());
+            }
+        }
+    }
+    for (number, name) in seen {
+        let current = patches.iter().any(|p| p.number() == number);
+        if !current && !stack_file.retired.contains_key(&number) {
+            bail!(
+                "{number} was a patch's number ({name}, in this repository's history) and no \
+                 patch holds it now: add [retired.{number}] with `why = \"...\"` to \
+                 patches/stack.toml, so that no new patch takes it"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.

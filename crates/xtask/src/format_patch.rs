@@ -1,32 +1,174 @@
-//! `cargo xtask format-patch`: a branch's commits back into `patches/`, after review.
+//! `cargo xtask format-patch`: a branch of the clone written back into `patches/`, after review.
+//!
+//! A branch that `pr` made for one patch writes back that patch alone: its commits above the
+//! commit `pr` built it on, squashed into one. Any other branch holds the whole series, one
+//! commit per patch, matched to the patches by their change or their subject. Either way the
+//! series is rebuilt on the published crates, since that is what the patches describe, and a
+//! patch whose change and message stay the same keeps its bytes.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
+use git2::{Oid, Repository};
 
+use crate::branches::{self, Retired, StackFile};
 use crate::fsutil::{swap_in, temp_in};
-use crate::git;
+use crate::git::{self, short};
+use crate::merge::{self, Merged};
+use crate::pin;
+use crate::pr::{notes, record};
 use crate::project::Layout;
-use crate::series;
+use crate::published::{self, Published};
+use crate::series::{self, Applied, Message, Patch};
+use crate::trees::Scratch;
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
     /// The clone of candle that holds the branch.
     #[arg(long, value_name = "CLONE")]
     pub candle: PathBuf,
-    /// The branch whose commits become patches/.
+    /// A branch `pr` made for one patch (writes back that patch), or one that holds the whole
+    /// series on --base (writes back every patch).
     #[arg(long, value_name = "NAME")]
     pub branch: String,
-    /// Where the branch starts.
+    /// Where a branch of the whole series starts.
     #[arg(long, default_value = "main")]
     pub base: String,
+    /// Let a branch of the whole series leave out these patches, which retire.
+    #[arg(long, value_name = "0004,...", value_delimiter = ',')]
+    pub drop: Vec<String>,
+}
+
+/// Where one patch's new text comes from: commits of the clone, as the change from `onto`'s
+/// tree to `tip`'s, with the first commit's message and author.
+struct Source {
+    commits: Vec<Oid>,
+    onto: Oid,
+    tip: Oid,
+}
+
+/// One patch of the new series: its number, the patch it replaces if any, and its source if the
+/// branch holds it (otherwise the patch is carried over as it is).
+struct Slot {
+    number: String,
+    old: Option<Patch>,
+    source: Option<Source>,
+    /// `--drop` names it: it leaves the series.
+    drop: bool,
+}
+
+/// What happened to one patch, as the summary shows it.
+enum Outcome {
+    Unchanged,
+    Written {
+        commits: Vec<(Oid, String)>,
+    },
+    /// Not on the branch, but its index lines or context moved with a change before it.
+    Followed,
+    Dropped,
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let (candle, branch, base) = (&options.candle, &options.branch, &options.base);
-    // `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+    let pins = pin::read(&layout.pin())?;
+    let fetch = |pin| published::load_or_fetch(layout, pin);
+    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    write_back(layout, options, &published)
+}
+
+/// `run` on the published crates `published`, which the patches apply to.
+pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -> Result<()> {
+    let (candle, branch) = (&options.candle, &options.branch);
+    refuse_uncommitted_patches(layout)?;
+    let repo = git::open(candle)?;
+    let clone = git::show(&repo);
+    let changed = git::uncommitted(&repo, None)?;
+    ensure!(
+        changed.is_empty(),
+        "{clone} has changes that are not committed ({}): commit them (or `git commit --amend`) \
+         first, since format-patch writes back commits only",
+        changed[..changed.len().min(5)].join(", ")
+    );
+    let dir = layout.patches();
+    let patches = series::load(&dir)?;
+    let stack_file = branches::read(&dir)?;
+    let tip = git::resolve(&repo, branch)?;
+    let record = record::read(&repo)?;
+    let made = record.branches.get(branch.as_str());
+    let slots = match made.and_then(|made| Some((made.patch.clone()?, made.tip))) {
+        Some((number, made)) => one_patch(&repo, options, &patches, &number, made, tip)?,
+        None => whole_series(&repo, options, &patches, &stack_file, tip)?,
+    };
+
+    // The series again, on the published crates: the old one first, whose blobs the index lines
+    // of the patches carried over name, then the new one.
+    let scratch = Scratch::new()?;
+    let start = crate::expected::published_tree(&scratch, published)?;
+    let known = series::blobs(&scratch.repo, start, &patches)?;
+    let (mut tree, mut written) = (start, Vec::new());
+    for slot in &slots {
+        let (bytes, outcome, after) = write_slot(&scratch.repo, &repo, tree, slot, &known)?;
+        if let Some(bytes) = bytes {
+            tree = after;
+            written.push((slot, bytes, outcome));
+        } else {
+            written.push((slot, Vec::new(), outcome));
+        }
+    }
+
+    // The new folder, built aside: the patches, their notes under their new names, the rest.
+    let temp = temp_in(&layout.root, "format-patch")?;
+    let new = temp.path().join("patches");
+    std::fs::create_dir(&new)?;
+    let mut renamed = BTreeMap::new();
+    for (slot, bytes, outcome) in &written {
+        if matches!(outcome, Outcome::Dropped) {
+            continue;
+        }
+        let subject = series::parse_message(bytes)?.subject;
+        let name = series::file_name(slot.number.parse()?, &subject);
+        std::fs::write(new.join(&name), bytes)?;
+        if let Some(old) = &slot.old {
+            renamed.insert(notes::file_name(&old.file_name), notes::file_name(&name));
+        }
+    }
+    let dropped: Vec<&Patch> = written
+        .iter()
+        .filter_map(|(slot, _, outcome)| {
+            matches!(outcome, Outcome::Dropped)
+                .then_some(slot.old.as_ref())
+                .flatten()
+        })
+        .collect();
+    for entry in
+        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
+    {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".patch") {
+            continue;
+        }
+        let dropped_notes = dropped
+            .iter()
+            .any(|p| notes::file_name(&p.file_name) == name);
+        if dropped_notes {
+            continue;
+        }
+        let target = renamed.get(&name).unwrap_or(&name);
+        std::fs::copy(dir.join(&name), new.join(target))?;
+    }
+    if !dropped.is_empty() {
+        retire(&new.join("stack.toml"), &dropped)?;
+    }
+    swap_in(&[(new, dir)])?;
+    eprint!("{}", summary(&written));
+    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
+    Ok(())
+}
+
+/// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
     let root = layout.root.display();
-    let workspace = git2::Repository::discover(&layout.root).with_context(|| {
+    let workspace = Repository::discover(&layout.root).with_context(|| {
         format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
     })?;
     let workdir = workspace.workdir();
@@ -41,41 +183,393 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
          format-patch rewrites the folder",
         changed.join(", ")
     );
+    Ok(())
+}
 
-    let repo = git::open(candle)?;
-    let mut walk = repo.revwalk()?;
-    walk.push(git::resolve(&repo, branch)?)?;
-    walk.hide(git::resolve(&repo, base)?)?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
-    let commits = walk.collect::<Result<Vec<_>, _>>()?;
+/// The branch `pr` made for patch `number`: its commits above the commit `pr` built it on.
+fn one_patch(
+    repo: &Repository,
+    options: &Options,
+    patches: &[Patch],
+    number: &str,
+    made: Oid,
+    tip: Oid,
+) -> Result<Vec<Slot>> {
+    let branch = &options.branch;
+    ensure!(
+        options.drop.is_empty(),
+        "--drop needs a branch of the whole series; `{branch}` proposes {number} alone"
+    );
+    ensure!(
+        patches.iter().any(|p| p.number() == number),
+        "`{branch}` proposes {number}, which is no patch in patches/ now"
+    );
+    // The commit `pr` built the branch on; after `git rebase` onto a newer base, that base.
+    let recorded = repo
+        .find_commit(made)
+        .ok()
+        .map(|c| c.parent_id(0))
+        .transpose()?;
+    let base = git::resolve(repo, &options.base).ok();
+    let candidates = recorded
+        .into_iter()
+        .chain(base.map(|b| repo.merge_base(b, tip)).transpose()?);
+    let mut onto = None;
+    for candidate in candidates {
+        if candidate == tip || repo.graph_descendant_of(tip, candidate)? {
+            onto = Some(candidate);
+            break;
+        }
+    }
+    let Some(onto) = onto else {
+        bail!(
+            "`{branch}` no longer holds the commit pr built it on: rebase it onto `{}` or onto \
+             the branch it builds on",
+            options.base
+        );
+    };
+    let commits = commits_between(repo, onto, tip)?;
+    ensure!(
+        !commits.is_empty(),
+        "`{branch}` has no commit above the one it was made on"
+    );
+    let source = Source { commits, onto, tip };
+    let slots = patches.iter().map(|patch| Slot {
+        number: patch.number().to_string(),
+        old: Some(patch.clone()),
+        source: None,
+        drop: false,
+    });
+    let mut slots: Vec<Slot> = slots.collect();
+    let slot = slots.iter_mut().find(|s| s.number == number);
+    slot.context("no slot for the patch")?.source = Some(source);
+    Ok(slots)
+}
+
+/// A branch of the whole series: each commit is matched to the patch with the same change or,
+/// failing that, the same subject; the commits after the last matched one are new patches.
+fn whole_series(
+    repo: &Repository,
+    options: &Options,
+    patches: &[Patch],
+    stack_file: &StackFile,
+    tip: Oid,
+) -> Result<Vec<Slot>> {
+    let (branch, base) = (&options.branch, &options.base);
+    let onto = git::resolve(repo, base)?;
+    let commits = commits_between(repo, onto, tip)?;
     if commits.is_empty() {
         bail!("`{branch}` has no commits that `{base}` does not have");
     }
-    // The new folder: every patch, and whatever else `patches/` holds (the pin).
-    let temp = temp_in(&layout.root, "format-patch")?;
-    let new = temp.path().join("patches");
-    std::fs::create_dir(&new)?;
-    let listing = std::fs::read_dir(&patches);
-    for entry in listing.with_context(|| format!("cannot read {}", patches.display()))? {
-        let entry = entry?;
-        if !entry.file_name().to_string_lossy().ends_with(".patch") {
-            std::fs::copy(entry.path(), new.join(entry.file_name()))?;
-        }
+    for number in &options.drop {
+        ensure!(
+            patches.iter().any(|p| p.number() == number),
+            "--drop {number}: no such patch in patches/"
+        );
     }
-    let mut written = Vec::new();
-    for (index, id) in commits.iter().enumerate() {
+    let mut ids = Vec::new();
+    for patch in patches {
+        ids.push((patch.diff()?.patchid(None)?, patch.message()?.subject));
+    }
+    // Each commit's patch, by position in `patches`.
+    let mut matched: Vec<Option<usize>> = Vec::new();
+    for id in &commits {
         let commit = repo.find_commit(*id)?;
-        if commit.parent_count() != 1 {
-            bail!("{id} is a merge: rebase the branch onto its base first");
-        }
+        ensure!(
+            commit.parent_count() == 1,
+            "{id} is a merge: rebase `{branch}` onto `{base}` first"
+        );
+        let diff = repo.diff_tree_to_tree(
+            Some(&commit.parent(0)?.tree()?),
+            Some(&commit.tree()?),
+            None,
+        )?;
+        let patchid = diff.patchid(None)?;
         let subject = commit.summary()?.unwrap_or_default();
-        let name = series::file_name(index + 1, subject);
-        std::fs::write(new.join(&name), series::email(&commit)?)?;
-        let short = git::short(&id.to_string()).to_string();
-        written.push(format!("[format-patch] {name} <- {short} {subject}\n"));
+        let free = |index: &usize| !matched.contains(&Some(*index));
+        let by_change = (0..patches.len())
+            .filter(free)
+            .find(|&i| ids[i].0 == patchid);
+        let by_subject = (0..patches.len())
+            .filter(free)
+            .find(|&i| ids[i].1 == subject);
+        matched.push(by_change.or(by_subject));
     }
-    swap_in(&[(new, patches)])?;
-    eprint!("{}", written.concat());
-    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
+    let lost: Vec<&Patch> = (0..patches.len())
+        .filter(|i| !matched.contains(&Some(*i)))
+        .map(|i| &patches[i])
+        .filter(|p| !options.drop.iter().any(|n| n == p.number()))
+        .collect();
+    if !lost.is_empty() {
+        let names = lost
+            .iter()
+            .map(|p| format!("\n    {}", p.file_name))
+            .collect::<String>();
+        bail!(
+            "`{branch}` holds {} commits on `{base}` and none of them is {}:{names}\nwriting it \
+             back would drop {}; if `{branch}` is a branch pr made for one patch, its record in \
+             {} is missing (run `cargo xtask pr --force-branch` again); to drop them, pass \
+             --drop {}",
+            commits.len(),
+            if lost.len() == 1 {
+                "this patch"
+            } else {
+                "these patches"
+            },
+            if lost.len() == 1 { "it" } else { "them" },
+            record::path(repo).display(),
+            lost.iter()
+                .map(|p| p.number())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    // The numbers are the order the series applies in: no commit may move a patch, and a new one
+    // takes a number after every other.
+    let mut last = None;
+    let mut new_from = None;
+    for (position, found) in matched.iter().enumerate() {
+        match (found, new_from) {
+            (Some(index), None) => {
+                if last.is_some_and(|last| *index < last) {
+                    bail!(
+                        "`{branch}` puts {} after {}: the numbers are the order the series \
+                         applies in; put the commits back in that order",
+                        patches[last.unwrap_or_default()].file_name,
+                        patches[*index].file_name
+                    );
+                }
+                last = Some(*index);
+            }
+            (None, _) => {
+                new_from.get_or_insert(position);
+            }
+            (Some(index), Some(new)) => {
+                let subject = repo
+                    .find_commit(commits[new])?
+                    .summary()?
+                    .unwrap_or_default()
+                    .to_string();
+                bail!(
+                    "`{branch}` has a new commit ({subject}) before {}: a new patch takes the \
+                     next free number, so its commit goes last on the branch",
+                    patches[*index].file_name
+                );
+            }
+        }
+    }
+    let mut slots = Vec::new();
+    for (index, patch) in patches.iter().enumerate() {
+        let source = matched
+            .iter()
+            .position(|m| *m == Some(index))
+            .map(|at| Source {
+                commits: vec![commits[at]],
+                onto: repo
+                    .find_commit(commits[at])
+                    .and_then(|c| c.parent_id(0))
+                    .unwrap_or(onto),
+                tip: commits[at],
+            });
+        slots.push(Slot {
+            number: patch.number().to_string(),
+            old: Some(patch.clone()),
+            drop: source.is_none(),
+            source,
+        });
+    }
+    let mut next: u32 = stack_file.next_number(patches).parse()?;
+    for (at, found) in matched.iter().enumerate() {
+        if found.is_none() {
+            let parent = repo.find_commit(commits[at])?.parent_id(0)?;
+            slots.push(Slot {
+                number: format!("{next:04}"),
+                old: None,
+                drop: false,
+                source: Some(Source {
+                    commits: vec![commits[at]],
+                    onto: parent,
+                    tip: commits[at],
+                }),
+            });
+            next += 1;
+        }
+    }
+    Ok(slots)
+}
+
+/// The commits reachable from `tip` and not from `onto`, oldest first.
+fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<Vec<Oid>> {
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(onto)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    Ok(walk.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// One slot's new bytes (`None` when dropped), what happened to it, and the tree after it.
+fn write_slot(
+    scratch: &Repository,
+    clone: &Repository,
+    tree: Oid,
+    slot: &Slot,
+    known: &[Oid],
+) -> Result<(Option<Vec<u8>>, Outcome, Oid)> {
+    let Some(source) = &slot.source else {
+        let old = slot
+            .old
+            .as_ref()
+            .context("a slot with neither patch nor commits")?;
+        if slot.drop {
+            return Ok((None, Outcome::Dropped, tree));
+        }
+        let applied = series::apply_three_way(scratch, tree, old, known)?;
+        let after = match applied {
+            Applied::AlreadyThere => bail!(
+                "{}: the patches before it already make its change, which is then empty",
+                old.file_name
+            ),
+            applied => applied.tree(tree),
+        };
+        let as_written = matches!(applied, Applied::AsWritten(_));
+        if as_written && series::check_index_lines(scratch, tree, after, old).is_ok() {
+            return Ok((Some(old.bytes.clone()), Outcome::Unchanged, after));
+        }
+        let bytes = email(scratch, tree, after, &old.message()?)?;
+        return Ok((Some(bytes), Outcome::Followed, after));
+    };
+    let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
+    let (onto, tip) = (onto?, tip?);
+    let changes = merge::changes(clone, onto.tree_id(), tip.tree_id())?;
+    merge::copy_blobs(clone, scratch, &changes)?;
+    let after = match merge::merge(scratch, tree, &changes)? {
+        Merged::Tree(after) => after,
+        Merged::AlreadyThere => bail!(
+            "{} changes nothing that the patches before it do not already change",
+            short(&source.tip.to_string())
+        ),
+        Merged::Conflicts(conflicts) => {
+            let shown = conflicts
+                .iter()
+                .map(|c| format!("\n{}:\n{}", c.path, c.lines));
+            bail!(
+                "the change of {} does not merge into the series before patch {}:{}",
+                short(&source.tip.to_string()),
+                slot.number,
+                shown.collect::<String>()
+            )
+        }
+    };
+    let first = clone.find_commit(source.commits[0])?;
+    let author = first.author();
+    let message = Message {
+        author_name: author.name().unwrap_or_default().to_string(),
+        author_email: author.email().unwrap_or_default().to_string(),
+        time: (author.when().seconds(), author.when().offset_minutes()),
+        subject: first.summary()?.unwrap_or_default().to_string(),
+        body: first
+            .body()?
+            .unwrap_or_default()
+            .trim_matches('\n')
+            .to_string(),
+    };
+    let bytes = email(scratch, tree, after, &message)?;
+    let unchanged = slot.old.as_ref().is_some_and(|old| old.bytes == bytes);
+    let outcome = match unchanged {
+        true => Outcome::Unchanged,
+        false => {
+            let commits = source.commits.iter().map(|id| {
+                let commit = clone.find_commit(*id)?;
+                Ok((*id, commit.summary()?.unwrap_or_default().to_string()))
+            });
+            Outcome::Written {
+                commits: commits.collect::<Result<_>>()?,
+            }
+        }
+    };
+    Ok((Some(bytes), outcome, after))
+}
+
+/// The `git format-patch` mail of the change from `before` to `after`, with `message`.
+fn email(repo: &Repository, before: Oid, after: Oid, message: &Message) -> Result<Vec<u8>> {
+    let time = git2::Time::new(message.time.0, message.time.1);
+    let author = git2::Signature::new(&message.author_name, &message.author_email, &time)?;
+    let parent = repo.commit(
+        None,
+        &author,
+        &author,
+        "before",
+        &repo.find_tree(before)?,
+        &[],
+    )?;
+    let parent = repo.find_commit(parent)?;
+    let tree = repo.find_tree(after)?;
+    let id = repo.commit(None, &author, &author, &message.text(), &tree, &[&parent])?;
+    series::email(&repo.find_commit(id)?)
+}
+
+/// Adds `[retired.NNNN]` for each dropped patch to the stack file at `path`.
+fn retire(path: &std::path::Path, dropped: &[&Patch]) -> Result<()> {
+    let mut text = std::fs::read_to_string(path).unwrap_or_default();
+    for patch in dropped {
+        let subject = patch.message()?.subject;
+        let retired = Retired {
+            why: format!("dropped by format-patch: {subject}"),
+            ..Retired::default()
+        };
+        text += &format!(
+            "\n[retired.{}]\nwhy = {}\n",
+            patch.number(),
+            toml_edit::Value::from(retired.why.as_str())
+        );
+    }
+    std::fs::write(path, text)?;
     Ok(())
+}
+
+/// One line per patch: what happened to it.
+fn summary(written: &[(&Slot, Vec<u8>, Outcome)]) -> String {
+    let mut lines = String::new();
+    let mut unchanged = Vec::new();
+    for (slot, bytes, outcome) in written {
+        let name = match series::parse_message(bytes) {
+            Ok(message) => series::file_name(slot.number.parse().unwrap_or(0), &message.subject),
+            Err(_) => slot
+                .old
+                .as_ref()
+                .map(|p| p.file_name.clone())
+                .unwrap_or_default(),
+        };
+        match outcome {
+            Outcome::Unchanged => unchanged.push(slot.number.clone()),
+            Outcome::Written { commits } => {
+                let new = if slot.old.is_none() { " (new)" } else { "" };
+                let from = commits
+                    .iter()
+                    .map(|(id, subject)| format!("{} {subject}", short(&id.to_string())));
+                let from = from.collect::<Vec<_>>().join(", ");
+                let squashed = match commits.len() {
+                    1 => String::new(),
+                    n => format!(" ({n} commits, squashed)"),
+                };
+                lines += &format!("[format-patch] {name}{new} <- {from}{squashed}\n");
+            }
+            Outcome::Followed => {
+                lines += &format!(
+                    "[format-patch] {name}: its context and index lines follow the change \
+                     before it; its own change is the same\n"
+                );
+            }
+            Outcome::Dropped => {
+                let old = slot.old.as_ref().map_or("", |p| p.file_name.as_str());
+                lines += &format!(
+                    "[format-patch] {old}: dropped; its number is retired in patches/stack.toml\n"
+                );
+            }
+        }
+    }
+    if !unchanged.is_empty() {
+        lines += &format!("[format-patch] unchanged: {}\n", unchanged.join(", "));
+    }
+    lines
 }

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod format_patch;
 mod fsutil;
 pub mod git;
+pub mod merge;
 pub mod metal;
 pub mod patch_use;
 pub mod pr;

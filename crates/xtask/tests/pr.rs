@@ -8,7 +8,6 @@ mod kept;
 use anyhow::Result;
 use common::stack::*;
 use common::*;
-use git2::Repository;
 use xtask::pr::notes::{self, Facts, Notes};
 use xtask::pr::render;
 use xtask::pr::stack;
@@ -427,53 +426,6 @@ fn bodies_without_results_say_so() -> Result<()> {
 }
 
 #[test]
-fn format_patch_of_a_branch_gives_back_its_patches() -> Result<()> {
-    let (_candle_dir, repo) = candle()?;
-    let prepared = prepare(&repo, "main", false)?;
-    // A workspace whose patches/ holds the pin, in a repository of its own.
-    let ws = workspace()?;
-    let ws_repo = Repository::init(&ws.layout.root)?;
-    commit_all(&ws_repo, "pin")?;
-    let second = &prepared.stack[1].branch;
-    xtask::format_patch::run(
-        &ws.layout,
-        &xtask::format_patch::Options {
-            candle: repo.path().parent().unwrap().to_path_buf(),
-            branch: second.to_string(),
-            base: "main".to_string(),
-        },
-    )?;
-    let written = series::load(&ws.layout.patches())?;
-    let original = stack_patches()?;
-    assert_eq!(written.len(), 2);
-    // The same patches, now by the contributor who made the branches.
-    for (written, original) in written.iter().zip(&original) {
-        assert_eq!(written.file_name, original.file_name);
-        let (message, expected) = (written.message()?, original.message()?);
-        assert_eq!(
-            (&message.subject, &message.body),
-            (&expected.subject, &expected.body)
-        );
-        assert_eq!(
-            (message.author_name.as_str(), message.time),
-            ("Upstream", expected.time)
-        );
-        let diff = |bytes: &[u8]| {
-            let text = String::from_utf8_lossy(without_first_line(bytes)).into_owned();
-            text[text.find("\n---\n").unwrap()..].to_string()
-        };
-        assert_eq!(diff(&written.bytes), diff(&original.bytes));
-    }
-    assert!(ws.layout.pin().is_file());
-    Ok(())
-}
-
-fn without_first_line(bytes: &[u8]) -> &[u8] {
-    let at = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
-    &bytes[at..]
-}
-
-#[test]
 fn call_sites_are_classified() {
     let text = "\
 fn a(sampling: Sampling) { let p = LogitsProcessor::from_sampling(1, sampling); }
@@ -518,7 +470,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         &picked_series,
         "main",
         &contributor,
-        false,
+        pr::Existing::Refuse,
     )?;
     let parents: Vec<Option<usize>> = prepared.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
@@ -532,7 +484,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             &series(second, "x/", &[])?,
             "main",
             &contributor,
-            false
+            pr::Existing::Refuse
         )
         .unwrap_err()
     );

@@ -239,7 +239,14 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
     let mut series = common::stack::series(proposed, "", &[])?;
     series.linear = patches;
     let contributor = pr::contributor(&repo, None)?;
-    let prepared = pr::prepare(&repo, &[published()?], &series, "main", &contributor, false)?;
+    let prepared = pr::prepare(
+        &repo,
+        &[published()?],
+        &series,
+        "main",
+        &contributor,
+        pr::Existing::Refuse,
+    )?;
     let stack = &prepared.stack;
     assert_eq!(stack.len(), 2);
     assert!(stack.iter().all(|entry| entry.parent.is_none()));

@@ -178,16 +178,20 @@ fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result
         ),
         "{err}"
     );
-    // What the hunk expected, and what the file has there.
+    // What the hunk expected, and what the file has there, the first line that differs marked
+    // on both sides, and how to redo the patch.
+    assert!(err.contains("differs first at line "), "{err}");
     assert!(
-        err.contains("|         let temperature = temperature.and_then_some(|v|"),
+        err.contains("\n    >         let temperature = temperature.and_then_some(|v|"),
         "{err}"
     );
     assert!(err.contains("but the file has:"), "{err}");
     assert!(
-        err.contains("|         let temperature = temperature.and_then(|v|"),
+        err.contains("\n    >         let temperature = temperature.and_then(|v|"),
         "{err}"
     );
+    assert_eq!(err.matches("\n    > ").count(), 2, "{err}");
+    assert!(err.ends_with(xtask::series::REDO), "{err}");
     assert_eq!(snapshot(&crates), before);
     Ok(())
 }
@@ -212,8 +216,11 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
     );
     assert_eq!(
         err,
-        "patching candle-transformers 0.11.1: 0001-extra.patch does not apply: \
-         candle-transformers/src/extra.rs does not exist"
+        format!(
+            "patching candle-transformers 0.11.1: 0001-extra.patch does not apply: \
+             candle-transformers/src/extra.rs does not exist\n{}",
+            xtask::series::REDO
+        )
     );
     assert!(!ws
         .layout

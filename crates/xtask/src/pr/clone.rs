@@ -3,7 +3,8 @@
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, base, stack, Prepared, Series};
+use super::record::{self, Made};
+use super::{audit, base, stack, Existing, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
@@ -14,7 +15,7 @@ pub fn prepare(
     series: &Series,
     base_name: &str,
     contributor: &git2::Signature<'_>,
-    force_branch: bool,
+    existing: Existing,
 ) -> Result<Prepared> {
     let clone = git::show(repo);
     let changed = git::uncommitted(repo, None)?;
@@ -26,17 +27,34 @@ pub fn prepare(
         if changed.len() > 5 { ", ..." } else { "" }
     );
     let base = resolve_base(repo, base_name, &clone)?;
-    for branch in &series.branches {
-        let existing = repo.find_branch(branch, git2::BranchType::Local);
+    let mut record = record::read(repo)?;
+    for branch in series.branches.iter().chain(&series.series_branch) {
+        let found = repo.find_branch(branch, git2::BranchType::Local);
         ensure!(
-            !existing.as_ref().is_ok_and(|b| b.is_head()),
+            !found.as_ref().is_ok_and(|b| b.is_head()),
             "branch `{branch}` is checked out in {clone}: pr will not move it; check out another \
              branch there, or choose other names with --prefix"
         );
         ensure!(
-            existing.is_err() || force_branch,
+            found.is_err() || existing != Existing::Refuse,
             "branch `{branch}` already exists in {clone}: choose other names with --prefix, or \
              replace the branches with --force-branch"
+        );
+        // A commit made by hand, a reviewer's fix, is lost when its branch moves.
+        let hand_made = record::hand_made(repo, &record, branch, base)?;
+        if hand_made.is_empty() || existing == Existing::MoveDroppingCommits {
+            continue;
+        }
+        let list = hand_made
+            .iter()
+            .map(|(id, subject)| format!("\n    {} {subject}", short(&id.to_string())));
+        bail!(
+            "branch `{branch}` holds {} that pr did not make:{}\nwrite {} back into patches/ \
+             first (`cargo xtask format-patch --candle {clone} --branch {branch}`), or pass \
+             --discard-commits to move the branch all the same; {clone} is as it was",
+            plural(hand_made.len(), "commit"),
+            list.collect::<String>(),
+            if hand_made.len() == 1 { "it" } else { "them" },
         );
     }
     let base_report = base::relate(repo, base, published, &series.patches)?;
@@ -53,16 +71,47 @@ pub fn prepare(
     for entry in &stack {
         write_missing(repo, &disk, entry.commit)?;
     }
+    let series_tip = match &series.series_branch {
+        Some(name) => Some((
+            name,
+            stack::series_commits(repo, base, series, contributor)?,
+        )),
+        None => None,
+    };
+    if let Some((_, tip)) = series_tip {
+        write_missing(repo, &disk, tip)?;
+    }
+    let force = existing != Existing::Refuse;
     for entry in &stack {
         let commit = on_disk.find_commit(entry.commit)?;
-        on_disk.branch(&entry.branch, &commit, force_branch)?;
+        on_disk.branch(&entry.branch, &commit, force)?;
+        let patch = Some(entry.patch.number().to_string());
+        let made = Made {
+            patch,
+            tip: entry.commit,
+        };
+        record.branches.insert(entry.branch.clone(), made);
+    }
+    if let Some((name, tip)) = series_tip {
+        on_disk.branch(name, &on_disk.find_commit(tip)?, force)?;
+        record
+            .branches
+            .insert(name.clone(), Made { patch: None, tip });
     }
     memory.reset()?;
+    record::write(&on_disk, &record)?;
     Ok(Prepared {
         stack,
         base: base_report,
         call_sites,
     })
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
+    }
 }
 
 /// Copies object `id` and what it refers to into `disk`, children first, skipping what it has.

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod base;
 mod clone;
 pub mod notes;
+pub mod record;
 pub mod render;
 pub mod stack;
 pub mod verify;
@@ -37,9 +38,17 @@ pub struct Options {
     /// Put before every branch name, as in `sampler/`.
     #[arg(long, default_value = "")]
     pub prefix: String,
-    /// Move branches that already exist, instead of refusing to.
+    /// Move branches that already exist, instead of refusing to; never one that holds a
+    /// commit pr did not make.
     #[arg(long)]
     pub force_branch: bool,
+    /// With --force-branch, move branches that hold commits pr did not make, dropping them.
+    #[arg(long, requires = "force_branch")]
+    pub discard_commits: bool,
+    /// Also make a branch NAME holding the whole series, carried patches too, one commit per
+    /// patch: `format-patch` writes it back whole.
+    #[arg(long, value_name = "NAME")]
+    pub series_branch: Option<String>,
     /// The commits' author and committer; the clone's git identity without it.
     #[arg(long, value_name = "NAME <EMAIL>")]
     pub author: Option<String>,
@@ -78,6 +87,16 @@ pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// What `pr` does with a stack branch that already exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    Refuse,
+    /// Move it, unless it holds commits that `pr` did not make.
+    Move,
+    /// Move it, dropping any commit that `pr` did not make.
+    MoveDroppingCommits,
+}
+
 #[derive(Debug)]
 pub struct Prepared {
     pub stack: Vec<Entry>,
@@ -97,6 +116,16 @@ impl Options {
             parse_author(author)?;
         }
         ensure!(!self.base.is_empty(), "--base needs a branch name");
+        if let Some(name) = &self.series_branch {
+            ensure!(
+                self.candle.is_some(),
+                "--series-branch needs --candle <clone>"
+            );
+            ensure!(
+                git2::Branch::name_is_valid(name)?,
+                "--series-branch `{name}` is not a valid branch name"
+            );
+        }
         let four_digits = |n: &&String| n.len() == 4 && n.bytes().all(|b| b.is_ascii_digit());
         if let Some(number) = self.patches.iter().find(|n| !four_digits(n)) {
             bail!("--patches takes four-digit numbers separated by commas, got `{number}`");
@@ -127,6 +156,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         builds_on: stack_file.builds_on.clone(),
         patches,
         linear,
+        series_branch: options.series_branch.clone(),
     };
     let carried = render::carried(&carried, &stack_file.carried)?;
     let pins = pin::read(&layout.pin())?;
@@ -136,9 +166,14 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let (repo, stack, base, call_sites) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
-            let (base, force) = (&options.base, options.force_branch);
+            let existing = match (options.force_branch, options.discard_commits) {
+                (false, _) => Existing::Refuse,
+                (true, false) => Existing::Move,
+                (true, true) => Existing::MoveDroppingCommits,
+            };
             let contributor = contributor(&repo, author)?;
-            let prepared = prepare(&repo, &published, &series, base, &contributor, force)?;
+            let base = &options.base;
+            let prepared = prepare(&repo, &published, &series, base, &contributor, existing)?;
             let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
             (repo, prepared.stack, base, call_sites)
         }
@@ -200,6 +235,8 @@ pub struct Series {
     pub notes: Vec<notes::Notes>,
     pub branches: Vec<String>,
     pub builds_on: std::collections::BTreeMap<String, String>,
+    /// The branch that holds the whole series, if one is asked for.
+    pub series_branch: Option<String>,
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.
@@ -246,7 +283,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
     let mut all = Vec::new();
-    for entry in stack {
+    for (index, entry) in stack.iter().enumerate() {
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         // Forget the record first: an export cut short leaves a folder that matches no tree.
@@ -259,8 +296,15 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         if dependents.is_empty() {
             dependents = "no dependents".into();
         }
-        eprintln!("verify {}: {touched} (and {dependents})", entry.branch);
-        let checks = verify::run(&export, &dir.join("target"), &verify::commands(&crates))?;
+        let commands = verify::commands(&crates);
+        eprintln!(
+            "verify {} ({} of {}): {touched} (and {dependents}): {} commands of candle's CI",
+            entry.branch,
+            index + 1,
+            stack.len(),
+            commands.len()
+        );
+        let checks = verify::run(&export, &dir.join("target"), &commands)?;
         all.push(checks);
     }
     Ok(all)

@@ -33,9 +33,17 @@ pub struct Notes {
     pub test_plan: Vec<Part>,
 }
 
+/// The name of the notes of the patch named `patch_file`: `.md` for `.patch`.
+pub fn file_name(patch_file: &str) -> String {
+    Path::new(patch_file)
+        .with_extension("md")
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
-    let path = dir.join(Path::new(&patch.file_name).with_extension("md"));
+    let path = dir.join(file_name(&patch.file_name));
     let Some(text) = read_if_exists(&path)? else {
         return Ok(Notes::default());
     };
@@ -113,8 +121,22 @@ pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> 
     if !parts.any(|parts| parts.contains(&Part::RealModel)) {
         return None;
     }
+    // The build first, its progress shown as cargo shows it: from cold it takes minutes.
+    eprintln!("real-model rows: building `cargo repro`, then running `cargo repro --format json`");
+    let started = std::time::Instant::now();
+    let mut build = project::cargo();
+    build
+        .current_dir(&layout.root)
+        .args(["build", "--locked", "-p", "repro"]);
+    if let Err(err) = build.status() {
+        eprintln!("cannot run cargo build -p repro: {err}");
+    }
     let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
     let output = repro.current_dir(&layout.root).args(args).output();
+    eprintln!(
+        "real-model rows: done in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     let table = match output {
         Ok(output) if output.status.success() => {
             parse_real_model(&String::from_utf8_lossy(&output.stdout))

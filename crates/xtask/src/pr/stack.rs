@@ -6,7 +6,7 @@ use git2::{Oid, Repository};
 use super::Series;
 use crate::branches::branches;
 use crate::git::short;
-use crate::series::{Message, Patch};
+use crate::series::{self, Message, Patch};
 
 #[derive(Debug)]
 pub struct Entry {
@@ -62,12 +62,7 @@ pub fn build(
     let mut entries: Vec<Entry> = Vec::new();
     for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
         let (message, parent) = (patch.message()?, branch_tree.parent);
-        // The contributor's identity, at the time the patch records.
-        let author = git2::Signature::new(
-            contributor.name().unwrap_or_default(),
-            contributor.email().unwrap_or_default(),
-            &git2::Time::new(message.time.0, message.time.1),
-        )?;
+        let author = author(contributor, &message)?;
         let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
         let onto = repo.find_commit(parent.map_or(base, |index| entries[index].commit))?;
         let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
@@ -81,4 +76,42 @@ pub fn build(
     }
     ensure!(!entries.is_empty(), "no patch to make a branch of");
     Ok(entries)
+}
+
+/// Commits every patch of the linear series, carried ones too, one on another on `base`: a branch
+/// that holds the whole series, which `format-patch` writes back whole. Returns the tip.
+pub fn series_commits(
+    repo: &Repository,
+    base: Oid,
+    series: &Series,
+    contributor: &git2::Signature<'_>,
+) -> Result<Oid> {
+    let mut tip = base;
+    for patch in &series.linear {
+        let message = patch.message()?;
+        let parent = repo.find_commit(tip)?;
+        let tree = repo.find_tree(series::apply(repo, parent.tree_id(), patch)?)?;
+        let author = author(contributor, &message)?;
+        tip = repo.commit(
+            None,
+            &author,
+            contributor,
+            &message.text(),
+            &tree,
+            &[&parent],
+        )?;
+    }
+    Ok(tip)
+}
+
+/// The contributor's identity, at the time the patch records.
+fn author(
+    contributor: &git2::Signature<'_>,
+    message: &Message,
+) -> Result<git2::Signature<'static>> {
+    Ok(git2::Signature::new(
+        contributor.name().unwrap_or_default(),
+        contributor.email().unwrap_or_default(),
+        &git2::Time::new(message.time.0, message.time.1),
+    )?)
 }

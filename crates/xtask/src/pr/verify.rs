@@ -173,6 +173,7 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
 pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
     let run = |command: &Command| -> Result<Check> {
         let started = Instant::now();
+        eprintln!("running {} (cargo's progress follows)", command.text());
         // candle's own toolchain, not the one that runs xtask.
         let mut cargo = std::process::Command::new("cargo");
         cargo

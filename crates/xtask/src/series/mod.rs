@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{ApplyOptions, Diff, Oid, Repository};
 
+use crate::merge;
+
 /// One `NNNN-<subject>.patch` file.
 #[derive(Clone, Debug)]
 pub struct Patch {
@@ -91,20 +93,33 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         let index = index.context("no such file in the patch")?;
         let patch = git2::Patch::from_diff(&diff, index)?.context("no patch for the file")?;
         let (found_hunk, line_count) = patch.hunk(number - 1)?;
-        let show = |line: &str| format!("\n    | {line}");
         let lines = (0..line_count).map(|line| patch.line_in_hunk(number - 1, line));
         let lines = lines.collect::<Result<Vec<_>, _>>()?;
         let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
         let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
-        let expected: Vec<String> = old.map(|l| show(l.trim_end_matches('\n'))).collect();
+        let expected: Vec<String> = old.map(|l| l.trim_end_matches('\n').to_string()).collect();
         let blob = repo.find_blob(base.get_path(&path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
-        let found = text.lines().skip(start).take(expected.len()).map(show);
-        let (line, expected, found) = (start + 1, expected.concat(), found.collect::<String>());
+        let found: Vec<&str> = text.lines().skip(start).take(expected.len()).collect();
+        // The first line that differs, marked `>` on both sides.
+        let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i].as_str()));
+        let differs = differs.unwrap_or(expected.len());
+        let show = |(i, line): (usize, &str)| match i == differs {
+            true => format!("\n    > {line}"),
+            false => format!("\n    | {line}"),
+        };
+        let line = start + 1;
+        let first = line + differs;
+        let expected = expected.iter().map(String::as_str).enumerate().map(show);
+        let (expected, found) = (
+            expected.collect::<String>(),
+            found.into_iter().enumerate().map(show),
+        );
+        let found = found.collect::<String>();
         Ok(format!(
-            "{file}: hunk {number} ({header}) expected, from line {line}:{expected}\nbut the \
-             file has:{found}"
+            "{file}: hunk {number} ({header}) differs first at line {first} (>); it expected, \
+             from line {line}:{expected}\nbut the file has:{found}"
         ))
     };
     let detail = match header {
@@ -113,7 +128,177 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         None if base.get_path(&path).is_err() => format!("{file} does not exist"),
         None => format!("{file}: {}", err.message()),
     };
-    bail!("{} does not apply: {detail}", patch.file_name)
+    bail!("{} does not apply: {detail}\n{REDO}", patch.file_name)
+}
+
+/// How to redo a patch that no longer applies, said with the failure.
+pub const REDO: &str = "to redo it: in a clone of candle, `git checkout -b redo <base>` and \
+    `git am -3 <workspace>/patches/*.patch` (resolve, `git am --continue`), then `cargo xtask \
+    format-patch --candle <clone> --branch redo`";
+
+/// One `index <before>..<after>` line of a patch: the blobs, abbreviated, that the file named
+/// by the `diff --git` line above it has before and after the patch (zeros: no file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexLine {
+    pub path: String,
+    pub before: String,
+    pub after: String,
+}
+
+impl Patch {
+    /// The patch's `index` lines, in order.
+    pub fn index_lines(&self) -> Vec<IndexLine> {
+        let text = String::from_utf8_lossy(&self.bytes);
+        let mut path = None;
+        let mut lines = Vec::new();
+        for line in text.lines() {
+            if let Some(names) = line.strip_prefix("diff --git a/") {
+                path = names.split_once(" b/").map(|(_, new)| new.to_string());
+            } else if let (Some(ids), Some(path)) = (line.strip_prefix("index "), path.take()) {
+                let ids = ids.split(' ').next().unwrap_or_default();
+                if let Some((before, after)) = ids.split_once("..") {
+                    let (before, after) = (before.to_string(), after.to_string());
+                    lines.push(IndexLine {
+                        path,
+                        before,
+                        after,
+                    });
+                }
+            }
+        }
+        lines
+    }
+}
+
+/// Fails unless each `index` line of `patch` names the blobs its file has in `before` and
+/// `after`, the trees just before and after the patch in the series.
+pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Patch) -> Result<()> {
+    let [before, after] = [before, after].map(|id| repo.find_tree(id));
+    let (before, after) = (before?, after?);
+    let id_at = |tree: &git2::Tree<'_>, path: &str| {
+        let entry = tree.get_path(Path::new(path)).ok();
+        entry.map_or("0".repeat(40), |e| e.id().to_string())
+    };
+    for line in patch.index_lines() {
+        for (side, named, tree) in [
+            ("before", &line.before, &before),
+            ("after", &line.after, &after),
+        ] {
+            let real = id_at(tree, &line.path);
+            if !real.starts_with(named.as_str()) {
+                bail!(
+                    "{}: its index line names {named} as {} {side} it, but the series gives {}: \
+                     write it back with `cargo xtask format-patch`, which writes the blobs the \
+                     series gives",
+                    patch.file_name,
+                    line.path,
+                    &real[..named.len().clamp(7, 40)],
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
+/// file three ways, from the blobs that its `index` lines name (which must be in `repo`) and the
+/// file `tree` holds. Fails, naming the patch, on a conflict or where the blobs are missing.
+///
+/// `known` are blobs that `repo` holds, looked up first: an in-memory object store finds an
+/// object by its whole id alone.
+pub fn apply_three_way(
+    repo: &Repository,
+    tree: Oid,
+    patch: &Patch,
+    known: &[Oid],
+) -> Result<Applied> {
+    let strict = match apply(repo, tree, patch) {
+        Ok(after) => return Ok(Applied::AsWritten(after)),
+        Err(err) => err,
+    };
+    let mut changes = Vec::new();
+    for line in patch.index_lines() {
+        let find = |hex: &str| -> Option<Option<Oid>> {
+            if hex.bytes().all(|b| b == b'0') {
+                return Some(None);
+            }
+            if let Some(id) = known.iter().find(|id| id.to_string().starts_with(hex)) {
+                return Some(Some(*id));
+            }
+            let odb = repo.odb().ok()?;
+            let short = Oid::from_str(hex).ok()?;
+            odb.exists_prefix(short, hex.len()).ok().map(Some)
+        };
+        let (Some(before), Some(after)) = (find(&line.before), find(&line.after)) else {
+            bail!(
+                "{} cannot be merged three ways either: the blobs its index line names for {} \
+                 are unknown here\n{strict:#}",
+                patch.file_name,
+                line.path
+            );
+        };
+        let mode = if after.is_some() { 0o100644 } else { 0 };
+        changes.push(merge::FileChange {
+            path: line.path,
+            before,
+            after,
+            mode,
+        });
+    }
+    match merge::merge(repo, tree, &changes)? {
+        merge::Merged::Tree(after) => Ok(Applied::ThreeWay(after)),
+        merge::Merged::AlreadyThere => Ok(Applied::AlreadyThere),
+        merge::Merged::Conflicts(conflicts) => {
+            let shown = conflicts
+                .iter()
+                .map(|c| format!("\n{}:\n{}", c.path, c.lines));
+            bail!(
+                "{} conflicts with the tree it goes on, in {}:{}",
+                patch.file_name,
+                conflicts
+                    .iter()
+                    .map(|c| c.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                shown.collect::<String>()
+            )
+        }
+    }
+}
+
+/// `patches` applied as written from `tree`, in `repo`: every blob the series gives, before and
+/// after each patch, which `apply_three_way` merges from.
+pub fn blobs(repo: &Repository, tree: Oid, patches: &[Patch]) -> Result<Vec<Oid>> {
+    let (mut tree, mut blobs) = (tree, Vec::new());
+    for patch in patches {
+        let after = apply(repo, tree, patch)?;
+        for change in merge::changes(repo, tree, after)? {
+            blobs.extend(change.before.into_iter().chain(change.after));
+        }
+        tree = after;
+    }
+    Ok(blobs)
+}
+
+/// How a patch went onto a tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Its context matched: the new tree.
+    AsWritten(Oid),
+    /// Merged three ways, its context having moved: the new tree.
+    ThreeWay(Oid),
+    /// The tree holds its change already.
+    AlreadyThere,
+}
+
+impl Applied {
+    /// The tree after the patch, `tree` when it held the change already.
+    pub fn tree(self, tree: Oid) -> Oid {
+        match self {
+            Applied::AsWritten(after) | Applied::ThreeWay(after) => after,
+            Applied::AlreadyThere => tree,
+        }
+    }
 }
 
 /// `git format-patch`'s file name for patch `number` (git's default `--filename-max-length=64`).
@@ -136,6 +321,11 @@ pub fn email(commit: &git2::Commit<'_>) -> Result<Vec<u8>> {
     let mut text = text.context("the commit is not UTF-8")?;
     if let Some(at) = text.rfind("\n--\nlibgit2 ") {
         text.truncate(at + 1);
+    }
+    // As `git format-patch --zero-commit` writes it: the commit's id would change the file on
+    // every round trip through a clone, though nothing in the patch changed.
+    if let Some(rest) = text.strip_prefix("From ").and_then(|t| t.get(40..)) {
+        text = format!("From {}{rest}", "0".repeat(40));
     }
     // libgit2 writes a negative offset that is not whole hours as `-03-30` (`%+03d%02d` of -3
     // and -30), which no mail reader takes; git writes `-0330`.

@@ -67,6 +67,7 @@ pub fn series(patches: Vec<Patch>, prefix: &str, builds_on: &[(&str, &str)]) -> 
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect(),
+        series_branch: None,
     })
 }
 
@@ -74,7 +75,11 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
     // The second patch changes the line the first wrote.
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
-    pr::prepare(repo, &[published()?], &series, base, &contributor, force)
+    let existing = match force {
+        true => pr::Existing::Move,
+        false => pr::Existing::Refuse,
+    };
+    pr::prepare(repo, &[published()?], &series, base, &contributor, existing)
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {

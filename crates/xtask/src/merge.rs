@@ -1,0 +1,210 @@
+//! One change merged into another tree file by file, as `git cherry-pick` and `git am -3` do:
+//! each file three ways, from what it was before the change, what the tree holds, and what the
+//! change made of it. The lines a change made then land where those lines are now.
+
+use anyhow::{Context, Result};
+use git2::{FileMode, MergeFileInput, Oid, Repository};
+
+/// One file of a change: its blob before and after it (`None`: the file is absent then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: String,
+    pub before: Option<Oid>,
+    pub after: Option<Oid>,
+    /// The mode the file has after the change (a plain or an executable file).
+    pub mode: i32,
+}
+
+/// A file whose change does not merge into the tree: its path, and the conflicting lines, with
+/// git's markers, or a sentence where a whole file is at stake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    pub path: String,
+    pub lines: String,
+}
+
+/// What merging a change into a tree gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Merged {
+    /// The new tree.
+    Tree(Oid),
+    /// The tree holds the change already, every file of it: merging changes nothing.
+    AlreadyThere,
+    Conflicts(Vec<Conflict>),
+}
+
+/// Each file's change from the tree `from` to the tree `to`, both in `repo`.
+pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<FileChange>> {
+    let [from, to] = [from, to].map(|id| repo.find_tree(id));
+    let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
+    let present = |file: git2::DiffFile<'_>| Some(file.id()).filter(|id| !id.is_zero());
+    let changes = diff.deltas().map(|delta| {
+        let path = crate::git::path(&delta).context("a change without a path")?;
+        Ok(FileChange {
+            path: path.to_string_lossy().into_owned(),
+            before: present(delta.old_file()),
+            after: present(delta.new_file()),
+            mode: u32::from(delta.new_file().mode()) as i32,
+        })
+    });
+    changes.collect()
+}
+
+/// Copies the blobs of `changes` from `from` into `to`, so that `to` can merge them.
+pub fn copy_blobs(from: &Repository, to: &Repository, changes: &[FileChange]) -> Result<()> {
+    let ids = changes.iter().flat_map(|c| [c.before, c.after]).flatten();
+    for id in ids {
+        let blob = from.find_blob(id)?;
+        to.blob(blob.content())?;
+    }
+    Ok(())
+}
+
+/// `changes` merged into `tree`; every blob they name must be in `repo`.
+pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Merged> {
+    let base = repo.find_tree(tree)?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let (mut conflicts, mut changed) = (Vec::new(), false);
+    for change in changes {
+        let path = std::path::Path::new(&change.path);
+        let ours = base.get_path(path).ok().map(|entry| entry.id());
+        if ours == change.after {
+            continue;
+        }
+        let content = |id: Oid| repo.find_blob(id).map(|blob| blob.content().to_vec());
+        let merged = match (change.before, ours, change.after) {
+            (before, ours, after) if ours == before => after,
+            (Some(before), Some(ours), Some(after)) => {
+                let [before, ours, after] = [before, ours, after].map(content);
+                let [before, ours, after] = [before?, ours?, after?];
+                let path = change.path.as_str();
+                let [a, o, t] = [&before, &ours, &after].map(|bytes| input(bytes, path));
+                let result = git2::merge_file(&a, &o, &t, None)?;
+                if !result.is_automergeable() {
+                    let lines = conflicting_lines(result.content());
+                    conflicts.push(Conflict {
+                        path: change.path.clone(),
+                        lines,
+                    });
+                    continue;
+                }
+                if result.content() == ours.as_slice() {
+                    continue;
+                }
+                Some(repo.blob(result.content())?)
+            }
+            (before, ours, _) => {
+                let lines = match (before, ours) {
+                    (None, _) => "the change adds the file, which exists with other content",
+                    (_, None) => "the change edits the file, which does not exist",
+                    _ => "the change deletes the file, whose content differs",
+                };
+                conflicts.push(Conflict {
+                    path: change.path.clone(),
+                    lines: lines.to_string(),
+                });
+                continue;
+            }
+        };
+        match merged {
+            Some(blob) => update.upsert(path, blob, mode(change.mode)),
+            None => update.remove(path),
+        };
+        changed = true;
+    }
+    if !conflicts.is_empty() {
+        return Ok(Merged::Conflicts(conflicts));
+    }
+    if !changed {
+        return Ok(Merged::AlreadyThere);
+    }
+    Ok(Merged::Tree(update.create_updated(repo, &base)?))
+}
+
+fn input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
+    let mut input = MergeFileInput::new();
+    input.content(bytes).path(path);
+    input
+}
+
+fn mode(raw: i32) -> FileMode {
+    match raw {
+        0o100755 => FileMode::BlobExecutable,
+        _ => FileMode::Blob,
+    }
+}
+
+/// The first conflict of a merged file, its markers included, at most 24 lines of it.
+fn conflicting_lines(content: &[u8]) -> String {
+    let text = String::from_utf8_lossy(content);
+    let lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
+    let mut shown = Vec::new();
+    for line in lines {
+        shown.push(format!("    | {line}"));
+        if line.starts_with(">>>>>>>") || shown.len() == 24 {
+            break;
+        }
+    }
+    shown.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, text) in files {
+            update.upsert(*path, repo.blob(text.as_bytes())?, FileMode::Blob);
+        }
+        let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+        Ok(update.create_updated(repo, &empty)?)
+    }
+
+    fn text(repo: &Repository, tree: Oid, path: &str) -> Result<String> {
+        let entry = repo.find_tree(tree)?.get_path(std::path::Path::new(path))?;
+        let blob = repo.find_blob(entry.id())?;
+        Ok(String::from_utf8_lossy(blob.content()).into_owned())
+    }
+
+    #[test]
+    fn a_change_lands_where_its_lines_moved_and_conflicts_where_they_changed() -> Result<()> {
+        let scratch = crate::trees::Scratch::new()?;
+        let repo = &scratch.repo;
+        let lines = "a\nb\nc\nd\ne\nf\ng\nh\n";
+        let before = tree(repo, &[("f.rs", lines)])?;
+        let after = tree(repo, &[("f.rs", &lines.replace("g\n", "G\n"))])?;
+        let change = changes(repo, before, after)?;
+        // Lines added at the top move `g` down: the change still lands on it.
+        let moved = tree(repo, &[("f.rs", &format!("new\n{lines}"))])?;
+        let Merged::Tree(merged) = merge(repo, moved, &change)? else {
+            panic!("a change whose lines moved merges");
+        };
+        assert_eq!(text(repo, merged, "f.rs")?, "new\na\nb\nc\nd\ne\nf\nG\nh\n");
+        // The tree holds the change already.
+        assert_eq!(merge(repo, after, &change)?, Merged::AlreadyThere);
+        // Someone else changed `g` too: a conflict that shows both sides.
+        let other = tree(repo, &[("f.rs", &lines.replace("g\n", "g2\n"))])?;
+        let Merged::Conflicts(conflicts) = merge(repo, other, &change)? else {
+            panic!("a change to the same line conflicts");
+        };
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].path, "f.rs");
+        assert!(
+            conflicts[0].lines.contains("| g2"),
+            "{}",
+            conflicts[0].lines
+        );
+        assert!(conflicts[0].lines.contains("| G"), "{}", conflicts[0].lines);
+        // A change to a file that is not there.
+        let empty = tree(repo, &[("other.rs", "x\n")])?;
+        let Merged::Conflicts(conflicts) = merge(repo, empty, &change)? else {
+            panic!("a change to a missing file conflicts");
+        };
+        assert_eq!(
+            conflicts[0].lines,
+            "the change edits the file, which does not exist"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,114 @@
+//! What `pr` made in a clone: for each branch, the patch it holds and the commit `pr` left at its
+//! tip. The file lives in the clone's git folder, beside the branches it speaks of, so that
+//! `pr --force-branch` can tell a commit made by hand from its own, and `format-patch` can tell
+//! which patch a branch writes back.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+
+use crate::fsutil::read_if_exists;
+
+/// The record's name in the clone's git folder.
+pub const FILE: &str = "sampler-stack.toml";
+
+/// One branch `pr` made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Made {
+    /// The number of the patch the branch proposes; `None` for a branch of the whole series.
+    pub patch: Option<String>,
+    /// The commit `pr` left at the branch's tip.
+    pub tip: Oid,
+}
+
+/// Every branch `pr` made in a clone, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    pub branches: BTreeMap<String, Made>,
+}
+
+pub fn path(repo: &Repository) -> PathBuf {
+    repo.path().join(FILE)
+}
+
+/// The clone's record; empty if `pr` never made a branch there.
+pub fn read(repo: &Repository) -> Result<Record> {
+    let path = path(repo);
+    let shown = path.display();
+    let Some(text) = read_if_exists(&path)? else {
+        return Ok(Record::default());
+    };
+    let document = text.parse::<toml_edit::DocumentMut>();
+    let document = document.with_context(|| format!("{shown} is not TOML"))?;
+    let mut record = Record::default();
+    let Some(branches) = document.get("branch").and_then(|b| b.as_table_like()) else {
+        return Ok(record);
+    };
+    for (name, made) in branches.iter() {
+        let field = |key: &str| made.get(key).and_then(|v| v.as_str());
+        let tip = field("made").and_then(|id| Oid::from_str(id).ok());
+        let Some(tip) = tip else {
+            bail!("{shown}: [branch.\"{name}\"] needs `made = \"<commit>\"`");
+        };
+        let patch = field("patch").map(str::to_string);
+        record
+            .branches
+            .insert(name.to_string(), Made { patch, tip });
+    }
+    Ok(record)
+}
+
+/// Writes `record` into the clone's git folder.
+pub fn write(repo: &Repository, record: &Record) -> Result<()> {
+    let mut text = String::from(
+        "# Written by `cargo xtask pr`: the branches it made in this clone, the patch each \
+         proposes\n# (none: the whole series) and the commit it made at the tip. `pr \
+         --force-branch` refuses\n# to move a branch that holds other commits; `cargo xtask \
+         format-patch` writes a\n# branch back into its patch.\n",
+    );
+    for (name, made) in &record.branches {
+        text += &format!("\n[branch.\"{name}\"]\n");
+        if let Some(patch) = &made.patch {
+            text += &format!("patch = \"{patch}\"\n");
+        }
+        text += &format!("made = \"{}\"\n", made.tip);
+    }
+    let path = path(repo);
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The commits on `branch` that `pr` did not make: reachable from its tip but neither from the
+/// tip `pr` recorded for it nor from `base`. Newest first.
+pub fn hand_made(
+    repo: &Repository,
+    record: &Record,
+    branch: &str,
+    base: Oid,
+) -> Result<Vec<(Oid, String)>> {
+    let Ok(found) = repo.find_branch(branch, git2::BranchType::Local) else {
+        return Ok(Vec::new());
+    };
+    let tip = found.get().peel_to_commit()?.id();
+    let mut walk = repo.revwalk()?;
+    walk.push(tip)?;
+    walk.hide(base)?;
+    if let Some(made) = record.branches.get(branch) {
+        // A recorded commit that is gone (the branch was rewritten and collected) hides nothing.
+        if repo.find_commit(made.tip).is_ok() {
+            walk.hide(made.tip)?;
+        }
+    }
+    let mut commits = Vec::new();
+    for id in walk {
+        let id = id?;
+        let summary = repo
+            .find_commit(id)?
+            .summary()?
+            .unwrap_or_default()
+            .to_string();
+        commits.push((id, summary));
+    }
+    Ok(commits)
+}

@@ -1,0 +1,464 @@
+//! A contributor's round trip through a clone never loses work: `pr` makes the stack, a branch is
+//! changed there, and `format-patch` writes back that patch alone; a commit made by hand is never
+//! dropped in silence; a new patch takes the next free number.
+
+mod common;
+mod kept;
+
+use std::path::Path;
+
+use anyhow::Result;
+use common::stack::*;
+use common::*;
+use git2::{Oid, Repository};
+use tempfile::TempDir;
+use xtask::branches;
+use xtask::format_patch::{self, Options};
+use xtask::pr::{self, notes, Existing, Prepared};
+use xtask::series::{self, Patch};
+
+/// The author of the fixture's patches, as `commit_all` writes them: the commits `pr` makes
+/// are theirs, so that a round trip that changes nothing gives the same bytes.
+fn contributor() -> Result<git2::Signature<'static>> {
+    Ok(git2::Signature::now("Ada Contributor", "ada@example.com")?)
+}
+
+/// The fixture's workspace, its series committed with a note for 0003, and a clone with the
+/// stack `pr` made in it (and a branch of the whole series, `series`).
+struct Trip {
+    ws: Workspace,
+    _candle_dir: TempDir,
+    repo: Repository,
+    prepared: Prepared,
+}
+
+fn trip(stack_toml: &str) -> Result<Trip> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let dir = ws.layout.patches();
+    std::fs::write(dir.join("stack.toml"), stack_toml)?;
+    let third = &series::load(&dir)?[2];
+    std::fs::write(
+        dir.join(notes::file_name(&third.file_name)),
+        "## Why\n\nTies.\n",
+    )?;
+    commit_all(&Repository::init(&ws.layout.root)?, "series")?;
+    let (candle_dir, repo) = candle()?;
+    let prepared = make_stack(&ws, &repo, Existing::Refuse)?;
+    Ok(Trip {
+        ws,
+        _candle_dir: candle_dir,
+        repo,
+        prepared,
+    })
+}
+
+fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<Prepared> {
+    let dir = ws.layout.patches();
+    let patches = series::load(&dir)?;
+    let stack_file = branches::read(&dir)?;
+    let (proposed, _) = stack_file.split_carried(patches.clone());
+    let mut series = series(proposed, "", &[])?;
+    series.linear = patches;
+    series.builds_on = stack_file.builds_on;
+    series.series_branch = Some("series".to_string());
+    pr::prepare(
+        repo,
+        std::slice::from_ref(&ws.published),
+        &series,
+        "main",
+        &contributor()?,
+        existing,
+    )
+}
+
+fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<()> {
+    let options = Options {
+        candle: trip.repo.workdir().unwrap().to_path_buf(),
+        branch: branch.to_string(),
+        base: "main".to_string(),
+        drop: drop.iter().map(|n| n.to_string()).collect(),
+    };
+    format_patch::write_back(
+        &trip.ws.layout,
+        &options,
+        std::slice::from_ref(&trip.ws.published),
+    )
+}
+
+/// Every file of `patches/`, by name, with its bytes.
+fn patches_dir(trip: &Trip) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(trip.ws.layout.patches())? {
+        let entry = entry?;
+        files.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            std::fs::read(entry.path())?,
+        ));
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The files whose bytes differ between two listings, and those only one of them has.
+fn changed(before: &[(String, Vec<u8>)], after: &[(String, Vec<u8>)]) -> Vec<String> {
+    let mut names: Vec<String> = before.iter().chain(after).map(|(n, _)| n.clone()).collect();
+    names.sort();
+    names.dedup();
+    let get = |list: &[(String, Vec<u8>)], name: &str| {
+        list.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone())
+    };
+    names
+        .into_iter()
+        .filter(|n| get(before, n) != get(after, n))
+        .collect()
+}
+
+/// How a test changes a branch, as a contributor does in a clone.
+enum Commit<'a> {
+    /// `git commit --amend`, with a new message or the old one.
+    Amend(Option<&'a str>),
+    /// A new commit on top, as a reviewer's fix is made.
+    OnTop(&'a str),
+}
+
+/// Changes `branch`, its file at `path` edited by `edit`, the way `how` says. Returns the new tip.
+fn change(
+    repo: &Repository,
+    branch: &str,
+    path: &str,
+    edit: &dyn Fn(&str) -> String,
+    how: Commit<'_>,
+) -> Result<Oid> {
+    // A handle of its own: `pr` leaves an in-memory object store on the one it used.
+    let repo = &Repository::open(repo.path())?;
+    let tip = repo.find_commit(branch_tip(repo, branch)?)?;
+    let tree = tip.tree()?;
+    let blob = repo.find_blob(tree.get_path(Path::new(path))?.id())?;
+    let text = String::from_utf8(blob.content().to_vec())?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let edited = repo.blob(edit(&text).as_bytes())?;
+    update.upsert(path, edited, git2::FileMode::Blob);
+    let tree = repo.find_tree(update.create_updated(repo, &tree)?)?;
+    let (author, committer) = (tip.author(), tip.committer());
+    let id = match how {
+        Commit::Amend(message) => {
+            let message = message.unwrap_or(tip.message().unwrap_or_default());
+            let parent = tip.parent(0)?;
+            repo.commit(None, &author, &committer, message, &tree, &[&parent])?
+        }
+        Commit::OnTop(message) => {
+            repo.commit(None, &author, &committer, message, &tree, &[&tip])?
+        }
+    };
+    repo.branch(branch, &repo.find_commit(id)?, true)?;
+    Ok(id)
+}
+
+/// The lines of a patch's diff, past its message, less the `index` lines and the hunks' `@@`
+/// headers: what the patch changes, wherever the lines now are.
+fn change_lines(bytes: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let diff = &text[text.find("\ndiff --git").unwrap()..];
+    let lines = diff
+        .lines()
+        .filter(|l| !l.starts_with("index ") && !l.starts_with("@@"));
+    lines.map(str::to_string).collect()
+}
+
+const STACK: &str = "[builds-on]\n\"0002\" = \"0001\"\n";
+
+#[test]
+fn a_round_trip_that_changes_nothing_leaves_patches_byte_identical() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    for entry in &trip.prepared.stack {
+        write_back(&trip, &entry.branch, &[])?;
+        assert_eq!(
+            changed(&before, &patches_dir(&trip)?),
+            Vec::<String>::new(),
+            "{}",
+            entry.branch
+        );
+    }
+    write_back(&trip, "series", &[])?;
+    assert_eq!(changed(&before, &patches_dir(&trip)?), Vec::<String>::new());
+    // Every patch carries the zero commit id on its first line, as `--zero-commit` writes it.
+    for patch in series::load(&trip.ws.layout.patches())? {
+        assert!(patch
+            .bytes
+            .starts_with(format!("From {} ", "0".repeat(40)).as_bytes()));
+    }
+    Ok(())
+}
+
+#[test]
+fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    let third = &trip.prepared.stack[2];
+    change(
+        &trip.repo,
+        &third.branch,
+        TESTS,
+        &|t| {
+            t.replace(
+                "fn sample_ties() -> Result<()> {",
+                "fn sample_ties() -> Result<()> {\n    // Reviewed.",
+            )
+        },
+        Commit::Amend(None),
+    )?;
+    write_back(&trip, &third.branch, &[])?;
+    let after = patches_dir(&trip)?;
+    assert_eq!(changed(&before, &after), [third.patch.file_name.as_str()]);
+    let written = series::load(&trip.ws.layout.patches())?;
+    assert!(String::from_utf8_lossy(&written[2].bytes).contains("+    // Reviewed."));
+    // The series still vendors, and check's proofs hold.
+    vendor_and_check(&trip)?;
+
+    // Amending the first patch moves the lines of the second, which builds on it: the second
+    // keeps its change, and only its index lines and line numbers follow.
+    let first = &trip.prepared.stack[0];
+    change(
+        &trip.repo,
+        &first.branch,
+        MODULE,
+        &|t| format!("// Reviewed.\n{t}"),
+        Commit::Amend(None),
+    )?;
+    commit_all(&Repository::open(&trip.ws.layout.root)?, "third")?;
+    write_back(&trip, &first.branch, &[])?;
+    let again = patches_dir(&trip)?;
+    let mut expected = vec![
+        first.patch.file_name.clone(),
+        trip.prepared.stack[1].patch.file_name.clone(),
+    ];
+    expected.sort();
+    assert_eq!(changed(&after, &again), expected);
+    let [old, new] = [&after, &again].map(|list| {
+        list.iter()
+            .find(|(n, _)| *n == expected[1])
+            .unwrap()
+            .1
+            .clone()
+    });
+    assert_ne!(old, new);
+    assert_eq!(change_lines(&old), change_lines(&new));
+    vendor_and_check(&trip)
+}
+
+fn vendor_and_check(trip: &Trip) -> Result<()> {
+    let published = [trip.ws.published.clone()];
+    xtask::vendor::vendor(&trip.ws.layout, &published)?;
+    xtask::check::check_generated(&trip.ws.layout, &published)?;
+    let patches = series::load(&trip.ws.layout.patches())?;
+    xtask::check::check_index_lines(&published, &patches)?;
+    notes::check_paired(&trip.ws.layout.patches(), &patches)?;
+    branches::read(&trip.ws.layout.patches())?.check(&patches)
+}
+
+#[test]
+fn rewording_a_commit_changes_only_that_patchs_message_and_moves_its_notes() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    let third = &trip.prepared.stack[2];
+    // `git commit --amend` with another message and the same change, then written back.
+    let reword = |message: &str| -> Result<()> {
+        let same = |t: &str| t.to_string();
+        change(
+            &trip.repo,
+            &third.branch,
+            TESTS,
+            &same,
+            Commit::Amend(Some(message)),
+        )?;
+        write_back(&trip, &third.branch, &[])
+    };
+    reword("generation: Test argmax on ties\n\nTies were not tested, and a review asked why.\n")?;
+    let after = patches_dir(&trip)?;
+    assert_eq!(changed(&before, &after), [third.patch.file_name.as_str()]);
+    let [old, new] = [&before, &after].map(|list| {
+        list.iter()
+            .find(|(n, _)| *n == third.patch.file_name)
+            .unwrap()
+            .1
+            .clone()
+    });
+    assert_eq!(change_lines(&old), change_lines(&new));
+    let new_text = String::from_utf8(new)?;
+    assert!(new_text.contains("a review asked why."));
+
+    // A new subject renames the patch, and its notes with it.
+    commit_all(&Repository::open(&trip.ws.layout.root)?, "reworded")?;
+    reword("generation: Test argmax when logits tie\n\nTies were not tested.\n")?;
+    let names: Vec<String> = patches_dir(&trip)?.into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"0003-generation-Test-argmax-when-logits-tie.patch".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"0003-generation-Test-argmax-when-logits-tie.md".to_string()),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("on-ties")), "{names:?}");
+    vendor_and_check(&trip)
+}
+
+#[test]
+fn a_new_patch_from_the_series_branch_takes_the_next_free_number() -> Result<()> {
+    let retired = "[retired.0004]\nwhy = \"folded into 0001\"\n";
+    let trip = trip(&format!("{STACK}\n{retired}"))?;
+    change(
+        &trip.repo,
+        "series",
+        MODULE,
+        &|t| format!("//! More.\n{t}"),
+        Commit::OnTop("generation: Test more\n\nMore.\n"),
+    )?;
+    write_back(&trip, "series", &[])?;
+    let names: Vec<String> = series::load(&trip.ws.layout.patches())?
+        .into_iter()
+        .map(|p| p.file_name)
+        .collect();
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("0005-generation-Test-more.patch")
+    );
+    assert_eq!(names.len(), 4);
+    vendor_and_check(&trip)?;
+
+    // A patch named with a retired number is refused by check, which names the next free one.
+    let dir = trip.ws.layout.patches();
+    std::fs::rename(
+        dir.join("0005-generation-Test-more.patch"),
+        dir.join("0004-generation-Test-more.patch"),
+    )?;
+    let err = vendor_and_check(&trip).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "0004-generation-Test-more.patch takes the number 0004, which patches/stack.toml retired \
+         ([retired.0004]): give it the next free number, 0005"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -> Result<()> {
+    let trip = trip(STACK)?;
+    // The series branch without its last commit: writing it back would drop 0003.
+    let series_tip = trip.repo.find_commit(branch_tip(&trip.repo, "series")?)?;
+    trip.repo.branch("short", &series_tip.parent(0)?, false)?;
+    let before = patches_dir(&trip)?;
+    let err = write_back(&trip, "short", &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("0003-generation-Test-argmax-on-ties.patch"),
+        "{err}"
+    );
+    assert!(err.contains("--drop 0003"), "{err}");
+    assert_eq!(patches_dir(&trip)?, before);
+    write_back(&trip, "short", &["0003"])?;
+    let names: Vec<String> = patches_dir(&trip)?.into_iter().map(|(n, _)| n).collect();
+    assert!(!names.iter().any(|n| n.starts_with("0003")), "{names:?}");
+    let stack_file = branches::read(&trip.ws.layout.patches())?;
+    assert!(stack_file.retired["0003"]
+        .why
+        .contains("Test argmax on ties"));
+    Ok(())
+}
+
+#[test]
+fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
+    let trip = trip(STACK)?;
+    let third = &trip.prepared.stack[2];
+    let fix = change(
+        &trip.repo,
+        &third.branch,
+        TESTS,
+        &|t| format!("{t}// fix\n"),
+        Commit::OnTop("Fix the test, after review"),
+    )?;
+    let err = make_stack(&trip.ws, &trip.repo, Existing::Move)
+        .unwrap_err()
+        .to_string();
+    let short = &fix.to_string()[..10];
+    assert!(
+        err.contains(&format!(
+            "holds 1 commit that pr did not make:\n    {short} Fix the test, after review"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("format-patch"), "{err}");
+    assert_eq!(branch_tip(&trip.repo, &third.branch)?, fix);
+    // Asked for by name, the branch moves, and the commit with it.
+    let prepared = make_stack(&trip.ws, &trip.repo, Existing::MoveDroppingCommits)?;
+    assert_eq!(
+        branch_tip(&trip.repo, &third.branch)?,
+        prepared.stack[2].commit
+    );
+    // A branch pr made and nobody touched moves with --force-branch alone.
+    make_stack(&trip.ws, &trip.repo, Existing::Move)?;
+    Ok(())
+}
+
+#[test]
+fn format_patch_refuses_a_clone_with_uncommitted_changes() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    let workdir = trip.repo.workdir().unwrap().to_path_buf();
+    std::fs::write(workdir.join(MODULE), "// forgot to amend\n")?;
+    let err = write_back(&trip, &trip.prepared.stack[0].branch, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "has changes that are not committed (candle-transformers/src/generation/mod.rs)"
+        ),
+        "{err}"
+    );
+    assert_eq!(patches_dir(&trip)?, before);
+    Ok(())
+}
+
+#[test]
+fn check_names_a_stray_notes_file_a_stack_key_and_a_wrong_index_line() -> Result<()> {
+    let trip = trip(STACK)?;
+    let dir = trip.ws.layout.patches();
+    std::fs::write(dir.join("0009-gone.md"), "notes\n")?;
+    let err = vendor_and_check(&trip).unwrap_err().to_string();
+    assert!(
+        err.starts_with("patches/0009-gone.md belongs to no patch"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("0009-gone.md"))?;
+    std::fs::write(
+        dir.join("stack.toml"),
+        format!("{STACK}\"0007\" = \"0001\"\n"),
+    )?;
+    let err = vendor_and_check(&trip).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "patches/stack.toml names 0007, which is no patch in patches/"
+    );
+    std::fs::write(dir.join("stack.toml"), STACK)?;
+    vendor_and_check(&trip)?;
+    // An index line that names another blob than the series gives.
+    let patches = series::load(&dir)?;
+    let second = &patches[1];
+    let line = &second.index_lines()[0];
+    let text = String::from_utf8(second.bytes.clone())?;
+    let wrong = text.replacen(&format!("index {}..", line.before), "index 1234567..", 1);
+    std::fs::write(dir.join(&second.file_name), wrong)?;
+    let err = vendor_and_check(&trip).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}: its index line names 1234567 as {MODULE} before it, but the series gives {}",
+            second.file_name, line.before
+        )),
+        "{err}"
+    );
+    let _: Vec<Patch> = patches;
+    Ok(())
+}
