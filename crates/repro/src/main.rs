@@ -177,7 +177,7 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
     let logits = candle::Tensor::from_slice(&scenario.logits, scenario.logits.len(), device)?;
     let outcome = |case: &cases::Case, side| match case.run(side, seed, &logits) {
         Outcome::Token(token) => show(token),
-        Outcome::Error(message) => format!("error: {message}"),
+        Outcome::Refused(message) | Outcome::Error(message) => format!("error: {message}"),
         Outcome::Panic(message) => format!("panic: {message}"),
     };
     // In json, every point too, so that each pull request shows what its own branch changes.

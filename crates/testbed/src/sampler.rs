@@ -147,9 +147,19 @@ impl Processor {
 }
 
 /// What one `sample` call gave: a token, an error's message, or a panic's.
+///
+/// An error is `Refused` or `Error` by where it comes from, never by its text, so that a test
+/// can tell the sampler's own errors from rand's and candle's without copying the patches'
+/// messages: changing a message then means changing it in its patch alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Token(u32),
+    /// An error that the sampler raised itself, with `candle::bail!` or `Error::msg`: candle's
+    /// `Error::Msg`, which is how the patches say why no token can be sampled.
+    Refused(String),
+    /// An error that the sampler passed on: rand's refusal, which reaches candle through
+    /// `Error::wrap` (`Error::Wrapped`), or one of candle's own operations, such as a rank or an
+    /// empty tensor error, each a variant of its own.
     Error(String),
     Panic(String),
 }
@@ -174,8 +184,25 @@ impl From<Result<u32>> for Outcome {
     fn from(result: Result<u32>) -> Outcome {
         match result {
             Ok(token) => Outcome::Token(token),
+            Err(err) if raised_by_the_sampler(&err) => Outcome::Refused(message(&err)),
             Err(err) => Outcome::Error(message(&err)),
         }
+    }
+}
+
+/// Whether the sampler raised `err` itself: an `Error::Msg`, which `candle::bail!` and
+/// `Error::msg` make, perhaps inside the backtrace that `bail!` adds when `RUST_BACKTRACE` is set
+/// or inside a context that a caller added. candle's operations fail with variants of their own
+/// (rank, dtype, empty tensor) on what the sampler hands them; candle's `bail!`s are for what it
+/// never asks of them, such as a softmax of non-contiguous logits, two tensors of different
+/// dtypes or a kernel that a backend lacks.
+fn raised_by_the_sampler(err: &candle::Error) -> bool {
+    match err {
+        candle::Error::Msg(_) => true,
+        candle::Error::WithBacktrace { inner, .. }
+        | candle::Error::Context { inner, .. }
+        | candle::Error::WithPath { inner, .. } => raised_by_the_sampler(inner),
+        _ => false,
     }
 }
 
