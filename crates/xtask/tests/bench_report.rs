@@ -365,7 +365,7 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
         "published",
         "series",
         "floor",
-        "ms per call",
+        "time per call",
     ] {
         assert!(
             svg.contains(&format!(">\n{text}\n</text>")),
@@ -483,4 +483,314 @@ fn a_step_at_the_same_instructions_counts_only_beyond_the_a_a_pair() {
     );
     // Neither is a gain for the decode loop to show.
     assert!(!steps.iter().any(|step| bench_report::faster(step, "top_p")));
+}
+
+/// An element of the SVG that plotters writes: its tag, its attributes, a text's content.
+#[derive(Debug)]
+struct Element {
+    tag: String,
+    attributes: BTreeMap<String, String>,
+    text: String,
+}
+
+impl Element {
+    fn get(&self, name: &str) -> &str {
+        self.attributes.get(name).map_or("", String::as_str)
+    }
+
+    fn number(&self, name: &str) -> f64 {
+        let value = self.get(name);
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}=\"{value}\" in {self:?}"))
+    }
+
+    /// A polyline's points.
+    fn points(&self) -> Vec<(f64, f64)> {
+        let point = |p: &str| {
+            let (x, y) = p.split_once(',').expect("x,y");
+            (x.parse().unwrap(), y.parse().unwrap())
+        };
+        self.get("points").split_whitespace().map(point).collect()
+    }
+
+    fn is_filled_rect(&self) -> bool {
+        self.tag == "rect" && self.get("fill") != "none" && self.number("opacity") > 0.0
+    }
+}
+
+/// The elements of an SVG in the order they are drawn. plotters writes one element per tag, with
+/// its attributes in double quotes, and a text's content before its closing tag.
+fn elements(svg: &str) -> Vec<Element> {
+    let mut found = Vec::new();
+    let mut rest = svg;
+    while let Some(start) = rest.find('<') {
+        rest = &rest[start + 1..];
+        if rest.starts_with(['/', '?', '!']) {
+            continue;
+        }
+        let end = rest.find('>').expect("a closed tag");
+        let inside = rest[..end].trim_end_matches('/');
+        let (tag, mut attributes_text) = inside.split_once(' ').unwrap_or((inside, ""));
+        let mut attributes = BTreeMap::new();
+        while let Some((name, after)) = attributes_text.split_once("=\"") {
+            let (value, after) = after.split_once('"').expect("a closing quote");
+            attributes.insert(name.trim().to_string(), value.to_string());
+            attributes_text = after;
+        }
+        rest = &rest[end + 1..];
+        let text = match tag {
+            "text" => rest[..rest.find("</text>").expect("</text>")]
+                .trim()
+                .to_string(),
+            _ => String::new(),
+        };
+        let tag = tag.to_string();
+        found.push(Element {
+            tag,
+            attributes,
+            text,
+        });
+    }
+    found
+}
+
+/// A rectangle in pixels.
+#[derive(Clone, Copy, Debug)]
+struct Area {
+    left: f64,
+    top: f64,
+    right: f64,
+    bottom: f64,
+}
+
+impl Area {
+    fn of_rect(rect: &Element) -> Area {
+        let (left, top) = (rect.number("x"), rect.number("y"));
+        Area {
+            left,
+            top,
+            right: left + rect.number("width"),
+            bottom: top + rect.number("height"),
+        }
+    }
+
+    fn of_circle(circle: &Element) -> Area {
+        let (x, y, r) = (circle.number("cx"), circle.number("cy"), circle.number("r"));
+        Area {
+            left: x - r,
+            top: y - r,
+            right: x + r,
+            bottom: y + r,
+        }
+    }
+
+    /// Where a text's glyphs can reach, from its anchor and size: a glyph of these fonts is at
+    /// most 0.62 of the size wide on average, and a line the size high. A rotated text (an axis's
+    /// name) stands on its anchor.
+    fn of_text(text: &Element) -> Area {
+        let size = text.number("font-size");
+        let width = text.text.chars().count() as f64 * size * 0.62;
+        let (x, y) = (text.number("x"), text.number("y"));
+        if text.get("transform").contains("rotate") {
+            let (left, top) = (x - size / 2.0, y - width / 2.0);
+            let (right, bottom) = (x + size / 2.0, y + width / 2.0);
+            return Area {
+                left,
+                top,
+                right,
+                bottom,
+            };
+        }
+        let left = match text.get("text-anchor") {
+            "end" => x - width,
+            "middle" => x - width / 2.0,
+            _ => x,
+        };
+        let top = match text.get("dy") {
+            "0.76em" => y,
+            "0.5ex" => y - size / 2.0,
+            _ => y - size,
+        };
+        Area {
+            left,
+            top,
+            right: left + width,
+            bottom: top + size,
+        }
+    }
+
+    fn holds(&self, inner: &Area) -> bool {
+        self.left < inner.left
+            && inner.right < self.right
+            && self.top < inner.top
+            && inner.bottom < self.bottom
+    }
+
+    fn overlaps(&self, other: &Area) -> bool {
+        self.left < other.right
+            && other.left < self.right
+            && self.top < other.bottom
+            && other.top < self.bottom
+    }
+}
+
+/// The plotting areas: the frames the charts draw around them, grey and not filled.
+fn frames(elements: &[Element]) -> Vec<Area> {
+    let frame = |e: &&Element| e.tag == "rect" && e.get("fill") == "none";
+    let grey = |e: &&Element| e.get("stroke") == "#969696";
+    elements
+        .iter()
+        .filter(frame)
+        .filter(grey)
+        .map(Area::of_rect)
+        .collect()
+}
+
+/// Every mark can be seen: each circle lies wholly inside a plotting area, no text (a legend's,
+/// a label's, a title's) reaches over one, no filled rectangle is drawn over one, and none is
+/// drawn wholly over an earlier one.
+fn assert_every_mark_visible(svg: &str) {
+    let elements = elements(svg);
+    let frames = frames(&elements);
+    let texts: Vec<(Area, &str)> = elements
+        .iter()
+        .filter(|e| e.tag == "text")
+        .map(|e| (Area::of_text(e), e.text.as_str()))
+        .collect();
+    assert!(!frames.is_empty(), "no plotting area is framed");
+    for (i, element) in elements.iter().enumerate() {
+        if element.tag != "circle" {
+            continue;
+        }
+        let mark = Area::of_circle(element);
+        assert!(
+            frames.iter().any(|frame| frame.holds(&mark)),
+            "{element:?} is not inside a plotting area"
+        );
+        for (area, text) in &texts {
+            assert!(!area.overlaps(&mark), "`{text}` covers {element:?}");
+        }
+        for later in &elements[i + 1..] {
+            if later.is_filled_rect() {
+                let area = Area::of_rect(later);
+                assert!(!area.overlaps(&mark), "{later:?} covers {element:?}");
+            }
+            if later.tag == "circle" {
+                let (dx, dy) = (
+                    later.number("cx") - element.number("cx"),
+                    later.number("cy") - element.number("cy"),
+                );
+                let reach = (dx * dx + dy * dy).sqrt() + element.number("r");
+                assert!(
+                    reach > later.number("r"),
+                    "{later:?} hides {element:?} whole"
+                );
+            }
+        }
+    }
+}
+
+/// The medians of a real `cargo bench` at four vocabularies (`tests/fixtures/medians/`).
+fn scaling_rows() -> Result<Vec<bench_report::Row>> {
+    let row = |fields: Vec<&str>| bench_report::Row {
+        device: "cpu".into(),
+        comparison: fields[0].into(),
+        vocab: fields[1].into(),
+        published_ns: fields[2].parse::<f64>().unwrap() * 1e3,
+        series_ns: fields[3].parse::<f64>().unwrap() * 1e3,
+        floor_ns: Some(fields[4].parse::<f64>().unwrap() * 1e3),
+        paired: None,
+        control: None,
+        instructions: None,
+    };
+    let text = std::fs::read_to_string(fixtures().join("medians/cpu.txt"))?;
+    Ok(text
+        .lines()
+        .map(|r| row(r.split_whitespace().collect()))
+        .collect())
+}
+
+/// A tick's value from its label: "50" vocabulary thousands, "500 µs" or "2 ms" in ns.
+fn tick_value(label: &str) -> Option<f64> {
+    let (number, unit) = label.split_once(' ').unwrap_or((label, ""));
+    let scale = match unit {
+        "" | "ns" => 1.0,
+        "µs" => 1e3,
+        "ms" => 1e6,
+        _ => return None,
+    };
+    Some(number.parse::<f64>().ok()? * scale)
+}
+
+/// The pixel a value lies at on an axis, from two of its ticks (value, pixel): `log` for a log
+/// axis.
+fn axis_from(ticks: &[(f64, f64)], log: bool) -> impl Fn(f64) -> f64 {
+    assert!(ticks.len() >= 2, "an axis needs two ticks, has {ticks:?}");
+    let scale = move |v: f64| if log { v.ln() } else { v };
+    let ((v0, p0), (v1, p1)) = (ticks[0], ticks[ticks.len() - 1]);
+    move |v| p0 + (scale(v) - scale(v0)) / (scale(v1) - scale(v0)) * (p1 - p0)
+}
+
+#[test]
+fn the_scaling_chart_shows_every_point_where_its_time_says() -> Result<()> {
+    let rows = scaling_rows()?;
+    let svg = bench_report::chart::svg(&rows)?;
+    assert_every_mark_visible(&svg);
+    let elements = elements(&svg);
+    let frames = frames(&elements);
+    let mut comparisons: Vec<&str> = rows.iter().map(|r| r.comparison.as_str()).collect();
+    comparisons.dedup();
+    assert_eq!(
+        frames.len(),
+        comparisons.len(),
+        "a plotting area per comparison"
+    );
+    let texts: Vec<&Element> = elements.iter().filter(|e| e.tag == "text").collect();
+    for (frame, comparison) in frames.iter().zip(&comparisons) {
+        // The axes from their own tick labels: time up the left, vocabulary along the bottom.
+        let beside = |t: &&&Element| {
+            let (x, y) = (t.number("x"), t.number("y"));
+            let left = x < frame.left && x > frame.left - 60.0;
+            let below = y > frame.bottom && y < frame.bottom + 20.0;
+            let along = x >= frame.left - 1.0 && x <= frame.right + 1.0;
+            (left && y >= frame.top - 1.0 && y <= frame.bottom + 1.0) || (below && along)
+        };
+        let tick = |t: &&Element| Some((tick_value(&t.text)?, t.number("x"), t.number("y")));
+        let ticks: Vec<(f64, f64, f64)> = texts.iter().filter(beside).filter_map(tick).collect();
+        let (time, vocab): (Vec<_>, Vec<_>) = ticks.iter().partition(|(_, x, _)| *x < frame.left);
+        let time: Vec<(f64, f64)> = time.iter().map(|(v, _, y)| (*v, *y)).collect();
+        let vocab: Vec<(f64, f64)> = vocab.iter().map(|(v, x, _)| (*v, *x)).collect();
+        assert!(time.len() >= 3, "{comparison}: time ticks {time:?}");
+        let (y_of, x_of) = (&axis_from(&time, true), axis_from(&vocab, false));
+        let measured: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.comparison == *comparison)
+            .flat_map(|r| {
+                let x = x_of(r.vocab.parse::<f64>().unwrap() / 1000.0);
+                [Some(r.published_ns), Some(r.series_ns), r.floor_ns]
+                    .into_iter()
+                    .flatten()
+                    .map(move |ns| (x, y_of(ns)))
+            })
+            .collect();
+        let marks: Vec<(f64, f64)> = elements
+            .iter()
+            .filter(|e| e.tag == "circle")
+            .map(|e| (e.number("cx"), e.number("cy")))
+            .filter(|(x, y)| {
+                frame.left < *x && *x < frame.right && frame.top < *y && *y < frame.bottom
+            })
+            .collect();
+        // A mark for every measurement, each where its vocabulary and time put it on these axes.
+        assert_eq!(marks.len(), measured.len(), "{comparison}");
+        for (x, y) in &measured {
+            let near = |(mx, my): &&(f64, f64)| (mx - x).abs() <= 1.5 && (my - y).abs() <= 1.5;
+            assert!(
+                marks.iter().any(|m| near(&m)),
+                "{comparison}: nothing at ({x}, {y})"
+            );
+        }
+    }
+    Ok(())
 }

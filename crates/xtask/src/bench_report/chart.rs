@@ -1,21 +1,48 @@
 //! The report's SVG chart: time per call against vocabulary, a panel per comparison (CPU rows).
+//!
+//! Every mark must stay visible: the legend sits in a strip of its own above the panels, not
+//! over a plotting area, and each axis reaches past the outermost marks. Time is on a log axis,
+//! since top-p's sides differ tenfold and a linear axis would press the fast side onto the floor.
+
+use std::ops::Range;
 
 use anyhow::Result;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Row;
 
-/// The lines of a panel: a name, a colour and where the value is in a row.
-type Line = (&'static str, RGBColor, fn(&Row) -> Option<f64>);
+/// Where `bench-report` writes the chart, beside the report.
+pub const SVG: &str = "bench-scaling.svg";
 
+/// The lines of a panel: a name, a colour, its marks' radius and where the value is in a row.
+type Line = (&'static str, RGBColor, u32, fn(&Row) -> Option<f64>);
+
+/// Each line's marks are smaller than the line's before, and drawn after them, so that where two
+/// sides take the same time both marks still show, one as a ring around the other.
 const LINES: [Line; 3] = [
-    ("published", RGBColor(200, 60, 40), |r| Some(r.published_ns)),
-    ("series", RGBColor(40, 110, 200), |r| Some(r.series_ns)),
-    ("floor", RGBColor(90, 90, 90), |r| r.floor_ns),
+    ("published", RGBColor(200, 60, 40), 5, |r| {
+        Some(r.published_ns)
+    }),
+    ("series", RGBColor(40, 110, 200), 3, |r| Some(r.series_ns)),
+    ("floor", RGBColor(90, 90, 90), 2, |r| r.floor_ns),
 ];
 
 /// What the chart says when there is nothing to draw.
 pub const NO_DATA: &str = "no CPU measurements: run `cargo bench`";
+
+/// One panel's size in pixels.
+const PANEL: (u32, u32) = (320, 260);
+/// The strip above the panels that holds the legend.
+const LEGEND_HEIGHT: u32 = 30;
+/// The vocabulary axis in thousands: past the largest vocabulary (151936), room for its mark.
+const VOCAB: Range<f64> = 0.0..170.0;
+/// How far past the fastest and the slowest mark the time axis reaches, as a factor, so that no
+/// mark lies on the plotting area's edge.
+const HEADROOM: f64 = 1.5;
+/// The plotting area's frame: what the marks lie within.
+pub const FRAME: RGBColor = RGBColor(150, 150, 150);
 
 /// The chart of the CPU rows of `rows`, as SVG text.
 pub fn svg(rows: &[Row]) -> Result<String> {
@@ -23,59 +50,141 @@ pub fn svg(rows: &[Row]) -> Result<String> {
     let mut comparisons: Vec<&str> = rows.iter().map(|r| r.comparison.as_str()).collect();
     comparisons.dedup();
     let mut out = String::new();
-    let columns = comparisons.len().clamp(1, 4);
-    let lines = comparisons.len().div_ceil(columns).max(1);
-    let size = (320 * columns as u32, 260 * lines as u32);
-    let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+    draw(&mut out, &rows, &comparisons)?;
+    Ok(out)
+}
+
+/// The panels of `comparisons` under their legend, into `out`.
+fn draw(out: &mut String, rows: &[&Row], comparisons: &[&str]) -> Result<()> {
+    let columns = comparisons.len().clamp(1, 4) as u32;
+    let lines = comparisons.len().div_ceil(columns as usize).max(1) as u32;
+    let size = (PANEL.0 * columns, LEGEND_HEIGHT + PANEL.1 * lines);
+    let root = SVGBackend::with_string(out, size).into_drawing_area();
     root.fill(&WHITE)?;
+    let (legend, panels) = root.split_vertically(LEGEND_HEIGHT);
     if comparisons.is_empty() {
         root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))?;
+    } else {
+        draw_legend(&legend)?;
     }
-    for (panel, comparison) in root.split_evenly((lines, columns)).iter().zip(&comparisons) {
+    let areas = panels.split_evenly((lines as usize, columns as usize));
+    for (area, comparison) in areas.iter().zip(comparisons) {
         let points: Vec<(f64, &Row)> = rows
             .iter()
             .filter(|r| r.comparison == *comparison)
             .filter_map(|r| Some((r.vocab.parse::<f64>().ok()? / 1000.0, *r)))
             .collect();
-        let highest = points
-            .iter()
-            .flat_map(|(_, r)| LINES.iter().filter_map(|(_, _, value)| value(r)))
-            .fold(0.0, f64::max)
-            / 1e6;
-        let mut chart = ChartBuilder::on(panel)
-            .caption(comparison, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(44)
-            .build_cartesian_2d(0f64..160f64, 0f64..highest * 1.1)?;
-        chart
-            .configure_mesh()
-            .x_desc("vocabulary (thousands)")
-            .y_desc("ms per call")
-            .draw()?;
-        for (name, color, value) in LINES {
-            let line: Vec<(f64, f64)> = points
-                .iter()
-                .filter_map(|(x, r)| Some((*x, value(r)? / 1e6)))
-                .collect();
-            if line.is_empty() {
-                continue;
-            }
-            chart
-                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color));
-            // A mark on every measurement, so that one vocabulary alone still shows.
-            chart.draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()?;
+        draw_panel(area, comparison, &points)?;
     }
     root.present()?;
-    drop(root);
-    Ok(out)
+    Ok(())
+}
+
+/// Each line's colour and name side by side, centred in `area`. A legend entry is a stroke
+/// alone, without a mark, so that every circle in the chart is a measurement.
+fn draw_legend(area: &DrawingArea<SVGBackend, Shift>) -> Result<()> {
+    const ENTRY: i32 = 110;
+    let (width, height) = area.dim_in_pixel();
+    let (start, middle) = (
+        (width as i32 - ENTRY * LINES.len() as i32) / 2,
+        height as i32 / 2,
+    );
+    let style = TextStyle::from(("sans-serif", 15)).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (name, color, _, _)) in LINES.iter().enumerate() {
+        let x = start + ENTRY * i as i32;
+        let stroke = vec![(x, middle), (x + 22, middle)];
+        area.draw(&PathElement::new(stroke, color.stroke_width(2)))?;
+        area.draw(&Text::new(*name, (x + 28, middle), style.clone()))?;
+    }
+    Ok(())
+}
+
+/// One comparison's panel: each line through its points (vocabulary in thousands, time in ns).
+fn draw_panel(
+    area: &DrawingArea<SVGBackend, Shift>,
+    comparison: &str,
+    points: &[(f64, &Row)],
+) -> Result<()> {
+    let values = points
+        .iter()
+        .flat_map(|(_, r)| LINES.iter().filter_map(|(_, _, _, value)| value(r)));
+    let (fastest, slowest) = values.fold((f64::INFINITY, 0.0f64), |(low, high), v| {
+        (low.min(v), high.max(v))
+    });
+    if !(fastest > 0.0 && slowest.is_finite()) {
+        return Ok(());
+    }
+    let (low, high) = (fastest / HEADROOM, slowest * HEADROOM);
+    let time = (low..high)
+        .log_scale()
+        .with_key_points(time_ticks(low, high));
+    let mut chart = ChartBuilder::on(area)
+        .caption(comparison, ("sans-serif", 16))
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(52)
+        .build_cartesian_2d(VOCAB, time)?;
+    chart
+        .configure_mesh()
+        .x_desc("vocabulary (thousands)")
+        .y_desc("time per call")
+        .x_labels(4)
+        .x_label_formatter(&|thousands| format!("{thousands:.0}"))
+        .y_label_formatter(&|ns| tick_label(*ns))
+        // The ticks' lines alone: the log axis's lines between them would crowd the marks.
+        .light_line_style(TRANSPARENT)
+        .draw()?;
+    let corners = [(VOCAB.start, low), (VOCAB.end, high)];
+    chart.draw_series([Rectangle::new(corners, FRAME)])?;
+    for (_, color, radius, value) in LINES {
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter_map(|(x, r)| Some((*x, value(r)?)))
+            .collect();
+        chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+        // A mark on every measurement, so that one vocabulary alone still shows.
+        let mark = |p| Circle::new(p, radius, color.filled());
+        chart.draw_series(line.into_iter().map(mark))?;
+    }
+    Ok(())
+}
+
+/// The time axis's ticks in ns: 1, 2 and 5 times a power of ten between `low` and `high`, or,
+/// where those are fewer than three, finer steps of each decade.
+fn time_ticks(low: f64, high: f64) -> Vec<f64> {
+    let within = |steps: &[f64]| -> Vec<f64> {
+        let decades = low.log10().floor() as i32..=high.log10().ceil() as i32;
+        let all = decades.flat_map(|d| steps.iter().map(move |s| s * 10f64.powi(d)));
+        all.filter(|v| (low..=high).contains(v)).collect()
+    };
+    let coarse = within(&[1.0, 2.0, 5.0]);
+    match coarse.len() {
+        0..=2 => within(&[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]),
+        _ => coarse,
+    }
+}
+
+/// A tick's time, "500 µs" or "2 ms": ticks are round, so no more digits than they have.
+fn tick_label(ns: f64) -> String {
+    let round = |v: f64| (v * 1000.0).round() / 1000.0;
+    match ns {
+        ns if ns >= 1e6 => format!("{} ms", round(ns / 1e6)),
+        ns if ns >= 1e3 => format!("{} µs", round(ns / 1e3)),
+        ns => format!("{} ns", round(ns)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_within_the_axis() {
+        assert_eq!(time_ticks(21e3, 3e6), [50e3, 100e3, 200e3, 500e3, 1e6, 2e6]);
+        // Less than a decade: finer steps, so that the axis still has three labels or more.
+        assert_eq!(time_ticks(25e3, 60e3), [30e3, 40e3, 50e3, 60e3]);
+        assert_eq!(tick_label(500e3), "500 µs");
+        assert_eq!(tick_label(2e6), "2 ms");
+        assert_eq!(tick_label(1.5e4), "15 µs");
+    }
 }
