@@ -794,3 +794,187 @@ fn the_scaling_chart_shows_every_point_where_its_time_says() -> Result<()> {
     }
     Ok(())
 }
+
+/// Every step's panel of the captured report, and the whole series': one row per variant, each
+/// interval's ends, its ratio, its instruction ratio and both bands where the log axis drawn
+/// under them puts those numbers.
+#[test]
+fn the_forest_plot_draws_each_interval_where_its_numbers_say() -> Result<()> {
+    use xtask::bench_report::forest;
+    let report = report_of(true)?;
+    let whole =
+        bench_report::whole_series(&report.control, &captured_rounds()?, &captured_counts()?);
+    // The whole series in the same rounds as the steps: 0008's nucleus makes its top_p faster.
+    let compared: Vec<&str> = whole.rows.iter().map(|r| r.comparison.as_str()).collect();
+    assert_eq!(compared, ["argmax", "temperature_0", "top_p"]);
+    let verdict = whole.paired("top_p").map(Paired::verdict);
+    assert_eq!(verdict, Some(bench_report::stats::Verdict::Faster));
+    let steps: Vec<&PatchStep> = std::iter::once(&whole).chain(&report.patches).collect();
+    for step in &steps {
+        let svg = forest::svg(&[step], &report.control)?;
+        assert_every_mark_visible(&svg);
+        let elements = elements(&svg);
+        let frames = frames(&elements);
+        let [frame] = frames[..] else {
+            panic!("{}: {} plotting areas", step.patch, frames.len());
+        };
+        let name = step.patch.as_str();
+        // One row per variant, named left of the plotting area, in the step's order.
+        let texts = elements.iter().filter(|e| e.tag == "text");
+        let named: Vec<&str> = texts
+            .clone()
+            .filter(|t| t.get("text-anchor") == "end" && t.number("x") < frame.left)
+            .map(|t| t.text.as_str())
+            .collect();
+        let variants: Vec<&str> = step.rows.iter().map(|r| r.comparison.as_str()).collect();
+        assert_eq!(named, variants, "{name}");
+        // The log axis from its own tick labels under the plotting area.
+        let under = |t: &&Element| {
+            let y = t.number("y");
+            t.get("text-anchor") == "middle" && y > frame.bottom && y < frame.bottom + 20.0
+        };
+        let ticks: Vec<(f64, f64)> = texts
+            .filter(under)
+            .map(|t| (t.text.parse::<f64>().unwrap(), t.number("x")))
+            .collect();
+        assert!(
+            ticks.iter().any(|(v, _)| *v == 1.0),
+            "{name}: no tick at 1.0"
+        );
+        let x_of = axis_from(&ticks, true);
+        let at = |x: f64, ratio: f64| (x - x_of(ratio)).abs() <= 1.5;
+        let inside = |y: f64| frame.top < y && y < frame.bottom;
+        // Each row's interval: a horizontal bar, in row order.
+        let bars: Vec<Vec<(f64, f64)>> = elements
+            .iter()
+            .filter(|e| e.tag == "polyline")
+            .map(Element::points)
+            .filter(|p| p.len() == 2 && p[0].1 == p[1].1 && inside(p[0].1))
+            .collect();
+        assert_eq!(bars.len(), step.rows.len(), "{name}: a bar per row");
+        let dots: Vec<&Element> = elements.iter().filter(|e| e.tag == "circle").collect();
+        assert_eq!(dots.len(), step.rows.len(), "{name}: a ratio per row");
+        let filled: Vec<Area> = elements
+            .iter()
+            .filter(|e| e.is_filled_rect())
+            .map(Area::of_rect)
+            .collect();
+        // The ±1% band, the whole height of the plotting area.
+        let one_percent = |a: &&Area| {
+            at(a.left, 0.99) && at(a.right, 1.01) && a.top == frame.top && a.bottom == frame.bottom
+        };
+        assert!(
+            filled.iter().any(|a| one_percent(&a)),
+            "{name}: no ±1% band"
+        );
+        for (row, (bar, dot)) in step.rows.iter().zip(bars.iter().zip(&dots)) {
+            let (paired, variant) = (&row.paired, &row.comparison);
+            assert!(
+                at(bar[0].0, paired.low) && at(bar[1].0, paired.high),
+                "{name} {variant}: {bar:?} for {paired:?}"
+            );
+            assert!(
+                at(dot.number("cx"), paired.ratio),
+                "{name} {variant}: {dot:?}"
+            );
+            assert_eq!(
+                dot.number("cy"),
+                bar[0].1,
+                "{name} {variant}: the ratio on its bar"
+            );
+            // The range the A/A pair explains, within the row.
+            let control = report.control.paired(variant).context("an A/A pair")?;
+            let placement = Placement::of(control);
+            let band = |a: &&Area| {
+                at(a.left, placement.low)
+                    && at(a.right, placement.high)
+                    && a.top < bar[0].1
+                    && bar[0].1 < a.bottom
+            };
+            assert!(
+                filled.iter().any(|a| band(&a)),
+                "{name} {variant}: no A/A band"
+            );
+            // The instruction ratio, an open diamond centred below the bar.
+            let instructions = row.instructions.context("callgrind counted every row")?;
+            let diamond = |p: &Vec<(f64, f64)>| {
+                p.len() == 5
+                    && at(p[0].0, instructions)
+                    && p[0].1 > bar[0].1
+                    && p[2].1 < bar[0].1 + ROW_HALF
+            };
+            let diamonds = elements
+                .iter()
+                .filter(|e| e.tag == "polyline")
+                .map(Element::points);
+            assert_eq!(
+                diamonds.filter(diamond).count(),
+                1,
+                "{name} {variant}: instructions"
+            );
+        }
+    }
+    // The report's figure: the whole series' panel, then one per patch.
+    let figure = forest::report_svg(&report, &whole)?;
+    assert_every_mark_visible(&figure);
+    assert_eq!(frames(&elements(&figure)).len(), 1 + report.patches.len());
+    Ok(())
+}
+
+/// Half a row of the forest plot: the instruction diamond lies below the bar, within its row.
+const ROW_HALF: f64 = 16.0;
+
+/// The PNG that a pull request's description shows: the SVG's size at twice the pixels, text
+/// drawn with the font it carries, and each ratio's dot where the SVG puts it, in its colour.
+#[test]
+fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
+    use xtask::bench_report::forest;
+    let report = report_of(true)?;
+    let step = report
+        .patches
+        .iter()
+        .find(|s| s.patch == "0008")
+        .context("0008")?;
+    let svg = forest::svg(&[step], &report.control)?;
+    let png = forest::png(&svg)?;
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&png)?;
+    let root = &elements(&svg)[0];
+    let scale = forest::PNG_SCALE as f64;
+    assert_eq!(
+        (pixmap.width() as f64, pixmap.height() as f64),
+        (root.number("width") * scale, root.number("height") * scale)
+    );
+    let pixel = |x: f64, y: f64| {
+        let p = pixmap
+            .pixel((x * scale) as u32, (y * scale) as u32)
+            .unwrap();
+        (p.red(), p.green(), p.blue())
+    };
+    // Each dot in its colour: the faster top_p green, the rest as the SVG says.
+    for dot in elements(&svg).iter().filter(|e| e.tag == "circle") {
+        let fill = dot.get("fill").trim_start_matches('#');
+        let channel = |i: usize| u8::from_str_radix(&fill[i..i + 2], 16).unwrap();
+        let (r, g, b) = pixel(dot.number("cx"), dot.number("cy"));
+        let near = |a: u8, b: u8| a.abs_diff(b) <= 8;
+        assert!(
+            near(r, channel(0)) && near(g, channel(2)) && near(b, channel(4)),
+            "{dot:?}: {r} {g} {b}"
+        );
+    }
+    // The title is drawn: without a font, resvg would leave its line blank.
+    let title = elements(&svg)
+        .into_iter()
+        .find(|e| e.tag == "text")
+        .context("a title")?;
+    let (x, y) = (title.number("x"), title.number("y"));
+    let dark = (0..300)
+        .flat_map(|dx| (0..14).map(move |dy| (x + dx as f64, y + dy as f64)))
+        .filter(|&(x, y)| pixel(x, y).0 < 100)
+        .count();
+    assert!(
+        dark > 200,
+        "{dark} dark pixels in the title `{}`",
+        title.text
+    );
+    Ok(())
+}

@@ -13,6 +13,7 @@ use crate::project::Layout;
 pub mod chart;
 mod criterion;
 pub mod data;
+pub mod forest;
 mod measure;
 pub mod render;
 pub mod stats;
@@ -67,6 +68,23 @@ pub fn steps(
     for step in patches {
         step.rows = step_rows(step, Some(control), rounds, counts);
     }
+}
+
+/// The whole series against the published crates at the real vocabulary, from the same rounds
+/// and counts as the steps and weighed the same way, as the forest plot's first panel.
+pub fn whole_series(
+    control: &PatchStep,
+    rounds: &BTreeMap<String, PointRounds>,
+    counts: &Counts,
+) -> PatchStep {
+    let mut whole = PatchStep {
+        patch: SERIES_POINT.to_string(),
+        subject: "the whole series".to_string(),
+        before: PUBLISHED_POINT.to_string(),
+        ..PatchStep::default()
+    };
+    whole.rows = step_rows(&whole, Some(control), rounds, counts);
+    whole
 }
 
 /// `step`'s rows, weighed against `control`'s where given.
@@ -213,6 +231,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let mut control = PatchStep::control();
     steps(&mut control, &mut patches, &point_rounds, &counts);
+    let whole = whole_series(&control, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
     let decode = if settings.model_on_disk {
@@ -258,11 +277,14 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     std::fs::write(&path, &markdown)?;
     let data = data_path(layout);
     std::fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
-    let chart = layout.target().join("bench-scaling.svg");
+    let chart = layout.target().join(chart::SVG);
     std::fs::write(&chart, chart::svg(&rows)?)?;
+    let forest = layout.target().join(forest::SVG);
+    std::fs::write(&forest, forest::report_svg(&report, &whole)?)?;
     print!("{markdown}");
-    let (path, data, chart) = (path.display(), data.display(), chart.display());
-    eprintln!("wrote {path}, {data} and {chart}");
+    let (path, data) = (path.display(), data.display());
+    let (chart, forest) = (chart.display(), forest.display());
+    eprintln!("wrote {path}, {data}, {chart} and {forest}");
     Ok(())
 }
 

@@ -206,9 +206,18 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
     ];
     out += &table(rows, columns);
     out += &format!(
+        "\n![Time per call against vocabulary on a log axis, a panel per comparison]({})\n",
+        super::chart::SVG
+    );
+    out += &format!(
         "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
          the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
         setting(report, Some(Greedy::After("every branch that has 0001")))
+    );
+    out += &format!(
+        "\n![Each step's time ratio per variant with its 95% interval, on a log axis over the ±1% \
+         band and what two builds of identical code differ by, with the instruction ratio]({})\n",
+        super::forest::SVG
     );
     out += &control_section(&report.control);
     for step in &report.patches {
