@@ -5,7 +5,7 @@
 mod common;
 mod kept;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use common::stack::*;
 use common::*;
 use xtask::pr::notes::{self, Facts, Notes};
@@ -233,6 +233,85 @@ fn toy_report() -> xtask::bench_report::data::Report {
         ],
         decode: None,
     }
+}
+
+/// Each branch's folder gets its step's forest plot as a PNG where the bench report measured
+/// that step against the branch's parent, and the console says to attach it; without a report,
+/// or for a step measured against another point, there is no picture and nothing is said.
+#[test]
+fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Result<()> {
+    use xtask::bench_report::forest::{self, write_step_png, PNG};
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let report = toy_report();
+    let out = tempfile::tempdir()?;
+    let facts = |bench| Facts {
+        call_sites: None,
+        real_model: None,
+        bench,
+    };
+    let options = pr::Options::default();
+    let folder = |entry: &stack::Entry| out.path().join(&entry.branch);
+    for entry in &prepared.stack {
+        std::fs::create_dir_all(folder(entry))?;
+        let parent = entry.parent.map(|p| prepared.stack[p].patch.number());
+        assert_eq!(
+            write_step_png(None, entry.patch.number(), parent, &folder(entry))?,
+            None
+        );
+    }
+    let said = |facts: &Facts| render::next_steps(&options, &prepared.stack, out.path(), facts);
+    assert!(!said(&facts(None)).contains(PNG), "{}", said(&facts(None)));
+    for entry in &prepared.stack {
+        let parent = entry.parent.map(|p| prepared.stack[p].patch.number());
+        let written = write_step_png(Some(&report), entry.patch.number(), parent, &folder(entry))?;
+        assert_eq!(written, Some(folder(entry).join(PNG)));
+        // The picture is the step's own panel, the one measured against the branch's parent,
+        // and not blank.
+        let png = std::fs::read(folder(entry).join(PNG))?;
+        let step = report
+            .patches
+            .iter()
+            .find(|s| s.patch == entry.patch.number());
+        let panel = forest::svg(&[step.context("the step")?], &report.control)?;
+        assert!(
+            png == forest::png(&panel)?,
+            "{}: another picture",
+            entry.branch
+        );
+        let pixmap = resvg::tiny_skia::Pixmap::decode_png(&png)?;
+        let drawn = pixmap.pixels().iter().filter(|p| p.red() < 200).count();
+        assert!(drawn > 2000, "{}: {drawn} drawn pixels", entry.branch);
+    }
+    let text = said(&facts(Some(report.clone())));
+    assert!(
+        text.contains(&format!(
+            "attach each folder's {PNG}, its step as a forest plot"
+        )),
+        "{text}"
+    );
+    // 0002 measured against the published crates, while its branch builds on 0001: no picture.
+    let stale = prepared
+        .stack
+        .iter()
+        .position(|e| e.parent.is_some())
+        .context("0002")?;
+    let number = prepared.stack[stale].patch.number();
+    std::fs::remove_file(folder(&prepared.stack[stale]).join(PNG))?;
+    let mut measured_elsewhere = report.clone();
+    let step = measured_elsewhere
+        .patches
+        .iter_mut()
+        .find(|s| s.patch == number);
+    step.context("0002's step")?.before = "published".to_string();
+    let parent = Some(prepared.stack[0].patch.number());
+    let folder_0002 = folder(&prepared.stack[stale]);
+    assert_eq!(
+        write_step_png(Some(&measured_elsewhere), number, parent, &folder_0002)?,
+        None
+    );
+    assert!(!folder_0002.join(PNG).exists());
+    Ok(())
 }
 
 #[test]

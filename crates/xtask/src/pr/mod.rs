@@ -208,6 +208,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
         std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         std::fs::write(dir.join("body.md"), body)?;
+        // The step's forest plot, for the description; the body is complete without it.
+        let parent = entry.parent.map(|p| stack[p].patch.number());
+        let number = entry.patch.number();
+        crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &dir)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         std::fs::write(dir.join(&entry.patch.file_name), email)?;
     }

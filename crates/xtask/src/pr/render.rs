@@ -376,6 +376,16 @@ pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: 
     };
     let wrote = out.display();
     text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
+    let png = crate::bench_report::forest::PNG;
+    if stack
+        .iter()
+        .any(|e| out.join(&e.branch).join(png).is_file())
+    {
+        text += &format!(
+            "attach each folder's {png}, its step as a forest plot, to the pull request's \
+             description (GitHub takes a PNG there); the body reads complete without it\n"
+        );
+    }
     if facts.bench.is_none() {
         text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
                  --callgrind`, then pr again\n";
