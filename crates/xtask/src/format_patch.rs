@@ -94,8 +94,11 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let stack_file = branches::read(&dir)?;
     let tip = git::resolve(&repo, branch)?;
     let record = record::read(&repo)?;
-    let made = record.branches.get(branch.as_str());
-    let slots = match made.and_then(|made| Some((made.patch.clone()?, made.tip))) {
+    let made = record.branches.get(branch.as_str()).cloned();
+    let slots = match made
+        .as_ref()
+        .and_then(|made| Some((made.patch.clone()?, made.tip)))
+    {
         Some((number, made)) => one_patch(&repo, options, &patches, &number, made, tip)?,
         None => whole_series(&repo, options, &patches, &stack_file, tip)?,
     };
@@ -160,6 +163,12 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         retire(&new.join("stack.toml"), &dropped)?;
     }
     swap_in(&[(new, dir)])?;
+    // The branch's commits are in patches/ now: `pr --force-branch` may move it again.
+    let mut record = record;
+    let patch = made.and_then(|made| made.patch.clone());
+    let written_back = record::Made { patch, tip };
+    record.branches.insert(branch.clone(), written_back);
+    record::write(&repo, &record)?;
     eprint!("{}", summary(&written));
     eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
     Ok(())

@@ -392,12 +392,32 @@ fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
     );
     assert!(err.contains("format-patch"), "{err}");
     assert_eq!(branch_tip(&trip.repo, &third.branch)?, fix);
-    // Asked for by name, the branch moves, and the commit with it.
-    let prepared = make_stack(&trip.ws, &trip.repo, Existing::MoveDroppingCommits)?;
+    // Once written back, the fix is in patches/, and the branch may move.
+    commit_all(&Repository::open(&trip.ws.layout.root)?, "before")?;
+    write_back(&trip, &third.branch, &[])?;
+    let written = series::load(&trip.ws.layout.patches())?;
+    assert!(String::from_utf8_lossy(&written[2].bytes).contains("+// fix"));
+    let prepared = make_stack(&trip.ws, &trip.repo, Existing::Move)?;
     assert_eq!(
         branch_tip(&trip.repo, &third.branch)?,
         prepared.stack[2].commit
     );
+    let again = change(
+        &trip.repo,
+        &third.branch,
+        TESTS,
+        &|t| format!("{t}// again\n"),
+        Commit::OnTop("Fix it again"),
+    )?;
+    // Asked for by name, the branch moves, and the commit with it.
+    let err = make_stack(&trip.ws, &trip.repo, Existing::Move)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("Fix it again"), "{err}");
+    let prepared = make_stack(&trip.ws, &trip.repo, Existing::MoveDroppingCommits)?;
+    let tip = branch_tip(&trip.repo, &third.branch)?;
+    assert_eq!(tip, prepared.stack[2].commit);
+    assert_ne!(tip, again);
     // A branch pr made and nobody touched moves with --force-branch alone.
     make_stack(&trip.ws, &trip.repo, Existing::Move)?;
     Ok(())

@@ -374,6 +374,13 @@ pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: 
                  makes the branches, checks the base and lists the call sites\n"
             .into(),
     };
+    if let (Some(clone), Some(series)) = (&options.candle, &options.series_branch) {
+        text += &format!(
+            "made `{series}` too, every patch of the series on the base, carried ones included: \
+             `cargo xtask format-patch --candle {} --branch {series}` writes it back whole\n",
+            clone.display()
+        );
+    }
     let wrote = out.display();
     text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
     let png = crate::bench_report::forest::PNG;
