@@ -119,6 +119,31 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         }
     }
 
+    // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
+    // series written back would stop them, so nothing is written.
+    let mut kept = Vec::new();
+    for (slot, bytes, outcome) in &written {
+        if !matches!(outcome, Outcome::Dropped) {
+            let subject = series::parse_message(bytes)?.subject;
+            let file_name = series::file_name(slot.number.parse()?, &subject);
+            kept.push(Patch {
+                file_name,
+                bytes: bytes.clone(),
+            });
+        }
+    }
+    let all = |_: &Patch| true;
+    let base = "the published crates";
+    crate::branches::branches(
+        &scratch.repo,
+        start,
+        base,
+        &kept,
+        &stack_file.builds_on,
+        &all,
+    )
+    .context("written back, the series would no longer make every branch; patches/ is as it was")?;
+
     // The new folder, built aside: the patches, their notes under their new names, the rest.
     let temp = temp_in(&layout.root, "format-patch")?;
     let new = temp.path().join("patches");

@@ -482,3 +482,24 @@ fn check_names_a_stray_notes_file_a_stack_key_and_a_wrong_index_line() -> Result
     let _: Vec<Patch> = patches;
     Ok(())
 }
+
+#[test]
+fn a_write_back_that_would_break_a_branch_writes_nothing() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    // The first patch now also adds a line at the end of the tests, where the third, which
+    // branches from main, adds its test: the third's branch would no longer merge.
+    let first = &trip.prepared.stack[0];
+    let add = |t: &str| format!("{t}// Reviewed.\n");
+    change(&trip.repo, &first.branch, TESTS, &add, Commit::Amend(None))?;
+    let err = format!("{:#}", write_back(&trip, &first.branch, &[]).unwrap_err());
+    assert!(
+        err.starts_with(
+            "written back, the series would no longer make every branch; patches/ is as it was: \
+             0003-generation-Test-argmax-on-ties.patch does not merge onto the base"
+        ),
+        "{err}"
+    );
+    assert_eq!(patches_dir(&trip)?, before);
+    Ok(())
+}
