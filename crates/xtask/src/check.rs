@@ -69,7 +69,7 @@ pub fn run(layout: &Layout) -> Result<()> {
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
 pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<()> {
     let scratch = crate::trees::Scratch::new()?;
-    let mut tree = expected::published_tree(&scratch, published)?;
+    let mut tree = expected::published_tree(&scratch.repo, published)?;
     for patch in patches {
         let after = series::apply(&scratch.repo, tree, patch)?;
         series::check_index_lines(&scratch.repo, tree, after, patch)?;

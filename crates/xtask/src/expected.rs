@@ -14,9 +14,9 @@ use crate::series::{self, Patch};
 use crate::trees::Scratch;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
-pub(crate) fn published_tree(scratch: &Scratch, published: &[Published]) -> Result<Oid> {
+pub(crate) fn published_tree(repo: &Repository, published: &[Published]) -> Result<Oid> {
     let crates = published.iter().map(|p| (&*p.pin.path_in_vcs, &*p.files));
-    scratch.tree_of_crates(&crates.collect::<Vec<_>>())
+    crate::trees::tree_of_crates(repo, &crates.collect::<Vec<_>>())
 }
 
 /// A generated folder: its path, what it is in words, and its tree.
@@ -37,7 +37,7 @@ pub(crate) fn generated(
     let scratch = Scratch::new()?;
     let builds_on = branches::builds_on(&layout.patches())?;
     let label = pin::label(&crates.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
-    let unpatched = published_tree(&scratch, crates)?;
+    let unpatched = published_tree(&scratch.repo, crates)?;
     let mut tip = unpatched;
     for patch in patches {
         for path in crate::git::paths(&patch.diff()?) {
@@ -86,7 +86,9 @@ pub(crate) fn generated(
             patches,
             &builds_on,
             &|_| true,
+            &Default::default(),
         )?;
+        let branches = branches.branches;
         // The control holds the published crates again: the same code, which crates/points
         // compiles as another module, so that it lands elsewhere in the binary.
         let names = patches.iter().map(|p| p.number().to_string());

@@ -25,18 +25,7 @@ impl Scratch {
 
     /// The tree of several crates' `files`, each crate under its own folder.
     pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
-        let mut update = git2::build::TreeUpdateBuilder::new();
-        for (prefix, files) in crates {
-            for file in files.iter() {
-                let (path, executable) = (format!("{prefix}/{}", file.path), file.executable);
-                let mode = if executable { BlobExecutable } else { Blob };
-                let (path, blob) = (path.trim_start_matches('/'), self.repo.blob(&file.data)?);
-                update.upsert(path, blob, mode);
-            }
-        }
-        // An empty tree builder writes the empty tree, which the updates start from.
-        let empty = self.repo.find_tree(self.repo.treebuilder(None)?.write()?)?;
-        Ok(update.create_updated(&self.repo, &empty)?)
+        tree_of_crates(&self.repo, crates)
     }
 
     /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
@@ -127,6 +116,22 @@ pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> 
         Ok(())
     };
     write().with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The tree of several crates' `files` in `repo`, each crate under its own folder.
+pub fn tree_of_crates(repo: &Repository, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (prefix, files) in crates {
+        for file in files.iter() {
+            let (path, executable) = (format!("{prefix}/{}", file.path), file.executable);
+            let mode = if executable { BlobExecutable } else { Blob };
+            let (path, blob) = (path.trim_start_matches('/'), repo.blob(&file.data)?);
+            update.upsert(path, blob, mode);
+        }
+    }
+    // An empty tree builder writes the empty tree, which the updates start from.
+    let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+    Ok(update.create_updated(repo, &empty)?)
 }
 
 #[cfg(test)]
