@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::fsutil::read_if_exists;
-use crate::series::{self, Patch};
+use crate::series::{self, Applied, Patch};
 
 /// A patch this workspace applies to its crates but does not propose upstream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,16 +160,37 @@ pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> 
     Ok(read(patches_dir)?.builds_on)
 }
 
-/// One patch's branch: the patch whose branch it starts from (`None`: the base), and its tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One patch's branch: the patch, the branch it starts from (`None`: the base), and its tree.
+#[derive(Clone, Debug)]
 pub(crate) struct Branch {
+    pub patch: Patch,
     pub parent: Option<usize>,
     pub tree: Oid,
 }
 
+/// What the base's repository knows of the series: the blobs the series gives on the published
+/// crates (`series::blobs`), which a three-way merge needs, and the patches a commit of the
+/// base made as they stand, as a squash merge does.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Upstream<'a> {
+    pub known: &'a [Oid],
+    pub merged: &'a [String],
+}
+
+/// The branches of a series on a base, and the patches the base already holds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Branches {
+    pub branches: Vec<Branch>,
+    /// The proposed patches whose change the base already holds, as after a merge upstream:
+    /// they get no branch, and the branches that built on them start from the base.
+    pub landed: Vec<Patch>,
+}
+
 /// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`:
 /// one branch per patch that `proposed` accepts. The others stay in the linear series, so that
-/// the patches after them apply as written, but get no branch.
+/// the patches after them apply as written, but get no branch. A patch whose context moved on
+/// the base is merged three ways from `upstream`'s blobs, as `git am -3` does. A patch the base
+/// holds already, or that `upstream` says was merged, gets no branch.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,
@@ -177,35 +198,52 @@ pub(crate) fn branches(
     patches: &[Patch],
     builds_on: &BTreeMap<String, String>,
     proposed: &dyn Fn(&Patch) -> bool,
-) -> Result<Vec<Branch>> {
+    upstream: &Upstream<'_>,
+) -> Result<Branches> {
+    let Upstream { known, merged } = *upstream;
     let mut linear = base;
-    let mut branches: Vec<Branch> = Vec::new();
-    // The patches that have a branch, in the order of `branches`.
-    let mut made: Vec<&Patch> = Vec::new();
+    let mut made = Branches::default();
     for patch in patches {
-        let (file, after) = (&patch.file_name, series::apply(repo, linear, patch)?);
+        let file = &patch.file_name;
+        // Merged upstream, as its own commit: the base holds its change, though a later one may
+        // have changed its lines again.
+        let applied = match merged.iter().any(|number| number == patch.number()) {
+            true => Applied::AlreadyThere,
+            false => series::apply_three_way(repo, linear, patch, known)?,
+        };
+        if applied == Applied::AlreadyThere {
+            if proposed(patch) {
+                made.landed.push(patch.clone());
+            }
+            continue;
+        }
+        let after = applied.tree(linear);
         if !proposed(patch) {
             linear = after;
             continue;
         }
-        let parent = builds_on.get(patch.number()).map(|wanted| {
-            made.iter()
-                .position(|p| p.number() == wanted)
-                .with_context(|| {
-                    format!(
+        let wanted = builds_on.get(patch.number());
+        let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
+        let parent = wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
+            let found = made
+                .branches
+                .iter()
+                .position(|b| b.patch.number() == wanted);
+            found.with_context(|| {
+                format!(
                     "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
                      before it"
                 )
-                })
+            })
         });
         let parent = parent.transpose()?;
-        let onto = parent.map_or(base, |index| branches[index].tree);
+        let onto = parent.map_or(base, |index| made.branches[index].tree);
         let [ancestor, ours, theirs] = [linear, onto, after].map(|id| repo.find_tree(id));
         let mut index = repo.merge_trees(&ancestor?, &ours?, &theirs?, None)?;
         if index.has_conflicts() {
             let on = match parent {
                 None => format!("the base ({base_name})"),
-                Some(i) => format!("the branch of {}", made[i].file_name),
+                Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
             };
             bail!(
                 "{file} does not merge onto {on} without a conflict: name the patch it builds on \
@@ -213,9 +251,12 @@ pub(crate) fn branches(
             );
         }
         let tree = index.write_tree_to(repo)?;
-        branches.push(Branch { parent, tree });
-        made.push(patch);
+        made.branches.push(Branch {
+            patch: patch.clone(),
+            parent,
+            tree,
+        });
         linear = after;
     }
-    Ok(branches)
+    Ok(made)
 }

@@ -106,7 +106,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     // The series again, on the published crates: the old one first, whose blobs the index lines
     // of the patches carried over name, then the new one.
     let scratch = Scratch::new()?;
-    let start = crate::expected::published_tree(&scratch, published)?;
+    let start = crate::expected::published_tree(&scratch.repo, published)?;
     let known = series::blobs(&scratch.repo, start, &patches)?;
     let (mut tree, mut written) = (start, Vec::new());
     for slot in &slots {
@@ -141,6 +141,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         &kept,
         &stack_file.builds_on,
         &all,
+        &Default::default(),
     )
     .context("written back, the series would no longer make every branch; patches/ is as it was")?;
 
@@ -200,7 +201,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
 }
 
 /// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
-fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
+pub(crate) fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
     let root = layout.root.display();
     let workspace = Repository::discover(&layout.root).with_context(|| {
         format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
@@ -469,7 +470,7 @@ fn write_slot(
         if as_written && series::check_index_lines(scratch, tree, after, old).is_ok() {
             return Ok((Some(old.bytes.clone()), Outcome::Unchanged, after));
         }
-        let bytes = email(scratch, tree, after, &old.message()?)?;
+        let bytes = series::email_of(scratch, tree, after, &old.message()?)?;
         return Ok((Some(bytes), Outcome::Followed, after));
     };
     let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
@@ -507,7 +508,7 @@ fn write_slot(
             .trim_matches('\n')
             .to_string(),
     };
-    let bytes = email(scratch, tree, after, &message)?;
+    let bytes = series::email_of(scratch, tree, after, &message)?;
     let unchanged = slot.old.as_ref().is_some_and(|old| old.bytes == bytes);
     let outcome = match unchanged {
         true => Outcome::Unchanged,
@@ -522,24 +523,6 @@ fn write_slot(
         }
     };
     Ok((Some(bytes), outcome, after))
-}
-
-/// The `git format-patch` mail of the change from `before` to `after`, with `message`.
-fn email(repo: &Repository, before: Oid, after: Oid, message: &Message) -> Result<Vec<u8>> {
-    let time = git2::Time::new(message.time.0, message.time.1);
-    let author = git2::Signature::new(&message.author_name, &message.author_email, &time)?;
-    let parent = repo.commit(
-        None,
-        &author,
-        &author,
-        "before",
-        &repo.find_tree(before)?,
-        &[],
-    )?;
-    let parent = repo.find_commit(parent)?;
-    let tree = repo.find_tree(after)?;
-    let id = repo.commit(None, &author, &author, &message.text(), &tree, &[&parent])?;
-    series::email(&repo.find_commit(id)?)
 }
 
 /// Adds `[retired.NNNN]` for each dropped patch to the stack file at `path`.

@@ -15,6 +15,7 @@ pub mod patch_use;
 pub mod pr;
 pub mod project;
 pub mod published;
+pub mod rebase;
 pub mod series;
 pub mod trees;
 pub mod vendor;

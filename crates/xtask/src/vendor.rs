@@ -29,6 +29,36 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             _ => published::read_archive(&published::fetch(layout, name, wanted)?, name, wanted)?,
         });
     }
+    // Another release: the series moves onto it first, and what it holds already retires.
+    let pinned: Vec<&Pin> = lines
+        .iter()
+        .filter_map(|line| match line {
+            Line::Pinned(pin) => Some(pin),
+            _ => None,
+        })
+        .collect();
+    let moving = published
+        .iter()
+        .zip(&pinned)
+        .any(|(new, old)| new.pin.version != old.version);
+    if moving && pinned.len() == lines.len() {
+        let old = pinned
+            .iter()
+            .map(|pin| published::load_or_fetch(layout, pin));
+        let old = old.collect::<Result<Vec<_>>>()?;
+        for (patch, moved) in crate::rebase::rebase(layout, &old, &published)? {
+            let what = match moved {
+                crate::rebase::Moved::Unchanged => continue,
+                crate::rebase::Moved::Rewritten => {
+                    "merged three ways onto the release, written again"
+                }
+                crate::rebase::Moved::Released => {
+                    "the release holds it: retired in patches/stack.toml"
+                }
+            };
+            eprintln!("[vendor] {}: {what}", patch.file_name);
+        }
+    }
     vendor(layout, &published)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     if lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {

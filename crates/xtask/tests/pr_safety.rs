@@ -75,9 +75,9 @@ fn a_missing_or_detached_base_is_refused() -> Result<()> {
 }
 
 #[test]
-fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
+fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
     let (temp, repo) = candle()?;
-    // Upstream moved: the line the first patch changes is not there any more.
+    // Upstream changed the line the first patch changes: a true conflict, three ways.
     edit(
         temp.path(),
         MODULE,
@@ -88,15 +88,15 @@ fn a_conflicting_base_names_the_patch_and_the_hunk() -> Result<()> {
     refused(
         &repo,
         "main",
-        "0001-generation-Raise-the-threshold.patch does not apply: \
-         candle-transformers/src/generation/mod.rs: hunk",
+        "0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in \
+         candle-transformers/src/generation/mod.rs",
     )?;
     let err = format!("{:#}", prepare(&repo, "main", false).unwrap_err());
     assert!(err.contains("is as it was"), "{err}");
-    assert!(
-        err.contains("temperature.and_then(|v| if v < 1e-7"),
-        "{err}"
-    );
+    // Both sides of the conflict, between git's markers.
+    assert!(err.contains("| <<<<<<<"), "{err}");
+    assert!(err.contains("temperature.filter(|v| *v >= 1e-7)"), "{err}");
+    assert!(err.contains("if v < 1e-6 { None }"), "{err}");
     Ok(())
 }
 

@@ -63,7 +63,12 @@ pub fn prepare(
     let memory = odb.add_new_mempack_backend(1000)?;
     let id = base.to_string();
     let at = format!("on `{base_name}` ({}); {clone} is as it was", short(&id));
-    let stack = stack::build(repo, base, series, contributor).context(at)?;
+    // The blobs the series gives on the published crates, which its index lines name: a patch
+    // whose context moved on the base merges three ways from them.
+    let published_tree = crate::expected::published_tree(repo, published)?;
+    let known = crate::series::blobs(repo, published_tree, &series.linear)?;
+    let built = stack::build(repo, base, series, contributor, &known).context(at)?;
+    let (stack, landed) = (built.entries, built.landed);
     let call_sites = audit::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
@@ -74,7 +79,7 @@ pub fn prepare(
     let series_tip = match &series.series_branch {
         Some(name) => Some((
             name,
-            stack::series_commits(repo, base, series, contributor)?,
+            stack::series_commits(repo, base, series, contributor, &known)?,
         )),
         None => None,
     };
@@ -102,6 +107,7 @@ pub fn prepare(
     record::write(&on_disk, &record)?;
     Ok(Prepared {
         stack,
+        landed,
         base: base_report,
         call_sites,
     })

@@ -100,6 +100,8 @@ pub enum Existing {
 #[derive(Debug)]
 pub struct Prepared {
     pub stack: Vec<Entry>,
+    /// The patches the base holds already, merged upstream: no branch is made for them.
+    pub landed: Vec<stack::Landed>,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -163,7 +165,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let fetch = |pin| published::load_or_fetch(layout, pin);
     let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
     let author = options.author.as_deref();
-    let (repo, stack, base, call_sites) = match &options.candle {
+    let (repo, stack, base, call_sites, landed) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
             let existing = match (options.force_branch, options.discard_commits) {
@@ -175,7 +177,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             let base = &options.base;
             let prepared = prepare(&repo, &published, &series, base, &contributor, existing)?;
             let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (repo, prepared.stack, base, call_sites)
+            (repo, prepared.stack, base, call_sites, prepared.landed)
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the
         // workspace's git identity stands in for the clone's.
@@ -183,8 +185,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
             let base = published_commit(&scratch, &published)?;
-            let stack = stack::build(&scratch.repo, base, &series, &contributor)?;
-            (scratch.repo, stack, None, None)
+            let stack = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
+            (scratch.repo, stack.entries, None, None, Vec::new())
         }
     };
     let facts = notes::Facts {
@@ -205,7 +207,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let dir = new.join(&entry.branch);
         std::fs::create_dir_all(&dir)?;
         let checks = checks.as_ref().map(|all| all[index].as_slice());
-        let body = render::body(&stack, index, &series.notes[index], &facts, &pins, checks);
+        let at = series
+            .patches
+            .iter()
+            .position(|p| p.number() == entry.patch.number());
+        let notes = &series.notes[at.context("a branch for a patch not proposed")?];
+        let body = render::body(&stack, index, notes, &facts, &pins, checks);
         std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         std::fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.
@@ -219,7 +226,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     std::fs::write(new.join("stack.txt"), stack_text)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    eprint!("{}{carried}", render::console(&stack, base.as_ref(), &pins));
+    let landed = render::landed(&landed);
+    eprint!(
+        "{landed}{}{carried}",
+        render::console(&stack, base.as_ref(), &pins)
+    );
     eprint!("{}", render::next_steps(options, &stack, &out, &facts));
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
@@ -269,7 +280,7 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
 /// A commit holding the published crates at their paths in candle's repository.
 fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result<Oid> {
     let repo = &scratch.repo;
-    let tree = repo.find_tree(expected::published_tree(scratch, published)?)?;
+    let tree = repo.find_tree(expected::published_tree(repo, published)?)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let time = git2::Time::new(0, 0);
     let signature = git2::Signature::new("published", "published@crates.io", &time)?;

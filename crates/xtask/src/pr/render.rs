@@ -361,6 +361,30 @@ pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> Stri
     out
 }
 
+/// The patches the base already holds, each with the commit that brought it.
+pub fn landed(landed: &[super::stack::Landed]) -> String {
+    if landed.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("Already in the base, so no branch is made for them:\n");
+    for patch in landed {
+        let number = patch.patch.number();
+        let line = match &patch.commit {
+            Some((id, subject)) => {
+                let pull = super::stack::pull_request(subject);
+                let pull = pull.map_or(String::new(), |pull| format!(", pull request {pull}"));
+                format!(
+                    "landed as {} \"{subject}\"{pull}",
+                    crate::git::short(&id.to_string())
+                )
+            }
+            None => "landed (the commit that brought it is not among the base's last 1000)".into(),
+        };
+        text += &format!("  {number}: \"{}\": {line}\n", patch.subject);
+    }
+    text
+}
+
 /// What was made and what is left to do, for the contributor.
 pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: &Facts) -> String {
     let mut text = match &options.candle {

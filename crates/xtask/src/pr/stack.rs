@@ -1,6 +1,8 @@
 //! The stack of branches, one per patch, each on the base or on the branch it builds on.
 
-use anyhow::{ensure, Result};
+use std::collections::BTreeMap;
+
+use anyhow::{ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use super::Series;
@@ -41,16 +43,46 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
     format!("{prefix}{name}")
 }
 
-/// Commits each patch's branch (`branches::branches`) in `repo`, no reference written.
+/// A proposed patch whose change the base holds already: merged upstream.
+#[derive(Clone, Debug)]
+pub struct Landed {
+    pub patch: Patch,
+    pub subject: String,
+    /// The commit of the base that brought the change, with its subject, when it is among the
+    /// base's last `LANDED_SEARCH` first-parent commits.
+    pub commit: Option<(Oid, String)>,
+}
+
+/// How far back `landed_in` looks for the commit that brought a patch's change.
+const LANDED_SEARCH: usize = 1000;
+
+/// The stack: the branches to make, and the patches the base holds already.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub entries: Vec<Entry>,
+    pub landed: Vec<Landed>,
+}
+
+/// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
+/// whose context moved on the base merges three ways from the blobs in `known`.
 pub fn build(
     repo: &Repository,
     base: Oid,
     series: &Series,
     contributor: &git2::Signature<'_>,
-) -> Result<Vec<Entry>> {
+    known: &[Oid],
+) -> Result<Built> {
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
     let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
+    // Each patch that a commit of the base made as it stands, as a squash merge does.
+    let mut merged = BTreeMap::new();
+    for patch in patches {
+        if let Some(commit) = merged_as(repo, base, patch)? {
+            merged.insert(patch.number().to_string(), commit);
+        }
+    }
+    let numbers: Vec<String> = merged.keys().cloned().collect();
     let trees = branches(
         repo,
         tree,
@@ -58,39 +90,134 @@ pub fn build(
         &series.linear,
         &series.builds_on,
         &proposed,
+        &crate::branches::Upstream {
+            known,
+            merged: &numbers,
+        },
     )?;
     let mut entries: Vec<Entry> = Vec::new();
-    for ((patch, branch), branch_tree) in patches.iter().zip(&series.branches).zip(trees) {
+    for branch_tree in trees.branches {
+        let patch = branch_tree.patch;
+        let at = patches.iter().position(|p| p.number() == patch.number());
+        let branch = &series.branches[at.context("a branch for a patch not proposed")?];
         let (message, parent) = (patch.message()?, branch_tree.parent);
         let author = author(contributor, &message)?;
         let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
         let onto = repo.find_commit(parent.map_or(base, |index| entries[index].commit))?;
         let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
         entries.push(Entry {
-            patch: patch.clone(),
+            patch,
             message,
             branch: branch.clone(),
             parent,
             commit,
         });
     }
-    ensure!(!entries.is_empty(), "no patch to make a branch of");
-    Ok(entries)
+    let mut landed = Vec::new();
+    for patch in trees.landed {
+        let commit = match merged.remove(patch.number()) {
+            Some(commit) => Some(commit),
+            None => landed_in(repo, base, &patch, known)?,
+        };
+        let subject = patch.message()?.subject;
+        landed.push(Landed {
+            patch,
+            subject,
+            commit,
+        });
+    }
+    ensure!(
+        !entries.is_empty() || !landed.is_empty(),
+        "no patch to make a branch of"
+    );
+    Ok(Built { entries, landed })
+}
+
+/// The first-parent commit of `base` that brought `patch`'s change: the oldest of those whose
+/// tree holds it, going back from `base`, whose parent's tree does not.
+fn landed_in(
+    repo: &Repository,
+    base: Oid,
+    patch: &Patch,
+    known: &[Oid],
+) -> Result<Option<(Oid, String)>> {
+    let holds = |commit: &git2::Commit<'_>| -> bool {
+        let applied = series::apply_three_way(repo, commit.tree_id(), patch, known);
+        matches!(applied, Ok(series::Applied::AlreadyThere))
+    };
+    let mut commit = repo.find_commit(base)?;
+    for _ in 0..LANDED_SEARCH {
+        let Ok(parent) = commit.parent(0) else {
+            break;
+        };
+        if !holds(&parent) {
+            let subject = commit.summary()?.unwrap_or_default().to_string();
+            return Ok(Some((commit.id(), subject)));
+        }
+        commit = parent;
+    }
+    Ok(None)
+}
+
+/// The first-parent commit of `base`, among its last `LANDED_SEARCH`, that makes `patch`'s
+/// change to the patch's files, as `git cherry` tells them: by patch id, which leaves out line
+/// numbers and whitespace.
+fn merged_as(repo: &Repository, base: Oid, patch: &Patch) -> Result<Option<(Oid, String)>> {
+    let diff = patch.diff()?;
+    let wanted = diff.patchid(None)?;
+    let paths: Vec<String> = crate::git::paths(&diff)
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut commit = repo.find_commit(base)?;
+    for _ in 0..LANDED_SEARCH {
+        let Ok(parent) = commit.parent(0) else {
+            break;
+        };
+        let mut options = git2::DiffOptions::new();
+        for path in &paths {
+            options.pathspec(path);
+        }
+        let [old, new] = [&parent, &commit].map(|c| c.tree());
+        let diff = repo.diff_tree_to_tree(Some(&old?), Some(&new?), Some(&mut options))?;
+        if diff.deltas().len() > 0 && diff.patchid(None)? == wanted {
+            let subject = commit.summary()?.unwrap_or_default().to_string();
+            return Ok(Some((commit.id(), subject)));
+        }
+        commit = parent;
+    }
+    Ok(None)
+}
+
+/// The pull request a squash-merged subject names, as in `Title (#3900)`.
+pub fn pull_request(subject: &str) -> Option<&str> {
+    let inner = subject.trim_end().strip_suffix(')')?;
+    let at = inner.rfind("(#")?;
+    let number = &inner[at + 1..];
+    number[1..]
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then_some(number)
 }
 
 /// Commits every patch of the linear series, carried ones too, one on another on `base`: a branch
-/// that holds the whole series, which `format-patch` writes back whole. Returns the tip.
+/// that holds the whole series, which `format-patch` writes back whole, less the patches the base
+/// holds already. Returns the tip.
 pub fn series_commits(
     repo: &Repository,
     base: Oid,
     series: &Series,
     contributor: &git2::Signature<'_>,
+    known: &[Oid],
 ) -> Result<Oid> {
     let mut tip = base;
     for patch in &series.linear {
         let message = patch.message()?;
         let parent = repo.find_commit(tip)?;
-        let tree = repo.find_tree(series::apply(repo, parent.tree_id(), patch)?)?;
+        let applied = series::apply_three_way(repo, parent.tree_id(), patch, known)?;
+        if applied == series::Applied::AlreadyThere {
+            continue;
+        }
+        let tree = repo.find_tree(applied.tree(parent.tree_id()))?;
         let author = author(contributor, &message)?;
         tip = repo.commit(
             None,

@@ -229,13 +229,9 @@ pub fn apply_three_way(
             let short = Oid::from_str(hex).ok()?;
             odb.exists_prefix(short, hex.len()).ok().map(Some)
         };
+        // Without the blobs it was written against, the patch applies as written or not at all.
         let (Some(before), Some(after)) = (find(&line.before), find(&line.after)) else {
-            bail!(
-                "{} cannot be merged three ways either: the blobs its index line names for {} \
-                 are unknown here\n{strict:#}",
-                patch.file_name,
-                line.path
-            );
+            return Err(strict);
         };
         let mode = if after.is_some() { 0o100644 } else { 0 };
         changes.push(merge::FileChange {
@@ -299,6 +295,25 @@ impl Applied {
             Applied::AlreadyThere => tree,
         }
     }
+}
+
+/// The `git format-patch` mail of the change from the tree `before` to the tree `after`, with
+/// `message` and its author.
+pub fn email_of(repo: &Repository, before: Oid, after: Oid, message: &Message) -> Result<Vec<u8>> {
+    let time = git2::Time::new(message.time.0, message.time.1);
+    let author = git2::Signature::new(&message.author_name, &message.author_email, &time)?;
+    let parent = repo.commit(
+        None,
+        &author,
+        &author,
+        "before",
+        &repo.find_tree(before)?,
+        &[],
+    )?;
+    let parent = repo.find_commit(parent)?;
+    let tree = repo.find_tree(after)?;
+    let id = repo.commit(None, &author, &author, &message.text(), &tree, &[&parent])?;
+    email(&repo.find_commit(id)?)
 }
 
 /// `git format-patch`'s file name for patch `number` (git's default `--filename-max-length=64`).

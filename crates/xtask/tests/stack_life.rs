@@ -1,0 +1,208 @@
+//! The stack outlives its first merge: as its pull requests land on `main` one by one, and as
+//! other pull requests move the lines around them, `pr` rebuilds what is left.
+
+mod common;
+mod kept;
+
+use anyhow::Result;
+use common::stack::*;
+use common::*;
+use git2::{Oid, Repository};
+use xtask::pr::{self, Existing, Prepared};
+
+fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
+    let series = series(stack_patches()?, "", &[("0002", "0001")])?;
+    let contributor = pr::contributor(repo, None)?;
+    pr::prepare(
+        repo,
+        &[published()?],
+        &series,
+        "main",
+        &contributor,
+        existing,
+    )
+}
+
+/// Commits on `main`, and checks out, `tree` with `message`: what GitHub's merge button and a
+/// `git pull` leave in a clone.
+fn commit_on_main(repo: &Repository, tree: Oid, message: &str) -> Result<Oid> {
+    let repo = Repository::open(repo.path())?;
+    let main = repo.head()?.peel_to_commit()?;
+    let me = git2::Signature::now("Maintainer", "maintainer@example.com")?;
+    let tree = repo.find_tree(tree)?;
+    let id = repo.commit(Some("HEAD"), &me, &me, message, &tree, &[&main])?;
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    repo.checkout_head(Some(checkout.force()))?;
+    Ok(id)
+}
+
+/// Squash-merges `branch` into `main` as GitHub does: one commit, `Title (#N)`.
+fn squash_merge(repo: &Repository, branch: &str, title: &str, number: u32) -> Result<Oid> {
+    let tip = repo.find_commit(branch_tip(repo, branch)?)?;
+    let main = repo.head()?.peel_to_commit()?;
+    let ancestor = repo.find_commit(repo.merge_base(main.id(), tip.id())?)?;
+    let mut index = repo.merge_trees(&ancestor.tree()?, &main.tree()?, &tip.tree()?, None)?;
+    assert!(!index.has_conflicts(), "{branch} merges into main");
+    let tree = index.write_tree_to(repo)?;
+    commit_on_main(repo, tree, &format!("{title} (#{number})"))
+}
+
+/// `main`'s file at `path`, edited by `edit`, committed with `message`.
+fn change_main(repo: &Repository, path: &str, edit: &dyn Fn(&str) -> String) -> Result<Oid> {
+    let main = repo.head()?.peel_to_commit()?;
+    let text = String::from_utf8(blob_at(repo, main.id(), path)?)?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert(
+        path,
+        repo.blob(edit(&text).as_bytes())?,
+        git2::FileMode::Blob,
+    );
+    let tree = update.create_updated(repo, &main.tree()?)?;
+    commit_on_main(repo, tree, "Another pull request (#3731)")
+}
+
+#[test]
+fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
+    let (_dir, repo) = candle()?;
+    let first = stack(&repo, Existing::Refuse)?;
+    let order: Vec<(String, String)> = first
+        .stack
+        .iter()
+        .map(|e| (e.branch.clone(), e.message.subject.clone()))
+        .collect();
+    assert_eq!(order.len(), 3);
+    for (merged, (branch, title)) in order.iter().enumerate() {
+        let number = 3900 + merged as u32;
+        let landed_as = squash_merge(&repo, branch, title, number)?;
+        let next = stack(&repo, Existing::Move)?;
+        assert_eq!(next.stack.len(), order.len() - merged - 1, "after {branch}");
+        let last = next.landed.last().expect("the merged patch is named");
+        assert_eq!(last.subject, *title);
+        assert_eq!(
+            last.commit,
+            Some((landed_as, format!("{title} (#{number})")))
+        );
+        assert_eq!(next.landed.len(), merged + 1);
+        // What is left starts from main, where its parent landed.
+        if let Some(entry) = next.stack.first() {
+            assert_eq!(entry.parent, None);
+            let commit = repo.find_commit(entry.commit)?;
+            assert_eq!(commit.parent_id(0)?, landed_as);
+        }
+        let summary = xtask::pr::render::landed(&next.landed);
+        assert!(
+            summary.contains(&format!("\"{title} (#{number})\", pull request #{number}")),
+            "{summary}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()> {
+    let (dir, repo) = candle()?;
+    // Another pull request rewords the comment two lines above the first patch's line.
+    change_main(&repo, MODULE, &|t| {
+        t.replace("Left as-is on purpose.", "Left as it is, on purpose.")
+    })?;
+    let prepared = stack(&repo, Existing::Refuse)?;
+    let module = String::from_utf8(blob_at(&repo, prepared.stack[0].commit, MODULE)?)?;
+    assert!(module.contains(NEW_LINE), "the first patch's change");
+    assert!(
+        module.contains("Left as it is, on purpose."),
+        "main's change"
+    );
+    assert!(prepared.landed.is_empty());
+
+    // Another changes the very line the first patch changes: a conflict, named, and the clone
+    // as it was.
+    let (dir2, repo2) = candle()?;
+    change_main(&repo2, MODULE, &|t| {
+        t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
+    })?;
+    let before = snapshot(dir2.path());
+    let err = format!("{:#}", stack(&repo2, Existing::Refuse).unwrap_err());
+    assert!(
+        err.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),
+        "{err}"
+    );
+    assert!(
+        err.contains("| <<<<<<<") && err.contains("1e-8") && err.contains("1e-6"),
+        "{err}"
+    );
+    assert!(snapshot(dir2.path()) == before, "the clone changed");
+    drop((dir, dir2));
+    Ok(())
+}
+
+#[test]
+fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let dir = ws.layout.patches();
+    std::fs::write(dir.join("stack.toml"), "[builds-on]\n\"0002\" = \"0001\"\n")?;
+    let first = xtask::series::load(&dir)?[0].clone();
+    std::fs::write(
+        dir.join(xtask::pr::notes::file_name(&first.file_name)),
+        "Notes.\n",
+    )?;
+    xtask::vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    commit_all(&Repository::init(&ws.layout.root)?, "series")?;
+    let before: Vec<_> = xtask::series::load(&dir)?;
+
+    // 0.11.2 holds the first patch's change, and a line more at the top of the module, which
+    // moves the second patch's lines.
+    let mut files = crate_files();
+    files[1] = file(
+        "Cargo.toml",
+        "[package]\nname = \"candle-transformers\"\nversion = \"0.11.2\"\n",
+    );
+    let module = String::from_utf8(published_generation())?.replace(OLD_LINE, NEW_LINE);
+    files[2] = file("src/generation/mod.rs", format!("//! 0.11.2\n{module}"));
+    let bytes = pack("candle-transformers", "0.11.2", &files)?;
+    let next = xtask::published::unpack(&bytes, "candle-transformers", "0.11.2")?;
+
+    let moved = xtask::rebase::rebase(
+        &ws.layout,
+        std::slice::from_ref(&ws.published),
+        std::slice::from_ref(&next),
+    )?;
+    use xtask::rebase::Moved;
+    let outcomes: Vec<&Moved> = moved.iter().map(|(_, m)| m).collect();
+    assert_eq!(
+        outcomes,
+        [&Moved::Released, &Moved::Rewritten, &Moved::Unchanged]
+    );
+    let after = xtask::series::load(&dir)?;
+    let names: Vec<&str> = after.iter().map(|p| p.file_name.as_str()).collect();
+    assert_eq!(
+        names,
+        [before[1].file_name.as_str(), before[2].file_name.as_str()]
+    );
+    assert_eq!(
+        after[1].bytes, before[2].bytes,
+        "the third patch keeps its bytes"
+    );
+    assert!(!dir
+        .join(xtask::pr::notes::file_name(&first.file_name))
+        .exists());
+    let stack_file = xtask::branches::read(&dir)?;
+    assert!(stack_file.builds_on.is_empty(), "{stack_file:?}");
+    let retired = &stack_file.retired["0001"];
+    assert_eq!(retired.version.as_deref(), Some("0.11.2"));
+    assert!(
+        retired.why.contains("generation: Raise the threshold"),
+        "{}",
+        retired.why
+    );
+
+    // The rest vendors onto the release, and check's proofs hold.
+    let published = std::slice::from_ref(&next);
+    xtask::vendor::vendor(&ws.layout, published)?;
+    xtask::check::check_generated(&ws.layout, published)?;
+    xtask::check::check_index_lines(published, &after)?;
+    xtask::pr::notes::check_paired(&dir, &after)?;
+    stack_file.check(&after)
+}
