@@ -79,7 +79,11 @@ pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Mer
                 let [before, ours, after] = [before?, ours?, after?];
                 let path = change.path.as_str();
                 let [a, o, t] = [&before, &ours, &after].map(|bytes| input(bytes, path));
-                let result = git2::merge_file(&a, &o, &t, None)?;
+                let mut options = git2::MergeFileOptions::new();
+                options
+                    .our_label("what it goes on")
+                    .their_label("the change");
+                let result = git2::merge_file(&a, &o, &t, Some(&mut options))?;
                 if !result.is_automergeable() {
                     let lines = conflicting_lines(result.content());
                     conflicts.push(Conflict {
@@ -134,15 +138,31 @@ fn mode(raw: i32) -> FileMode {
     }
 }
 
-/// The first conflict of a merged file, its markers included, at most 24 lines of it.
+/// The first conflict of a merged file: git's markers, and up to `SHOWN` lines of each side with
+/// the number of lines left out.
 fn conflicting_lines(content: &[u8]) -> String {
+    const SHOWN: usize = 8;
     let text = String::from_utf8_lossy(content);
-    let lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
+    let mut lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
     let mut shown = Vec::new();
-    for line in lines {
-        shown.push(format!("    | {line}"));
-        if line.starts_with(">>>>>>>") || shown.len() == 24 {
-            break;
+    let mut side: Vec<&str> = Vec::new();
+    let flush = |side: &mut Vec<&str>, shown: &mut Vec<String>| {
+        shown.extend(side.iter().take(SHOWN).map(|line| format!("    | {line}")));
+        if side.len() > SHOWN {
+            shown.push(format!("    | ... ({} more lines)", side.len() - SHOWN));
+        }
+        side.clear();
+    };
+    for line in lines.by_ref() {
+        if line.starts_with("<<<<<<<") || line.starts_with("=======") || line.starts_with(">>>>>>>")
+        {
+            flush(&mut side, &mut shown);
+            shown.push(format!("    | {line}"));
+            if line.starts_with(">>>>>>>") {
+                break;
+            }
+        } else {
+            side.push(line);
         }
     }
     shown.join("\n")

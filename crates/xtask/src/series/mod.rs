@@ -249,7 +249,7 @@ pub fn apply_three_way(
                 .iter()
                 .map(|c| format!("\n{}:\n{}", c.path, c.lines));
             bail!(
-                "{} conflicts with the tree it goes on, in {}:{}",
+                "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
                 patch.file_name,
                 conflicts
                     .iter()
