@@ -155,6 +155,53 @@ impl StackFile {
     }
 }
 
+/// `stack.toml`'s `text` with each of `retiring` under `[retired]`, and gone from `[builds-on]` and
+/// `[carried]`: a patch that built on one now builds on the base. Comments and order stay.
+pub(crate) fn retire(text: &str, retiring: &[(String, Retired)]) -> Result<String> {
+    use toml_edit::{DocumentMut, Item, Table};
+    let mut document: DocumentMut = text.parse().context("patches/stack.toml is not TOML")?;
+    for (number, retired) in retiring {
+        if let Some(table) = document
+            .get_mut("builds-on")
+            .and_then(Item::as_table_like_mut)
+        {
+            let named = table
+                .iter()
+                .filter(|(key, value)| key == number || value.as_str() == Some(number.as_str()));
+            let named: Vec<String> = named.map(|(key, _)| key.to_string()).collect();
+            for key in named {
+                table.remove(&key);
+            }
+        }
+        if let Some(table) = document
+            .get_mut("carried")
+            .and_then(Item::as_table_like_mut)
+        {
+            table.remove(number);
+        }
+        let table = document.entry("retired").or_insert_with(|| {
+            let mut table = Table::new();
+            table.set_implicit(true);
+            Item::Table(table)
+        });
+        let table = table.as_table_mut().context("[retired] must be a table")?;
+        let mut entry = Table::new();
+        entry["why"] = toml_edit::value(&retired.why);
+        let fields = [
+            ("version", &retired.version),
+            ("commit", &retired.commit),
+            ("pull", &retired.pull),
+        ];
+        for (key, value) in fields {
+            if let Some(value) = value {
+                entry[key] = toml_edit::value(value);
+            }
+        }
+        table.insert(number, Item::Table(entry));
+    }
+    Ok(document.to_string())
+}
+
 /// `[builds-on]` of `patches/stack.toml`.
 pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(read(patches_dir)?.builds_on)

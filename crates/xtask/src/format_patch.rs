@@ -132,6 +132,17 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
             });
         }
     }
+    // A dropped patch leaves `[builds-on]` (see `retire`): what built on it builds on the base.
+    let dropped_numbers: Vec<&str> = written
+        .iter()
+        .filter_map(|(slot, _, outcome)| {
+            matches!(outcome, Outcome::Dropped).then_some(slot.number.as_str())
+        })
+        .collect();
+    let mut builds_on = stack_file.builds_on.clone();
+    builds_on.retain(|patch, parent| {
+        !dropped_numbers.contains(&patch.as_str()) && !dropped_numbers.contains(&parent.as_str())
+    });
     let all = |_: &Patch| true;
     let base = "the published crates";
     crate::branches::branches(
@@ -139,7 +150,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         start,
         base,
         &kept,
-        &stack_file.builds_on,
+        &builds_on,
         &all,
         &Default::default(),
     )
@@ -191,8 +202,18 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     swap_in(&[(new, dir)])?;
     // The branch's commits are in patches/ now: `pr --force-branch` may move it again.
     let mut record = record;
-    let patch = made.and_then(|made| made.patch.clone());
-    let written_back = record::Made { patch, tip };
+    let written_back = match made {
+        Some(made) => record::Made {
+            written: Some(tip),
+            ..made
+        },
+        // Not a branch `pr` made: its commits are in patches/ from now on all the same.
+        None => record::Made {
+            patch: None,
+            tip,
+            written: None,
+        },
+    };
     record.branches.insert(branch.clone(), written_back);
     record::write(&repo, &record)?;
     eprint!("{}", summary(&written));
@@ -341,7 +362,7 @@ fn whole_series(
             .map(|p| format!("\n    {}", p.file_name))
             .collect::<String>();
         bail!(
-            "`{branch}` holds {} commits on `{base}` and none of them is {}:{names}\nwriting it \
+            "`{branch}` holds {} on `{base}` and none of them is {}:{names}\nwriting it \
              back would drop {}; if `{branch}` is a branch pr made for one patch, its record in \
              {} is missing (run `cargo xtask pr --force-branch` again); to drop them, pass \
              --drop {}",
@@ -525,22 +546,20 @@ fn write_slot(
     Ok((Some(bytes), outcome, after))
 }
 
-/// Adds `[retired.NNNN]` for each dropped patch to the stack file at `path`.
+/// Adds `[retired.NNNN]` for each dropped patch to the stack file at `path`, and takes it out of
+/// `[builds-on]` and `[carried]`.
 fn retire(path: &std::path::Path, dropped: &[&Patch]) -> Result<()> {
-    let mut text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = crate::fsutil::read_if_exists(path)?.unwrap_or_default();
+    let mut retiring = Vec::new();
     for patch in dropped {
         let subject = patch.message()?.subject;
         let retired = Retired {
             why: format!("dropped by format-patch: {subject}"),
             ..Retired::default()
         };
-        text += &format!(
-            "\n[retired.{}]\nwhy = {}\n",
-            patch.number(),
-            toml_edit::Value::from(retired.why.as_str())
-        );
+        retiring.push((patch.number().to_string(), retired));
     }
-    std::fs::write(path, text)?;
+    std::fs::write(path, crate::branches::retire(&text, &retiring)?)?;
     Ok(())
 }
 

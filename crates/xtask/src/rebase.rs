@@ -3,7 +3,6 @@
 //! and written again, and the others keep their bytes.
 
 use anyhow::{Context, Result};
-use toml_edit::{DocumentMut, Item, Table};
 
 use crate::expected::published_tree;
 use crate::fsutil::{swap_in, temp_in};
@@ -92,49 +91,18 @@ pub fn rebase(
         }
     }
     let stack = crate::fsutil::read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
-    let stack = retire(&stack, &released, &label, version)?;
+    let mut retiring = Vec::new();
+    for patch in &released {
+        let subject = patch.message()?.subject;
+        let retired = crate::branches::Retired {
+            why: format!("released in {label}: {subject}"),
+            version: Some(version.clone()),
+            ..Default::default()
+        };
+        retiring.push((patch.number().to_string(), retired));
+    }
+    let stack = crate::branches::retire(&stack, &retiring)?;
     std::fs::write(folder.join("stack.toml"), stack)?;
     swap_in(&[(folder, dir)])?;
     Ok(moved)
-}
-
-/// `stack.toml`'s text with each of `released` under `[retired]`, and gone from `[builds-on]` and
-/// `[carried]`: a patch that built on one now builds on the base, which holds it.
-fn retire(text: &str, released: &[&Patch], label: &str, version: &str) -> Result<String> {
-    let mut document: DocumentMut = text.parse().context("patches/stack.toml is not TOML")?;
-    for patch in released {
-        let number = patch.number();
-        if let Some(table) = document
-            .get_mut("builds-on")
-            .and_then(Item::as_table_like_mut)
-        {
-            let named = table
-                .iter()
-                .filter(|(key, value)| *key == number || value.as_str() == Some(number));
-            let named: Vec<String> = named.map(|(key, _)| key.to_string()).collect();
-            for key in named {
-                table.remove(&key);
-            }
-        }
-        if let Some(table) = document
-            .get_mut("carried")
-            .and_then(Item::as_table_like_mut)
-        {
-            table.remove(number);
-        }
-        let retired = document.entry("retired").or_insert_with(|| {
-            let mut table = Table::new();
-            table.set_implicit(true);
-            Item::Table(table)
-        });
-        let retired = retired
-            .as_table_mut()
-            .context("[retired] must be a table")?;
-        let mut entry = Table::new();
-        let subject = patch.message()?.subject;
-        entry["why"] = toml_edit::value(format!("released in {label}: {subject}"));
-        entry["version"] = toml_edit::value(version);
-        retired.insert(number, Item::Table(entry));
-    }
-    Ok(document.to_string())
 }

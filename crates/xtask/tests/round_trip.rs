@@ -366,7 +366,50 @@ fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -
     assert!(stack_file.retired["0003"]
         .why
         .contains("Test argmax on ties"));
-    Ok(())
+    vendor_and_check(&trip)?;
+
+    // A dropped patch leaves [builds-on] too, where it built on another.
+    commit_all(&Repository::open(&trip.ws.layout.root)?, "dropped 0003")?;
+    let first = trip
+        .repo
+        .find_commit(branch_tip(&trip.repo, "short")?)?
+        .parent(0)?;
+    trip.repo.branch("shorter", &first, false)?;
+    write_back(&trip, "shorter", &["0002"])?;
+    let stack_file = branches::read(&trip.ws.layout.patches())?;
+    assert!(stack_file.builds_on.is_empty(), "{stack_file:?}");
+    assert!(stack_file.retired.contains_key("0002"));
+    vendor_and_check(&trip)
+}
+
+#[test]
+fn fixes_written_back_one_after_another_keep_the_patch_whole() -> Result<()> {
+    let trip = trip(STACK)?;
+    let third = &trip.prepared.stack[2];
+    for (round, line) in ["// first fix", "// second fix"].iter().enumerate() {
+        let add = |t: &str| format!("{t}{line}\n");
+        change(
+            &trip.repo,
+            &third.branch,
+            TESTS,
+            &add,
+            Commit::OnTop("Fix, after review"),
+        )?;
+        write_back(&trip, &third.branch, &[])?;
+        commit_all(
+            &Repository::open(&trip.ws.layout.root)?,
+            &format!("round {round}"),
+        )?;
+    }
+    let written = series::load(&trip.ws.layout.patches())?;
+    let text = String::from_utf8_lossy(&written[2].bytes);
+    // The patch's own change, and both fixes.
+    assert!(text.contains("+fn sample_ties() -> Result<()> {"), "{text}");
+    assert!(
+        text.contains("+// first fix") && text.contains("+// second fix"),
+        "{text}"
+    );
+    vendor_and_check(&trip)
 }
 
 #[test]

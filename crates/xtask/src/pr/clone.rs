@@ -94,14 +94,20 @@ pub fn prepare(
         let made = Made {
             patch,
             tip: entry.commit,
+            written: None,
         };
         record.branches.insert(entry.branch.clone(), made);
     }
     if let Some((name, tip)) = series_tip {
         on_disk.branch(name, &on_disk.find_commit(tip)?, force)?;
-        record
-            .branches
-            .insert(name.clone(), Made { patch: None, tip });
+        record.branches.insert(
+            name.clone(),
+            Made {
+                patch: None,
+                tip,
+                written: None,
+            },
+        );
     }
     memory.reset()?;
     record::write(&on_disk, &record)?;

@@ -21,6 +21,9 @@ pub struct Made {
     pub patch: Option<String>,
     /// The commit `pr` left at the branch's tip.
     pub tip: Oid,
+    /// The tip `format-patch` last wrote back into `patches/`, if any: the commits up to it are
+    /// safe there, and `pr` may move the branch over them.
+    pub written: Option<Oid>,
 }
 
 /// Every branch `pr` made in a clone, by name.
@@ -53,9 +56,13 @@ pub fn read(repo: &Repository) -> Result<Record> {
             bail!("{shown}: [branch.\"{name}\"] needs `made = \"<commit>\"`");
         };
         let patch = field("patch").map(str::to_string);
-        record
-            .branches
-            .insert(name.to_string(), Made { patch, tip });
+        let written = field("written").and_then(|id| Oid::from_str(id).ok());
+        let made = Made {
+            patch,
+            tip,
+            written,
+        };
+        record.branches.insert(name.to_string(), made);
     }
     Ok(record)
 }
@@ -64,9 +71,8 @@ pub fn read(repo: &Repository) -> Result<Record> {
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
     let mut text = String::from(
         "# Written by `cargo xtask pr`: the branches it made in this clone, the patch each \
-         proposes\n# (none: the whole series) and the commit it made at the tip. `pr \
-         --force-branch` refuses\n# to move a branch that holds other commits; `cargo xtask \
-         format-patch` writes a\n# branch back into its patch.\n",
+         proposes\n# (none: the whole series), the commit it made at the tip, and the tip `format-patch` last\n# \
+         wrote back. `pr --force-branch` refuses to move a branch that holds other commits.\n",
     );
     for (name, made) in &record.branches {
         text += &format!("\n[branch.\"{name}\"]\n");
@@ -74,13 +80,16 @@ pub fn write(repo: &Repository, record: &Record) -> Result<()> {
             text += &format!("patch = \"{patch}\"\n");
         }
         text += &format!("made = \"{}\"\n", made.tip);
+        if let Some(written) = made.written {
+            text += &format!("written = \"{written}\"\n");
+        }
     }
     let path = path(repo);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The commits on `branch` that `pr` did not make: reachable from its tip but neither from the
-/// tip `pr` recorded for it nor from `base`. Newest first.
+/// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip
+/// `pr` recorded for it, the tip `format-patch` wrote back, or `base`. Newest first.
 pub fn hand_made(
     repo: &Repository,
     record: &Record,
@@ -96,8 +105,10 @@ pub fn hand_made(
     walk.hide(base)?;
     if let Some(made) = record.branches.get(branch) {
         // A recorded commit that is gone (the branch was rewritten and collected) hides nothing.
-        if repo.find_commit(made.tip).is_ok() {
-            walk.hide(made.tip)?;
+        for id in std::iter::once(made.tip).chain(made.written) {
+            if repo.find_commit(id).is_ok() {
+                walk.hide(id)?;
+            }
         }
     }
     let mut commits = Vec::new();
