@@ -61,7 +61,8 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
     let stack_file = branches::read(&dir)?;
     let (proposed, _) = stack_file.split_carried(patches.clone());
     let mut series = series(proposed, "", &[])?;
-    series.linear = patches;
+    series.linear = patches.clone();
+    series.whole = patches;
     series.builds_on = stack_file.builds_on;
     series.series_branch = Some("series".to_string());
     pr::prepare(

@@ -66,7 +66,7 @@ pub fn prepare(
     // The blobs the series gives on the published crates, which its index lines name: a patch
     // whose context moved on the base merges three ways from them.
     let published_tree = crate::expected::published_tree(repo, published)?;
-    let known = crate::series::blobs(repo, published_tree, &series.linear)?;
+    let known = crate::series::blobs(repo, published_tree, &series.whole)?;
     let built = stack::build(repo, base, series, contributor, &known).context(at)?;
     let (stack, landed) = (built.entries, built.landed);
     let call_sites = audit::audit(repo, base)?;

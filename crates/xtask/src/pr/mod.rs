@@ -148,7 +148,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let stack_file = crate::branches::read(&dir)?;
     stack_file.check(&all)?;
     // A carried patch gets no branch (`Series::linear`).
-    let linear = select(all, &options.patches)?;
+    let linear = select(all.clone(), &options.patches)?;
     let (patches, carried) = stack_file.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
     let load = |patch| notes::load(&dir, patch);
@@ -159,6 +159,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         patches,
         linear,
         series_branch: options.series_branch.clone(),
+        whole: all,
     };
     let carried = render::carried(&carried, &stack_file.carried)?;
     let pins = pin::read(&layout.pin())?;
@@ -252,6 +253,9 @@ pub struct Series {
     pub builds_on: std::collections::BTreeMap<String, String>,
     /// The branch that holds the whole series, if one is asked for.
     pub series_branch: Option<String>,
+    /// Every patch in `patches/`, selected or not: the blobs they give on the published crates
+    /// are what a three-way merge of any of them starts from.
+    pub whole: Vec<Patch>,
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.

@@ -62,6 +62,7 @@ pub fn series(patches: Vec<Patch>, prefix: &str, builds_on: &[(&str, &str)]) -> 
         branches: pr::branch_names(prefix, &patches)?,
         notes: vec![Notes::default(); patches.len()],
         linear: patches.clone(),
+        whole: patches.clone(),
         patches,
         builds_on: builds_on
             .iter()
