@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{PatchStep, Report};
 use xtask::bench_report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
+use xtask::bench_report::strip::Loop;
 use xtask::bench_report::{self, Counts, PointRounds};
 
 fn fixtures() -> PathBuf {
@@ -163,6 +164,22 @@ fn captured_rounds() -> Result<BTreeMap<String, PointRounds>> {
     Ok(rounds)
 }
 
+/// The captured decode loops, each as `bench-driver decode` printed its rounds.
+fn captured_loops() -> Result<Vec<Loop>> {
+    let mut loops = Vec::new();
+    for (args, output) in captured("decode")? {
+        // decode <comparison> <rounds> <tokens> <point>...
+        let points = args[4..].to_vec();
+        loops.push(Loop {
+            comparison: args[1].clone(),
+            rounds: xtask::bench_report::stats::parse_rounds(&output, 2 * points.len())?,
+            points,
+            tokens: args[3].parse()?,
+        });
+    }
+    Ok(loops)
+}
+
 /// The report as `bench-report` assembles it, from the captured rounds and counts.
 fn report_of(with_model: bool) -> Result<Report> {
     let rounds = captured_rounds()?;
@@ -170,21 +187,17 @@ fn report_of(with_model: bool) -> Result<Report> {
     let mut steps = captured_series();
     bench_report::steps(&mut control, &mut steps, &rounds, &captured_counts()?);
     let mut whole = Vec::new();
-    for (args, output) in captured("decode")? {
-        // decode <comparison> <rounds> <tokens> <point>...
-        let (comparison, tokens, points) = (&args[1], args[3].parse()?, &args[4..]);
+    for decode in captured_loops()? {
         assert_eq!(
-            points,
-            bench_report::decode_points(comparison, &steps),
+            decode.points,
+            bench_report::decode_points(&decode.comparison, &steps),
             "the points the report decodes with"
         );
-        let rounds = xtask::bench_report::stats::parse_rounds(&output, 2 * points.len())?;
-        let between = |before: &str, after: &str| {
-            bench_report::decode_between(comparison, points, &rounds, tokens, before, after)
-        };
+        let between =
+            |before: &str, after: &str| bench_report::decode_between(&decode, before, after);
         whole.push(between("published", "series")?);
         for step in steps.iter_mut() {
-            if bench_report::faster(step, comparison) {
+            if bench_report::faster(step, &decode.comparison) {
                 step.decode.push(between(&step.before, &step.patch)?);
             }
         }
@@ -226,6 +239,10 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     // Without the model the decode loop says why it is missing; the rest is the same.
     let without = bench_report::render::report(&rows, &report_of(false)?, &profile);
     expect_test::expect_file!["snapshots/bench-report-without-the-model.md"].assert_eq(&without);
+    assert!(
+        !without.contains(bench_report::strip::SVG),
+        "no strips to link"
+    );
     // What `pr` reads back, weighed again by today's rules, is what was written, as the same
     // document.
     let json = serde_json::to_string(&report)?;
@@ -936,31 +953,7 @@ fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
         .find(|s| s.patch == "0008")
         .context("0008")?;
     let svg = forest::svg(&[step], &report.control)?;
-    let png = forest::png(&svg)?;
-    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&png)?;
-    let root = &elements(&svg)[0];
-    let scale = forest::PNG_SCALE as f64;
-    assert_eq!(
-        (pixmap.width() as f64, pixmap.height() as f64),
-        (root.number("width") * scale, root.number("height") * scale)
-    );
-    let pixel = |x: f64, y: f64| {
-        let p = pixmap
-            .pixel((x * scale) as u32, (y * scale) as u32)
-            .unwrap();
-        (p.red(), p.green(), p.blue())
-    };
-    // Each dot in its colour: the faster top_p green, the rest as the SVG says.
-    for dot in elements(&svg).iter().filter(|e| e.tag == "circle") {
-        let fill = dot.get("fill").trim_start_matches('#');
-        let channel = |i: usize| u8::from_str_radix(&fill[i..i + 2], 16).unwrap();
-        let (r, g, b) = pixel(dot.number("cx"), dot.number("cy"));
-        let near = |a: u8, b: u8| a.abs_diff(b) <= 8;
-        assert!(
-            near(r, channel(0)) && near(g, channel(2)) && near(b, channel(4)),
-            "{dot:?}: {r} {g} {b}"
-        );
-    }
+    let pixel = assert_dots_in_their_colours(&svg)?;
     // The title is drawn: without a font, resvg would leave its line blank.
     let title = elements(&svg)
         .into_iter()
@@ -977,4 +970,167 @@ fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
         title.text
     );
     Ok(())
+}
+
+/// Renders `svg` as `forest::png` does and checks the PNG: the SVG's size at `PNG_SCALE` times
+/// the pixels, and each dot in its colour where the SVG puts it. Returns the PNG's colour at an
+/// SVG pixel.
+fn assert_dots_in_their_colours(svg: &str) -> Result<impl Fn(f64, f64) -> (u8, u8, u8)> {
+    use xtask::bench_report::forest;
+    let pixmap = resvg::tiny_skia::Pixmap::decode_png(&forest::png(svg)?)?;
+    let root = &elements(svg)[0];
+    let scale = forest::PNG_SCALE as f64;
+    assert_eq!(
+        (pixmap.width() as f64, pixmap.height() as f64),
+        (root.number("width") * scale, root.number("height") * scale)
+    );
+    let pixel = move |x: f64, y: f64| {
+        let p = pixmap
+            .pixel((x * scale) as u32, (y * scale) as u32)
+            .unwrap();
+        (p.red(), p.green(), p.blue())
+    };
+    for dot in elements(svg).iter().filter(|e| e.tag == "circle") {
+        let fill = dot.get("fill").trim_start_matches('#');
+        let channel = |i: usize| u8::from_str_radix(&fill[i..i + 2], 16).unwrap();
+        let (r, g, b) = pixel(dot.number("cx"), dot.number("cy"));
+        let near = |a: u8, b: u8| a.abs_diff(b) <= 8;
+        assert!(
+            near(r, channel(0)) && near(g, channel(2)) && near(b, channel(4)),
+            "{dot:?}: {r} {g} {b}"
+        );
+    }
+    Ok(pixel)
+}
+
+/// The decode loop's strips from the captured rounds: a panel per comparison, a strip per point
+/// under its name, a dot per round where the time axis drawn beside it puts that round's ms per
+/// token, left to right in the order the rounds ran, and the sampler's bar hung from the strip's
+/// median, as high as the sampler's median ms per token.
+#[test]
+fn the_decode_strips_draw_every_round_where_its_time_says() -> Result<()> {
+    use xtask::bench_report::strip;
+    let mut loops = captured_loops()?;
+    // A second panel, of two points, below the first: the captured rounds of the published
+    // crates and the series alone.
+    let mut two = loops[0].clone();
+    two.comparison = "top_p, published and series".to_string();
+    two.points.truncate(2);
+    two.rounds.iter_mut().for_each(|r| r.truncate(4));
+    loops.push(two);
+    let svg = strip::svg(&loops)?;
+    assert_every_mark_visible(&svg);
+    // As a PNG too, each round's dot in its side's colour.
+    let _pixel = assert_dots_in_their_colours(&svg)?;
+    let elements = elements(&svg);
+    let frames = frames(&elements);
+    assert_eq!(frames.len(), loops.len(), "a plotting area per comparison");
+    let texts: Vec<&Element> = elements.iter().filter(|e| e.tag == "text").collect();
+    let circles: Vec<&Element> = elements.iter().filter(|e| e.tag == "circle").collect();
+    let rounds: usize = loops.iter().map(|l| l.rounds.len() * l.points.len()).sum();
+    assert_eq!(circles.len(), rounds, "a dot per round and side, no more");
+    for (frame, decode) in frames.iter().zip(&loops) {
+        let name = &decode.comparison;
+        // The time axis from its own tick labels left of the plotting area, in ms.
+        let left = |t: &&&Element| {
+            let (x, y) = (t.number("x"), t.number("y"));
+            x < frame.left && x > frame.left - 60.0 && frame.top <= y && y <= frame.bottom
+        };
+        let tick = |t: &&Element| Some((tick_value(&t.text)? / 1e6, t.number("y")));
+        let ticks: Vec<(f64, f64)> = texts.iter().filter(left).filter_map(tick).collect();
+        assert!(ticks.len() >= 3, "{name}: time ticks {ticks:?}");
+        let y_of = axis_from(&ticks, false);
+        // Each strip's name just below the plotting area, in the order the points ran.
+        let under = |t: &&&Element| {
+            let y = t.number("y");
+            t.get("text-anchor") == "middle" && y > frame.bottom && y < frame.bottom + 16.0
+        };
+        let names: Vec<(&str, f64)> = texts
+            .iter()
+            .filter(under)
+            .map(|t| (t.text.as_str(), t.number("x")))
+            .collect();
+        let points: Vec<String> = decode.points.iter().map(|p| point_words(p)).collect();
+        let named: Vec<&str> = names.iter().map(|n| n.0).collect();
+        assert_eq!(named, points, "{name}: a strip per point, named");
+        // What lies in the plotting area belongs to the strip whose name is nearest.
+        let strip_of = |x: f64| {
+            let distance = |n: &(&str, f64)| (n.1 - x).abs();
+            let nearest = names
+                .iter()
+                .min_by(|a, b| distance(a).total_cmp(&distance(b)));
+            nearest.map(|n| n.0)
+        };
+        let inside =
+            |x: f64, y: f64| frame.left < x && x < frame.right && frame.top < y && y < frame.bottom;
+        for (point, words) in decode.points.iter().zip(&points) {
+            // The rounds as the fixture holds them: a side's total and sampler ns for `tokens`.
+            let column = 2 * decode.points.iter().position(|p| p == point).unwrap();
+            let per_token = |ns: f64| ns / decode.tokens as f64 / 1e6;
+            let ms: Vec<f64> = decode.rounds.iter().map(|r| per_token(r[column])).collect();
+            let sampler =
+                bench_report::stats::median(decode.rounds.iter().map(|r| per_token(r[column + 1])));
+            let median = bench_report::stats::median(&ms);
+            let mut dots: Vec<(f64, f64)> = circles
+                .iter()
+                .map(|c| (c.number("cx"), c.number("cy")))
+                .filter(|&(x, y)| inside(x, y) && strip_of(x) == Some(words.as_str()))
+                .collect();
+            dots.sort_by(|a, b| a.0.total_cmp(&b.0));
+            assert_eq!(dots.len(), ms.len(), "{name} {point}: a dot per round");
+            for (round, ((x, y), ms)) in dots.iter().zip(&ms).enumerate() {
+                assert!(
+                    (y - y_of(*ms)).abs() <= 1.0,
+                    "{name} {point} round {round}: {ms} ms drawn at y {y}, not {}",
+                    y_of(*ms)
+                );
+                // Side by side, left to right as the rounds ran: no dot hides another.
+                let next = dots.get(round + 1).map_or(f64::INFINITY, |d| d.0);
+                assert!(next - x >= 2.0 * DOT_RADIUS, "{name} {point}: {dots:?}");
+            }
+            // The sampler's bar: hung from the median, as high as its ms per token on the axis.
+            let bars: Vec<Area> = elements
+                .iter()
+                .filter(|e| e.is_filled_rect())
+                .map(Area::of_rect)
+                .filter(|a| inside(a.left, a.top) && inside(a.right, a.bottom))
+                .filter(|a| strip_of((a.left + a.right) / 2.0) == Some(words.as_str()))
+                .collect();
+            let [bar] = bars[..] else {
+                panic!("{name} {point}: {} bars", bars.len());
+            };
+            let height = y_of(median - sampler) - y_of(median);
+            assert!(
+                (bar.top - y_of(median)).abs() <= 1.0,
+                "{name} {point}: the bar's top at {}, the median {median} ms at {}",
+                bar.top,
+                y_of(median)
+            );
+            assert!(
+                (bar.bottom - bar.top - height.max(1.0)).abs() <= 1.0,
+                "{name} {point}: the bar {} high, {sampler} ms is {height}",
+                bar.bottom - bar.top
+            );
+            // Beside the dots, to their right, and said in words under the strip.
+            assert!(dots.iter().all(|d| d.0 + DOT_RADIUS < bar.left));
+            let said = format!("sampler {sampler:.2} ms a token");
+            assert!(
+                texts.iter().any(|t| t.text.starts_with(&said)),
+                "{name} {point}: no `{said}`"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A round's dot in the strip plot.
+const DOT_RADIUS: f64 = 4.0;
+
+/// A point as the figures name it.
+fn point_words(point: &str) -> String {
+    match point {
+        "published" => "the published crates".to_string(),
+        "series" => "the whole series".to_string(),
+        number => format!("the branch of {number}"),
+    }
 }

@@ -22,12 +22,14 @@ type Line = (&'static str, RGBColor, u32, fn(&Row) -> Option<f64>);
 /// Each line's marks are smaller than the line's before, and drawn after them, so that where two
 /// sides take the same time both marks still show, one as a ring around the other.
 const LINES: [Line; 3] = [
-    ("published", RGBColor(200, 60, 40), 5, |r| {
-        Some(r.published_ns)
-    }),
-    ("series", RGBColor(40, 110, 200), 3, |r| Some(r.series_ns)),
+    ("published", PUBLISHED, 5, |r| Some(r.published_ns)),
+    ("series", SERIES, 3, |r| Some(r.series_ns)),
     ("floor", RGBColor(90, 90, 90), 2, |r| r.floor_ns),
 ];
+
+/// The published point's colour and the series', here and in the decode loop's strips.
+pub const PUBLISHED: RGBColor = RGBColor(200, 60, 40);
+pub const SERIES: RGBColor = RGBColor(40, 110, 200);
 
 /// What the chart says when there is nothing to draw.
 pub const NO_DATA: &str = "no CPU measurements: run `cargo bench`";
@@ -165,7 +167,7 @@ fn time_ticks(low: f64, high: f64) -> Vec<f64> {
 }
 
 /// A tick's time, "500 µs" or "2 ms": ticks are round, so no more digits than they have.
-fn tick_label(ns: f64) -> String {
+pub(super) fn tick_label(ns: f64) -> String {
     let round = |v: f64| (v * 1000.0).round() / 1000.0;
     match ns {
         ns if ns >= 1e6 => format!("{} ms", round(ns / 1e6)),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::Layout;
@@ -17,11 +17,13 @@ pub mod forest;
 mod measure;
 pub mod render;
 pub mod stats;
+pub mod strip;
 
 pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
 use measure::Driver;
 use stats::{median, parse_rounds, Paired, Verdict};
+use strip::Loop;
 
 /// How many paired rounds `bench-driver pair` times per row.
 pub const ROUNDS: usize = 201;
@@ -131,37 +133,23 @@ pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
     points
 }
 
-/// The decode loop between two points, from rounds of a total and a sampler time per point.
-pub fn decode_between(
-    comparison: &str,
-    points: &[String],
-    rounds: &[Vec<f64>],
-    tokens: u64,
-    before: &str,
-    after: &str,
-) -> Result<Decode> {
-    // A round holds two columns per point: its total time, then its sampler's time.
-    let index = |name: &str| {
-        let i = points.iter().position(|p| p == name).map(|i| 2 * i);
-        i.with_context(|| format!("the decode loop did not run the point {name}"))
-    };
-    let (b, a) = (index(before)?, index(after)?);
-    let column = |s: usize| -> Vec<f64> { rounds.iter().map(|r| r[s]).collect() };
-    let per_token = |s: usize| median(column(s)) / tokens as f64 / 1e6;
-    let share = |s: usize| median(rounds.iter().map(|r| r[s + 1] / r[s]));
+/// The decode loop between two points, from its rounds of a total and a sampler time per point.
+pub fn decode_between(decode: &Loop, before: &str, after: &str) -> Result<Decode> {
+    let (b, a) = (decode.per_token(before)?, decode.per_token(after)?);
+    let tokens = |side: &[(f64, f64)]| -> Vec<f64> { side.iter().map(|r| r.0).collect() };
+    let share = |side: &[(f64, f64)]| median(side.iter().map(|(ms, sampler)| sampler / ms));
     // A token's time before, less what the sampler saves.
-    let saved = |r: &Vec<f64>| r[b + 1] - r[a + 1];
-    let sampler_only: Vec<f64> = rounds.iter().map(|r| r[b] - saved(r)).collect();
+    let sampler_only: Vec<f64> = b.iter().zip(&a).map(|(b, a)| b.0 - (b.1 - a.1)).collect();
     Ok(Decode {
-        comparison: comparison.to_string(),
+        comparison: decode.comparison.clone(),
         before: before.to_string(),
         after: after.to_string(),
-        before_ms: per_token(b),
-        after_ms: per_token(a),
-        before_share: share(b),
-        after_share: share(a),
-        per_token: Paired::between(&column(b), &column(a)),
-        sampler_only: Paired::between(&column(b), &sampler_only),
+        before_ms: median(tokens(&b)),
+        after_ms: median(tokens(&a)),
+        before_share: share(&b),
+        after_share: share(&a),
+        per_token: Paired::between(&tokens(&b), &tokens(&a)),
+        sampler_only: Paired::between(&tokens(&b), &sampler_only),
     })
 }
 
@@ -234,18 +222,23 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let whole = whole_series(&control, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
+    let mut loops = Vec::new();
     let decode = if settings.model_on_disk {
         let mut whole = Vec::new();
         for comparison in point_rounds.keys() {
             let points = decode_points(comparison, &patches);
-            let rounds = driver.decode(comparison, &points)?;
-            let between = |before: &str, after: &str| {
-                decode_between(comparison, &points, &rounds, tokens, before, after)
+            let decode = Loop {
+                comparison: comparison.clone(),
+                rounds: driver.decode(comparison, &points)?,
+                points,
+                tokens,
             };
-            whole.push(between(PUBLISHED_POINT, SERIES_POINT)?);
+            whole.push(decode_between(&decode, PUBLISHED_POINT, SERIES_POINT)?);
             for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-                step.decode.push(between(&step.before, &step.patch)?);
+                step.decode
+                    .push(decode_between(&decode, &step.before, &step.patch)?);
             }
+            loops.push(decode);
         }
         Some(whole)
     } else {
@@ -281,10 +274,18 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     std::fs::write(&chart, chart::svg(&rows)?)?;
     let forest = layout.target().join(forest::SVG);
     std::fs::write(&forest, forest::report_svg(&report, &whole)?)?;
+    // The decode loop's strips where it ran; none left from an earlier run where it did not.
+    let strips = layout.target().join(strip::SVG);
+    let mut wrote = vec![path, data, chart, forest];
+    if report.decode.is_some() {
+        std::fs::write(&strips, strip::svg(&loops)?)?;
+        wrote.push(strips);
+    } else if strips.exists() {
+        std::fs::remove_file(&strips)?;
+    }
     print!("{markdown}");
-    let (path, data) = (path.display(), data.display());
-    let (chart, forest) = (chart.display(), forest.display());
-    eprintln!("wrote {path}, {data}, {chart} and {forest}");
+    let wrote: Vec<String> = wrote.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("wrote {}", wrote.join(", "));
     Ok(())
 }
 

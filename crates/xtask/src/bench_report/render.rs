@@ -240,6 +240,11 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
             report.model, report.decode_tokens, report.decode_rounds
         );
         out += &table(whole, &DECODE_COLUMNS);
+        out += &format!(
+            "\n![Each round's ms per token on each side, a panel per comparison, with the \
+             sampler's ms per token as a bar hung from each side's median]({})\n",
+            super::strip::SVG
+        );
         for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
             out += &step_heading(step, ", for what it makes faster per call");
             out += &table(&step.decode, &DECODE_COLUMNS);
