@@ -89,6 +89,13 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             let commit = repo.find_commit(entry.commit)?;
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
+        if next.stack.is_empty() {
+            let console = xtask::pr::render::console(&next.stack, None, &[]);
+            assert_eq!(
+                console,
+                "No pull request is left to open: the base holds every patch.\n"
+            );
+        }
         let summary = xtask::pr::render::landed(&next.landed);
         assert!(
             summary.contains(&format!("\"{title} (#{number})\", pull request #{number}")),

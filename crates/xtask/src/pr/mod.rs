@@ -238,7 +238,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
-    ensure!(failed.is_empty(), "--verify failed: {}", failed.join("; "));
+    ensure!(
+        failed.is_empty(),
+        "--verify failed: {}\nfix each on its branch in the clone and commit, write it back with \
+         `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr --verify again",
+        failed.join("; ")
+    );
     Ok(())
 }
 

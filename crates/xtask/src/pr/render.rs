@@ -320,7 +320,10 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
 
 /// The console report: the order to open the pull requests in, and how the base relates to the pin.
 pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> String {
-    let mut out = String::from("Open the pull requests in this order:\n");
+    let mut out = match stack.is_empty() {
+        true => String::from("No pull request is left to open: the base holds every patch.\n"),
+        false => String::from("Open the pull requests in this order:\n"),
+    };
     for (index, entry) in (1..).zip(stack) {
         let depends = match entry.parent {
             None => "on the base alone".to_string(),
