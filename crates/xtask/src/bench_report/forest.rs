@@ -162,9 +162,10 @@ impl Axis {
     /// Round ratios within the axis, 1.0 first and then outwards, each far enough from the last
     /// that their labels do not touch.
     fn ticks(&self) -> Vec<f64> {
-        const ROUND: [f64; 27] = [
-            0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01, 1.02,
-            1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+        // 0.85 and 1.15 too: a step at 0.854 on an axis from 0.82 had no label near it.
+        const ROUND: [f64; 29] = [
+            0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01,
+            1.02, 1.05, 1.1, 1.15, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0,
         ];
         const APART: i32 = 46;
         let within = |v: &&f64| (self.low..=self.high).contains(*v);
