@@ -108,6 +108,18 @@ impl StackFile {
         (proposed, carried)
     }
 
+    /// `[builds-on]` less every entry that names one of `numbers`, as `retire` leaves it.
+    pub fn builds_on_without(&self, numbers: &[&str]) -> BTreeMap<String, String> {
+        let named = |n: &String| numbers.contains(&n.as_str());
+        let entries = self
+            .builds_on
+            .iter()
+            .filter(|(patch, parent)| !named(patch) && !named(parent));
+        entries
+            .map(|(patch, parent)| (patch.clone(), parent.clone()))
+            .collect()
+    }
+
     /// The number a new patch takes: one past every patch's and every retired one's.
     pub fn next_number(&self, patches: &[Patch]) -> String {
         let numbers = patches

@@ -6,21 +6,20 @@
 //! series is rebuilt on the published crates, since that is what the patches describe, and a
 //! patch whose change and message stay the same keeps its bytes.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::branches::{self, Retired, StackFile};
-use crate::fsutil::{swap_in, temp_in};
 use crate::git::{self, short};
 use crate::merge::{self, Merged};
+use crate::patches_dir;
 use crate::pin;
-use crate::pr::{notes, record};
+use crate::pr::record;
 use crate::project::Layout;
 use crate::published::{self, Published};
-use crate::series::{self, Applied, Message, Patch};
+use crate::series::{self, Carried, Message, Patch};
 use crate::trees::Scratch;
 
 #[derive(Debug, clap::Args)]
@@ -58,6 +57,13 @@ struct Slot {
     drop: bool,
 }
 
+/// One slot written back: its new patch (`None`: dropped), and what happened to it.
+struct Written<'a> {
+    slot: &'a Slot,
+    patch: Option<Patch>,
+    outcome: Outcome,
+}
+
 /// What happened to one patch, as the summary shows it.
 enum Outcome {
     Unchanged,
@@ -79,16 +85,15 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 /// `run` on the published crates `published`, which the patches apply to.
 pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -> Result<()> {
     let (candle, branch) = (&options.candle, &options.branch);
-    refuse_uncommitted_patches(layout)?;
+    patches_dir::refuse_uncommitted(layout)?;
     let repo = git::open(candle)?;
     let clone = git::show(&repo);
-    let changed = git::uncommitted(&repo, None)?;
-    ensure!(
-        changed.is_empty(),
-        "{clone} has changes that are not committed ({}): commit them (or `git commit --amend`) \
-         first, since format-patch writes back commits only",
-        changed[..changed.len().min(5)].join(", ")
-    );
+    if let Some(changed) = git::dirty(&repo)? {
+        bail!(
+            "{clone} has changes that are not committed ({changed}): commit them (or `git commit \
+             --amend`) first, since format-patch writes back commits only"
+        );
+    }
     let dir = layout.patches();
     let patches = series::load(&dir)?;
     let stack_file = branches::read(&dir)?;
@@ -110,96 +115,58 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let known = series::blobs(&scratch.repo, start, &patches)?;
     let (mut tree, mut written) = (start, Vec::new());
     for slot in &slots {
-        let (bytes, outcome, after) = write_slot(&scratch.repo, &repo, tree, slot, &known)?;
-        if let Some(bytes) = bytes {
-            tree = after;
-            written.push((slot, bytes, outcome));
-        } else {
-            written.push((slot, Vec::new(), outcome));
-        }
+        let (patch, outcome, after) = write_slot(&scratch.repo, &repo, tree, slot, &known)?;
+        tree = after;
+        written.push(Written {
+            slot,
+            patch,
+            outcome,
+        });
     }
-
-    // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
-    // series written back would stop them, so nothing is written.
-    let mut kept = Vec::new();
-    for (slot, bytes, outcome) in &written {
-        if !matches!(outcome, Outcome::Dropped) {
-            let subject = series::parse_message(bytes)?.subject;
-            let file_name = series::file_name(slot.number.parse()?, &subject);
-            kept.push(Patch {
-                file_name,
-                bytes: bytes.clone(),
-            });
-        }
-    }
-    // A dropped patch leaves `[builds-on]` (see `retire`): what built on it builds on the base.
-    let dropped_numbers: Vec<&str> = written
+    let kept: Vec<(Option<String>, Patch)> = written
         .iter()
-        .filter_map(|(slot, _, outcome)| {
-            matches!(outcome, Outcome::Dropped).then_some(slot.number.as_str())
+        .filter_map(|w| {
+            Some((
+                w.slot.old.as_ref().map(|p| p.file_name.clone()),
+                w.patch.clone()?,
+            ))
         })
         .collect();
-    let mut builds_on = stack_file.builds_on.clone();
-    builds_on.retain(|patch, parent| {
-        !dropped_numbers.contains(&patch.as_str()) && !dropped_numbers.contains(&parent.as_str())
+    let retiring = written.iter().filter_map(|w| {
+        let old = w.slot.old.as_ref().filter(|_| w.patch.is_none())?;
+        Some(old.message().map(|message| {
+            let why = format!("dropped by format-patch: {}", message.subject);
+            (
+                old,
+                Retired {
+                    why,
+                    ..Retired::default()
+                },
+            )
+        }))
     });
+    let retiring = retiring.collect::<Result<Vec<_>>>()?;
+
+    // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
+    // series written back would stop them, so nothing is written. A dropped patch leaves
+    // `[builds-on]`: what built on it builds on the base.
+    let dropped: Vec<&str> = retiring.iter().map(|(p, _)| p.number()).collect();
+    let builds_on = stack_file.builds_on_without(&dropped);
+    let patches: Vec<Patch> = kept.iter().map(|(_, patch)| patch.clone()).collect();
     let all = |_: &Patch| true;
     let base = "the published crates";
-    crate::branches::branches(
+    branches::branches(
         &scratch.repo,
         start,
         base,
-        &kept,
+        &patches,
         &builds_on,
         &all,
         &Default::default(),
     )
     .context("written back, the series would no longer make every branch; patches/ is as it was")?;
+    patches_dir::rewrite(layout, &kept, &retiring)?;
 
-    // The new folder, built aside: the patches, their notes under their new names, the rest.
-    let temp = temp_in(&layout.root, "format-patch")?;
-    let new = temp.path().join("patches");
-    std::fs::create_dir(&new)?;
-    let mut renamed = BTreeMap::new();
-    for (slot, bytes, outcome) in &written {
-        if matches!(outcome, Outcome::Dropped) {
-            continue;
-        }
-        let subject = series::parse_message(bytes)?.subject;
-        let name = series::file_name(slot.number.parse()?, &subject);
-        std::fs::write(new.join(&name), bytes)?;
-        if let Some(old) = &slot.old {
-            renamed.insert(notes::file_name(&old.file_name), notes::file_name(&name));
-        }
-    }
-    let dropped: Vec<&Patch> = written
-        .iter()
-        .filter_map(|(slot, _, outcome)| {
-            matches!(outcome, Outcome::Dropped)
-                .then_some(slot.old.as_ref())
-                .flatten()
-        })
-        .collect();
-    for entry in
-        std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?
-    {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".patch") {
-            continue;
-        }
-        let dropped_notes = dropped
-            .iter()
-            .any(|p| notes::file_name(&p.file_name) == name);
-        if dropped_notes {
-            continue;
-        }
-        let target = renamed.get(&name).unwrap_or(&name);
-        std::fs::copy(dir.join(&name), new.join(target))?;
-    }
-    if !dropped.is_empty() {
-        retire(&new.join("stack.toml"), &dropped)?;
-    }
-    swap_in(&[(new, dir)])?;
     // The branch's commits are in patches/ now: `pr --force-branch` may move it again.
     let mut record = record;
     let written_back = match made {
@@ -218,27 +185,6 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     record::write(&repo, &record)?;
     eprint!("{}", summary(&written));
     eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
-    Ok(())
-}
-
-/// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
-pub(crate) fn refuse_uncommitted_patches(layout: &Layout) -> Result<()> {
-    let root = layout.root.display();
-    let workspace = Repository::discover(&layout.root).with_context(|| {
-        format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
-    })?;
-    let workdir = workspace.workdir();
-    let workdir = workdir.context("the workspace's repository is bare")?;
-    let patches = layout.patches();
-    let relative = patches.strip_prefix(workdir.canonicalize()?);
-    let relative = relative.or_else(|_| patches.strip_prefix(workdir))?;
-    let changed = git::uncommitted(&workspace, Some(&format!("{}/", relative.display())))?;
-    ensure!(
-        changed.is_empty(),
-        "patches/ has changes that are not committed ({}): commit or stash them first, since \
-         format-patch rewrites the folder",
-        changed.join(", ")
-    );
     Ok(())
 }
 
@@ -463,14 +409,19 @@ fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<Vec<Oid>> {
     Ok(walk.collect::<Result<Vec<_>, _>>()?)
 }
 
-/// One slot's new bytes (`None` when dropped), what happened to it, and the tree after it.
+/// One slot's new patch (`None` when dropped), what happened to it, and the tree after it.
 fn write_slot(
     scratch: &Repository,
     clone: &Repository,
     tree: Oid,
     slot: &Slot,
     known: &[Oid],
-) -> Result<(Option<Vec<u8>>, Outcome, Oid)> {
+) -> Result<(Option<Patch>, Outcome, Oid)> {
+    let named = |bytes: Vec<u8>| -> Result<Patch> {
+        let subject = series::parse_message(&bytes)?.subject;
+        let file_name = series::file_name(slot.number.parse()?, &subject);
+        Ok(Patch { file_name, bytes })
+    };
     let Some(source) = &slot.source else {
         let old = slot
             .old
@@ -479,20 +430,16 @@ fn write_slot(
         if slot.drop {
             return Ok((None, Outcome::Dropped, tree));
         }
-        let applied = series::apply_three_way(scratch, tree, old, known)?;
-        let after = match applied {
-            Applied::AlreadyThere => bail!(
+        let (after, carried) = series::carry(scratch, tree, old, known)?;
+        let (bytes, outcome) = match carried {
+            Carried::AlreadyThere => bail!(
                 "{}: the patches before it already make its change, which is then empty",
                 old.file_name
             ),
-            applied => applied.tree(tree),
+            Carried::Unchanged => (old.bytes.clone(), Outcome::Unchanged),
+            Carried::Rewritten(bytes) => (bytes, Outcome::Followed),
         };
-        let as_written = matches!(applied, Applied::AsWritten(_));
-        if as_written && series::check_index_lines(scratch, tree, after, old).is_ok() {
-            return Ok((Some(old.bytes.clone()), Outcome::Unchanged, after));
-        }
-        let bytes = series::email_of(scratch, tree, after, &old.message()?)?;
-        return Ok((Some(bytes), Outcome::Followed, after));
+        return Ok((Some(named(bytes)?), outcome, after));
     };
     let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
     let (onto, tip) = (onto?, tip?);
@@ -504,17 +451,12 @@ fn write_slot(
             "{} changes nothing that the patches before it do not already change",
             short(&source.tip.to_string())
         ),
-        Merged::Conflicts(conflicts) => {
-            let shown = conflicts
-                .iter()
-                .map(|c| format!("\n{}:\n{}", c.path, c.lines));
-            bail!(
-                "the change of {} does not merge into the series before patch {}:{}",
-                short(&source.tip.to_string()),
-                slot.number,
-                shown.collect::<String>()
-            )
-        }
+        Merged::Conflicts(conflicts) => bail!(
+            "the change of {} does not merge into the series before patch {}:{}",
+            short(&source.tip.to_string()),
+            slot.number,
+            merge::show(&conflicts)
+        ),
     };
     let first = clone.find_commit(source.commits[0])?;
     let author = first.author();
@@ -543,43 +485,25 @@ fn write_slot(
             }
         }
     };
-    Ok((Some(bytes), outcome, after))
-}
-
-/// Adds `[retired.NNNN]` for each dropped patch to the stack file at `path`, and takes it out of
-/// `[builds-on]` and `[carried]`.
-fn retire(path: &std::path::Path, dropped: &[&Patch]) -> Result<()> {
-    let text = crate::fsutil::read_if_exists(path)?.unwrap_or_default();
-    let mut retiring = Vec::new();
-    for patch in dropped {
-        let subject = patch.message()?.subject;
-        let retired = Retired {
-            why: format!("dropped by format-patch: {subject}"),
-            ..Retired::default()
-        };
-        retiring.push((patch.number().to_string(), retired));
-    }
-    std::fs::write(path, crate::branches::retire(&text, &retiring)?)?;
-    Ok(())
+    Ok((Some(named(bytes)?), outcome, after))
 }
 
 /// One line per patch: what happened to it.
-fn summary(written: &[(&Slot, Vec<u8>, Outcome)]) -> String {
+fn summary(written: &[Written<'_>]) -> String {
     let mut lines = String::new();
     let mut unchanged = Vec::new();
-    for (slot, bytes, outcome) in written {
-        let name = match series::parse_message(bytes) {
-            Ok(message) => series::file_name(slot.number.parse().unwrap_or(0), &message.subject),
-            Err(_) => slot
-                .old
-                .as_ref()
-                .map(|p| p.file_name.clone())
-                .unwrap_or_default(),
-        };
+    for Written {
+        slot,
+        patch,
+        outcome,
+    } in written
+    {
+        let old = slot.old.as_ref();
+        let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
         match outcome {
             Outcome::Unchanged => unchanged.push(slot.number.clone()),
             Outcome::Written { commits } => {
-                let new = if slot.old.is_none() { " (new)" } else { "" };
+                let new = if old.is_none() { " (new)" } else { "" };
                 let from = commits
                     .iter()
                     .map(|(id, subject)| format!("{} {subject}", short(&id.to_string())));
@@ -597,9 +521,8 @@ fn summary(written: &[(&Slot, Vec<u8>, Outcome)]) -> String {
                 );
             }
             Outcome::Dropped => {
-                let old = slot.old.as_ref().map_or("", |p| p.file_name.as_str());
                 lines += &format!(
-                    "[format-patch] {old}: dropped; its number is retired in patches/stack.toml\n"
+                    "[format-patch] {name}: dropped; its number is retired in patches/stack.toml\n"
                 );
             }
         }

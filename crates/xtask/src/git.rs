@@ -31,6 +31,17 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
     Ok(paths.collect())
 }
 
+/// The first five paths that differ from HEAD in `repo`'s work tree, and `, ...` after them if
+/// there are more; `None` where it is clean.
+pub fn dirty(repo: &Repository) -> Result<Option<String>> {
+    let changed = uncommitted(repo, None)?;
+    if changed.is_empty() {
+        return Ok(None);
+    }
+    let more = if changed.len() > 5 { ", ..." } else { "" };
+    Ok(Some(changed[..changed.len().min(5)].join(", ") + more))
+}
+
 /// The Rust files in `tree`, by path, with their text; each file is read as the iteration reaches it.
 pub(crate) fn rust_files(
     repo: &Repository,

@@ -12,6 +12,7 @@ pub mod git;
 pub mod merge;
 pub mod metal;
 pub mod patch_use;
+mod patches_dir;
 pub mod pr;
 pub mod project;
 pub mod published;

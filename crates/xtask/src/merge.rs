@@ -125,6 +125,14 @@ pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Mer
     Ok(Merged::Tree(update.create_updated(repo, &base)?))
 }
 
+/// The conflicts, each as its path and its lines, for an error message.
+pub fn show(conflicts: &[Conflict]) -> String {
+    let shown = conflicts
+        .iter()
+        .map(|c| format!("\n{}:\n{}", c.path, c.lines));
+    shown.collect()
+}
+
 fn input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
     let mut input = MergeFileInput::new();
     input.content(bytes).path(path);

@@ -4,13 +4,13 @@
 
 use anyhow::{Context, Result};
 
+use crate::branches::Retired;
 use crate::expected::published_tree;
-use crate::fsutil::{swap_in, temp_in};
+use crate::patches_dir;
 use crate::pin;
-use crate::pr::notes;
 use crate::project::Layout;
 use crate::published::Published;
-use crate::series::{self, Applied, Patch};
+use crate::series::{self, Carried, Patch};
 use crate::trees::Scratch;
 
 /// What moving the series did to one patch.
@@ -39,21 +39,12 @@ pub fn rebase(
     let mut moved = Vec::new();
     let label = pin::label(&new.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
     for patch in &patches {
-        let applied = series::apply_three_way(repo, tree, patch, &known)
+        let (after, carried) = series::carry(repo, tree, patch, &known)
             .with_context(|| format!("moving the series to {label}"))?;
-        let after = applied.tree(tree);
-        let outcome = match applied {
-            Applied::AlreadyThere => Moved::Released,
-            Applied::AsWritten(_)
-                if series::check_index_lines(repo, tree, after, patch).is_ok() =>
-            {
-                Moved::Unchanged
-            }
-            _ => Moved::Rewritten,
-        };
-        let bytes = match outcome {
-            Moved::Rewritten => series::email_of(repo, tree, after, &patch.message()?)?,
-            _ => patch.bytes.clone(),
+        let (bytes, outcome) = match carried {
+            Carried::AlreadyThere => (patch.bytes.clone(), Moved::Released),
+            Carried::Unchanged => (patch.bytes.clone(), Moved::Unchanged),
+            Carried::Rewritten(bytes) => (bytes, Moved::Rewritten),
         };
         let file_name = patch.file_name.clone();
         moved.push((Patch { file_name, bytes }, outcome));
@@ -65,44 +56,26 @@ pub fn rebase(
     {
         return Ok(moved);
     }
-    crate::format_patch::refuse_uncommitted_patches(layout)?;
+    patches_dir::refuse_uncommitted(layout)?;
     let version = &new[0].pin.version;
-    let temp = temp_in(&layout.root, "rebase")?;
-    let folder = temp.path().join("patches");
-    std::fs::create_dir(&folder)?;
-    let released: Vec<&Patch> = moved
+    let kept: Vec<(Option<String>, Patch)> = moved
+        .iter()
+        .filter(|(_, outcome)| *outcome != Moved::Released)
+        .map(|(patch, _)| (Some(patch.file_name.clone()), patch.clone()))
+        .collect();
+    let mut retiring = Vec::new();
+    for (patch, _) in moved
         .iter()
         .filter(|(_, outcome)| *outcome == Moved::Released)
-        .map(|(patch, _)| patch)
-        .collect();
-    for (patch, outcome) in &moved {
-        if *outcome != Moved::Released {
-            std::fs::write(folder.join(&patch.file_name), &patch.bytes)?;
-        }
-    }
-    let listing = std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
-    for entry in listing? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        let gone = released
-            .iter()
-            .any(|p| notes::file_name(&p.file_name) == name);
-        if !name.ends_with(".patch") && !gone && name != "stack.toml" {
-            std::fs::copy(dir.join(&name), folder.join(&name))?;
-        }
-    }
-    let stack = crate::fsutil::read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
-    let mut retiring = Vec::new();
-    for patch in &released {
+    {
         let subject = patch.message()?.subject;
-        let retired = crate::branches::Retired {
+        let retired = Retired {
             why: format!("released in {label}: {subject}"),
             version: Some(version.clone()),
-            ..Default::default()
+            ..Retired::default()
         };
-        retiring.push((patch.number().to_string(), retired));
+        retiring.push((patch, retired));
     }
-    let stack = crate::branches::retire(&stack, &retiring)?;
-    std::fs::write(folder.join("stack.toml"), stack)?;
-    swap_in(&[(folder, dir)])?;
+    patches_dir::rewrite(layout, &kept, &retiring)?;
     Ok(moved)
 }

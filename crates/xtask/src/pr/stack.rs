@@ -141,22 +141,10 @@ fn landed_in(
     patch: &Patch,
     known: &[Oid],
 ) -> Result<Option<(Oid, String)>> {
-    let holds = |commit: &git2::Commit<'_>| -> bool {
-        let applied = series::apply_three_way(repo, commit.tree_id(), patch, known);
-        matches!(applied, Ok(series::Applied::AlreadyThere))
-    };
-    let mut commit = repo.find_commit(base)?;
-    for _ in 0..LANDED_SEARCH {
-        let Ok(parent) = commit.parent(0) else {
-            break;
-        };
-        if !holds(&parent) {
-            let subject = commit.summary()?.unwrap_or_default().to_string();
-            return Ok(Some((commit.id(), subject)));
-        }
-        commit = parent;
-    }
-    Ok(None)
+    first_parent_where(repo, base, |parent, _| {
+        let applied = series::apply_three_way(repo, parent.tree_id(), patch, known);
+        Ok(!matches!(applied, Ok(series::Applied::AlreadyThere)))
+    })
 }
 
 /// The first-parent commit of `base`, among its last `LANDED_SEARCH`, that makes `patch`'s
@@ -168,18 +156,30 @@ fn merged_as(repo: &Repository, base: Oid, patch: &Patch) -> Result<Option<(Oid,
     let paths: Vec<String> = crate::git::paths(&diff)
         .map(|p| p.display().to_string())
         .collect();
+    first_parent_where(repo, base, |parent, commit| {
+        let mut options = git2::DiffOptions::new();
+        for path in &paths {
+            options.pathspec(path);
+        }
+        let [old, new] = [parent, commit].map(|c| c.tree());
+        let diff = repo.diff_tree_to_tree(Some(&old?), Some(&new?), Some(&mut options))?;
+        Ok(diff.deltas().len() > 0 && diff.patchid(None)? == wanted)
+    })
+}
+
+/// The newest of `base`'s last `LANDED_SEARCH` first-parent commits for which `found(parent,
+/// commit)` holds, with its subject.
+fn first_parent_where(
+    repo: &Repository,
+    base: Oid,
+    mut found: impl FnMut(&git2::Commit<'_>, &git2::Commit<'_>) -> Result<bool>,
+) -> Result<Option<(Oid, String)>> {
     let mut commit = repo.find_commit(base)?;
     for _ in 0..LANDED_SEARCH {
         let Ok(parent) = commit.parent(0) else {
             break;
         };
-        let mut options = git2::DiffOptions::new();
-        for path in &paths {
-            options.pathspec(path);
-        }
-        let [old, new] = [&parent, &commit].map(|c| c.tree());
-        let diff = repo.diff_tree_to_tree(Some(&old?), Some(&new?), Some(&mut options))?;
-        if diff.deltas().len() > 0 && diff.patchid(None)? == wanted {
+        if found(&parent, &commit)? {
             let subject = commit.summary()?.unwrap_or_default().to_string();
             return Ok(Some((commit.id(), subject)));
         }

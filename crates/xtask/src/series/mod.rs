@@ -245,21 +245,44 @@ pub fn apply_three_way(
         merge::Merged::Tree(after) => Ok(Applied::ThreeWay(after)),
         merge::Merged::AlreadyThere => Ok(Applied::AlreadyThere),
         merge::Merged::Conflicts(conflicts) => {
-            let shown = conflicts
+            let paths = conflicts
                 .iter()
-                .map(|c| format!("\n{}:\n{}", c.path, c.lines));
+                .map(|c| c.path.as_str())
+                .collect::<Vec<_>>();
             bail!(
                 "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
                 patch.file_name,
-                conflicts
-                    .iter()
-                    .map(|c| c.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                shown.collect::<String>()
+                paths.join(", "),
+                merge::show(&conflicts)
             )
         }
     }
+}
+
+/// What became of a patch carried onto another tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Carried {
+    /// It applies as written and its index lines name the blobs: its bytes stay.
+    Unchanged,
+    /// Merged three ways, or its index lines named other blobs: its change and message, written
+    /// again from the trees.
+    Rewritten(Vec<u8>),
+    /// The tree holds its change already.
+    AlreadyThere,
+}
+
+/// `patch` carried onto `tree` (`apply_three_way`): the tree after it, and what became of it.
+pub fn carry(repo: &Repository, tree: Oid, patch: &Patch, known: &[Oid]) -> Result<(Oid, Carried)> {
+    let applied = apply_three_way(repo, tree, patch, known)?;
+    let after = applied.tree(tree);
+    let carried = match applied {
+        Applied::AlreadyThere => Carried::AlreadyThere,
+        Applied::AsWritten(_) if check_index_lines(repo, tree, after, patch).is_ok() => {
+            Carried::Unchanged
+        }
+        _ => Carried::Rewritten(email_of(repo, tree, after, &patch.message()?)?),
+    };
+    Ok((after, carried))
 }
 
 /// `patches` applied as written from `tree`, in `repo`: every blob the series gives, before and

@@ -1,0 +1,79 @@
+//! `patches/` written again whole, by `format-patch` and `vendor --version`: built aside and
+//! swapped in, and never over changes that are not committed.
+
+use std::collections::BTreeMap;
+
+use anyhow::{ensure, Context, Result};
+use git2::Repository;
+
+use crate::branches::Retired;
+use crate::fsutil::{read_if_exists, swap_in, temp_in};
+use crate::git;
+use crate::pr::notes;
+use crate::project::Layout;
+use crate::series::Patch;
+
+/// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
+pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {
+    let root = layout.root.display();
+    let workspace = Repository::discover(&layout.root).with_context(|| {
+        format!("{root} is not in a git repository: patches/ would be overwritten with no way back")
+    })?;
+    let workdir = workspace.workdir();
+    let workdir = workdir.context("the workspace's repository is bare")?;
+    let patches = layout.patches();
+    let relative = patches.strip_prefix(workdir.canonicalize()?);
+    let relative = relative.or_else(|_| patches.strip_prefix(workdir))?;
+    let changed = git::uncommitted(&workspace, Some(&format!("{}/", relative.display())))?;
+    ensure!(
+        changed.is_empty(),
+        "patches/ has changes that are not committed ({}): commit or stash them first, since \
+         it is written again whole",
+        changed.join(", ")
+    );
+    Ok(())
+}
+
+/// Writes `patches/` again: `patches`, each with the file name of the patch it replaces, whose
+/// notes take its new name; and without the patches of `retiring`, whose notes go and whose
+/// numbers go to `[retired]` in `stack.toml`. Everything else in the folder stays.
+pub(crate) fn rewrite(
+    layout: &Layout,
+    patches: &[(Option<String>, Patch)],
+    retiring: &[(&Patch, Retired)],
+) -> Result<()> {
+    let dir = layout.patches();
+    let temp = temp_in(&layout.root, "patches")?;
+    let new = temp.path().join("patches");
+    std::fs::create_dir(&new)?;
+    let mut renamed = BTreeMap::new();
+    for (replaces, patch) in patches {
+        std::fs::write(new.join(&patch.file_name), &patch.bytes)?;
+        if let Some(old) = replaces {
+            renamed.insert(notes::file_name(old), notes::file_name(&patch.file_name));
+        }
+    }
+    let listing = std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
+    for entry in listing? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let gone = retiring
+            .iter()
+            .any(|(p, _)| notes::file_name(&p.file_name) == name);
+        if !name.ends_with(".patch") && !gone {
+            let target = renamed.get(&name).unwrap_or(&name);
+            std::fs::copy(dir.join(&name), new.join(target))?;
+        }
+    }
+    if !retiring.is_empty() {
+        let stack = read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
+        let retiring: Vec<(String, Retired)> = retiring
+            .iter()
+            .map(|(patch, retired)| (patch.number().to_string(), retired.clone()))
+            .collect();
+        std::fs::write(
+            new.join("stack.toml"),
+            crate::branches::retire(&stack, &retiring)?,
+        )?;
+    }
+    swap_in(&[(new, dir)])
+}
