@@ -93,6 +93,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
     let three_nan = edited(fixture, |v| {
         [0, 100, 30_000].into_iter().for_each(|i| v[i] = f32::NAN)
     })?;
+    let all_nan = edited(fixture, |v| v.fill(f32::NAN))?;
     let nan_later = edited(fixture, |v| v[30_000] = f32::NAN)?;
     let plus_inf = edited(fixture, |v| v[500] = f32::INFINITY)?;
     let plus_inf_gumbel = plus_inf.clone();
@@ -175,7 +176,14 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: nan_first.clone(),
             build: sample(Sampling::ArgMax),
             upstream: Expect::Token(0),
-            patched: Expect::Token(0),
+            patched: refused(&["logit", "NaN"], &[0.0]),
+        },
+        Row {
+            label: "all NaN, ArgMax",
+            logits: all_nan,
+            build: sample(Sampling::ArgMax),
+            upstream: Expect::Token(0),
+            patched: refused(&["logit", "NaN"], &[0.0]),
         },
         Row {
             label: "NaN first, GumbelSoftmax",
@@ -243,7 +251,7 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: masked.clone(),
             build: sample(Sampling::ArgMax),
             upstream: Expect::Token(0),
-            patched: Expect::Token(0),
+            patched: refused(&["logits", "-inf"], &[49_152.0]),
         },
         Row {
             label: "all -inf, TopK",
@@ -353,14 +361,14 @@ fn rows(fixture: &Fixture) -> Result<Vec<Row>> {
             logits: empty.clone(),
             build: sample(Sampling::All { temperature: t }),
             upstream: Expect::Panic(&["chunk_size must not be zero"]),
-            patched: refused(&["logits", "empty"], &[]),
+            patched: refused(&["logits", "shape"], &[0.0]),
         },
         Row {
             label: "empty logits, ArgMax",
             logits: empty,
             build: sample(Sampling::ArgMax),
             upstream: Expect::Error("empty tensor for reduce"),
-            patched: refused(&["logits", "empty"], &[]),
+            patched: refused(&["logits", "shape"], &[0.0]),
         },
         Row {
             // An overflow check with debug assertions, an index out of bounds without.

@@ -22,17 +22,6 @@ pub enum Sampling {
     GumbelSoftmax { temperature: f64 },
 }
 
-/// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
-/// `LogitsProcessor::from_sampling` alike: the threshold `new` has used since #848. Dividing the
-/// logits by zero gives NaN probabilities, dividing them by a negative favours the least likely
-/// tokens, and `logits / temperature` overflows f32 below about `max(1, max |logit|) / f32::MAX`.
-const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
-
-/// Whether `temperature` means greedy decoding. `NaN` does not.
-fn is_greedy(temperature: f64) -> bool {
-    temperature < MIN_SAMPLING_TEMPERATURE
-}
-
 impl Sampling {
     /// The temperature of every variant that has one.
     fn temperature(&self) -> Option<f64> {
@@ -45,14 +34,6 @@ impl Sampling {
             | Self::GumbelSoftmax { temperature } => Some(*temperature),
         }
     }
-
-    /// `ArgMax` when the temperature means greedy decoding, `self` otherwise.
-    fn or_argmax(self) -> Self {
-        match self.temperature() {
-            Some(temperature) if is_greedy(temperature) => Self::ArgMax,
-            _ => self,
-        }
-    }
 }
 
 pub struct LogitsProcessor {
@@ -63,11 +44,21 @@ pub struct LogitsProcessor {
 }
 
 impl LogitsProcessor {
-    /// A processor that picks tokens as `sampling` says, seeded with `seed`. A temperature below
-    /// `1e-7`, zero and negative ones included, makes it greedy: it picks the token that
-    /// `Sampling::ArgMax` picks, as `LogitsProcessor::new` does.
+    /// A temperature below 1e-7, zero and negative ones included, picks the most likely token,
+    /// as `new` does.
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
-        let sampling = sampling.or_argmax();
+        let sampling = match sampling {
+            Sampling::All { temperature }
+            | Sampling::TopK { temperature, .. }
+            | Sampling::TopP { temperature, .. }
+            | Sampling::TopKThenTopP { temperature, .. }
+            | Sampling::GumbelSoftmax { temperature }
+                if temperature < 1e-7 =>
+            {
+                Sampling::ArgMax
+            }
+            sampling => sampling,
+        };
         let rng = rand::rngs::StdRng::seed_from_u64(seed);
         Self {
             rng,
@@ -77,8 +68,10 @@ impl LogitsProcessor {
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
-        // A NaN temperature is kept, and `sample` rejects it.
-        let temperature = temperature.filter(|&v| !is_greedy(v));
+        // `manual_filter` suggests `.filter(|&v| v >= 1e-7)`, but `f64` is only `PartialOrd`:
+        // that drops `NaN` where the comparison below keeps it. Left as-is on purpose.
+        #[allow(clippy::manual_filter)]
+        let temperature = temperature.and_then(|v| if v < 1e-7 { None } else { Some(v) });
         let sampling = match temperature {
             None => Sampling::ArgMax,
             Some(temperature) => match top_p {
@@ -90,7 +83,22 @@ impl LogitsProcessor {
     }
 
     fn sample_argmax(&mut self, logits: Tensor) -> Result<u32> {
-        logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()
+        let token = logits.argmax(candle::D::Minus1)?.to_scalar::<u32>()?;
+        // candle's argmax keeps a NaN first logit, and token 0 when every logit is NaN or -inf:
+        // only then is the winner read back, and on the CPU alone, where that costs no sync.
+        if token == 0 && logits.device().is_cpu() {
+            let first = logits.get(0)?.to_scalar::<f32>()?;
+            if first.is_nan() {
+                candle::bail!("logit 0 is NaN: greedy decoding has no token to pick")
+            }
+            if first == f32::NEG_INFINITY {
+                candle::bail!(
+                    "all {} logits are -inf or NaN: every token is masked",
+                    logits.elem_count()
+                )
+            }
+        }
+        Ok(token)
     }
 
     fn sample_gumbel_softmax(&mut self, logits: &Tensor, temperature: f64) -> Result<u32> {
@@ -100,62 +108,6 @@ impl LogitsProcessor {
         }
         let sampled = candle_nn::sampling::gumbel_softmax(logits, temperature, candle::D::Minus1)?;
         sampled.to_scalar::<u32>()
-    }
-
-    /// What makes `logits` impossible to sample from at `temperature`, if anything: NaN or `+inf`
-    /// logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
-    /// NaN or `+inf`, or all into `-inf`.
-    fn logits_problem(logits: &Tensor, temperature: f64) -> Result<Option<String>> {
-        let logits = logits.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-        let len = logits.len();
-        let nan = logits.iter().filter(|v| v.is_nan()).count();
-        let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
-        if nan > 0 || inf > 0 {
-            return Ok(Some(format!(
-                "logits contain {nan} NaN and {inf} +inf values out of {len}"
-            )));
-        }
-        if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
-            return Ok(Some(format!(
-                "all {len} logits are -inf: every token is masked"
-            )));
-        }
-        // `logits / temperature` multiplies by `1 / temperature` in f32.
-        let scale = (1.0 / temperature) as f32;
-        let scaled = logits.iter().map(|v| v * scale);
-        let not_finite = scaled
-            .clone()
-            .filter(|v| v.is_nan() || *v == f32::INFINITY)
-            .count();
-        if not_finite > 0 {
-            return Ok(Some(format!(
-                "logits divided by the temperature {temperature:e} hold {not_finite} NaN or +inf \
-                 values out of {len}"
-            )));
-        }
-        if scaled.into_iter().all(|v| v == f32::NEG_INFINITY) {
-            return Ok(Some(format!(
-                "all {len} logits are -inf once divided by the temperature {temperature:e}"
-            )));
-        }
-        Ok(None)
-    }
-
-    /// The error of a sample that failed, saying what the logits hold when no token can be
-    /// sampled from them at the temperature. The logits are read again only here, once sampling
-    /// has failed. `ArgMax` and `GumbelSoftmax` take an argmax, which fails on no value.
-    fn explain(&self, logits: &Tensor, err: Error) -> Error {
-        let temperature = match self.sampling {
-            Sampling::ArgMax | Sampling::GumbelSoftmax { .. } => return err,
-            Sampling::All { temperature }
-            | Sampling::TopK { temperature, .. }
-            | Sampling::TopP { temperature, .. }
-            | Sampling::TopKThenTopP { temperature, .. } => temperature,
-        };
-        match Self::logits_problem(logits, temperature) {
-            Ok(Some(problem)) if !temperature.is_nan() => Error::msg(problem),
-            _ => err,
-        }
     }
 
     /// Fails, saying what they hold, unless rand can draw from `weights`: NaN, negative and
@@ -181,7 +133,16 @@ impl LogitsProcessor {
         if self.closure {
             Self::check_weights(prs)?;
         }
-        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
+        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(|err| {
+            let nan = prs.iter().filter(|p| p.is_nan()).count();
+            let negative = prs.iter().filter(|p| **p < 0.0).count();
+            let sum = prs.iter().sum::<f32>();
+            Error::wrap(err).context(format!(
+                "no token can be sampled from {} probabilities: {nan} are NaN (from NaN or +inf \
+                 logits, or logits all -inf), {negative} are negative, and they sum to {sum}",
+                prs.len()
+            ))
+        })?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
     }
@@ -302,6 +263,62 @@ impl LogitsProcessor {
         self.sample_with(logits, true, f)
     }
 
+    /// What makes `logits` impossible to sample from at `temperature`, if anything: NaN or `+inf`
+    /// logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
+    /// NaN or `+inf`, or all into `-inf`.
+    fn logits_problem(logits: &Tensor, temperature: f64) -> Result<Option<String>> {
+        let logits = logits.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let len = logits.len();
+        let nan = logits.iter().filter(|v| v.is_nan()).count();
+        let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
+        if nan > 0 || inf > 0 {
+            return Ok(Some(format!(
+                "logits contain {nan} NaN and {inf} +inf values out of {len}"
+            )));
+        }
+        if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
+            return Ok(Some(format!(
+                "all {len} logits are -inf: every token is masked"
+            )));
+        }
+        // `logits / temperature` multiplies by `1 / temperature` in f32.
+        let scale = (1.0 / temperature) as f32;
+        let scaled = logits.iter().map(|v| v * scale);
+        let not_finite = scaled
+            .clone()
+            .filter(|v| v.is_nan() || *v == f32::INFINITY)
+            .count();
+        if not_finite > 0 {
+            return Ok(Some(format!(
+                "logits divided by the temperature {temperature:e} hold {not_finite} NaN or +inf \
+                 values out of {len}"
+            )));
+        }
+        if scaled.into_iter().all(|v| v == f32::NEG_INFINITY) {
+            return Ok(Some(format!(
+                "all {len} logits are -inf once divided by the temperature {temperature:e}"
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The error of a sample that failed, saying what the logits hold when no token can be
+    /// sampled from them at the temperature. The logits are read again only here, once sampling
+    /// has failed.
+    fn explain(&self, logits: &Tensor, err: Error) -> Error {
+        let temperature = match self.sampling.temperature() {
+            Some(temperature) if !temperature.is_nan() => temperature,
+            _ => return err,
+        };
+        if let Sampling::GumbelSoftmax { .. } = self.sampling {
+            return err;
+        }
+        match Self::logits_problem(logits, temperature) {
+            Ok(Some(problem)) => Error::msg(problem),
+            _ => err,
+        }
+    }
+
     /// `sample_f`, where `closure` says whether `f` can change the probabilities.
     fn sample_with(
         &mut self,
@@ -309,10 +326,19 @@ impl LogitsProcessor {
         closure: bool,
         f: impl FnOnce(&mut [f32]),
     ) -> Result<u32> {
-        match logits.dims() {
-            [0] => candle::bail!("logits are empty: there is no token to sample"),
-            [_] => {}
-            dims => candle::bail!("logits must be one value per token (1-D), got shape {dims:?}"),
+        if logits.rank() != 1 || logits.elem_count() == 0 {
+            candle::bail!(
+                "logits must be one value per token, got shape {:?}",
+                logits.dims()
+            )
+        }
+        if let Some(temperature) = self.sampling.temperature().filter(|t| t.is_nan()) {
+            candle::bail!("temperature must be a number, got {temperature}")
+        }
+        if let Sampling::TopP { p, .. } | Sampling::TopKThenTopP { p, .. } = self.sampling {
+            if p.is_nan() {
+                candle::bail!("top-p must be a number, got {p}")
+            }
         }
         self.closure = closure;
         self.next_token(logits, f)
@@ -329,14 +355,6 @@ impl LogitsProcessor {
             Ok(prs)
         };
 
-        if let Some(temperature) = self.sampling.temperature().filter(|t| t.is_nan()) {
-            candle::bail!("temperature must be a number, got {temperature}")
-        }
-        if let Sampling::TopP { p, .. } | Sampling::TopKThenTopP { p, .. } = self.sampling {
-            if p.is_nan() {
-                candle::bail!("top-p must be a number, got {p}")
-            }
-        }
         let next_token = match &self.sampling {
             Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {

@@ -17,57 +17,36 @@ pub enum Sampling {
     GumbelSoftmax { temperature: f64 },
 }
 
-/// Below this temperature `LogitsProcessor` decodes greedily, in `LogitsProcessor::new` and
-/// `LogitsProcessor::from_sampling` alike: the threshold `new` has used since #848. Dividing the
-/// logits by zero gives NaN probabilities, dividing them by a negative favours the least likely
-/// tokens, and `logits / temperature` overflows f32 below about `max(1, max |logit|) / f32::MAX`.
-const MIN_SAMPLING_TEMPERATURE: f64 = 1e-7;
-
-/// Whether `temperature` means greedy decoding. `NaN` does not.
-fn is_greedy(temperature: f64) -> bool {
-    temperature < MIN_SAMPLING_TEMPERATURE
-}
-
-impl Sampling {
-    /// The temperature of every variant that has one.
-    fn temperature(&self) -> Option<f64> {
-        match self {
-            Self::ArgMax => None,
-            Self::All { temperature }
-            | Self::TopK { temperature, .. }
-            | Self::TopP { temperature, .. }
-            | Self::TopKThenTopP { temperature, .. }
-            | Self::GumbelSoftmax { temperature } => Some(*temperature),
-        }
-    }
-
-    /// `ArgMax` when the temperature means greedy decoding, `self` otherwise.
-    fn or_argmax(self) -> Self {
-        match self.temperature() {
-            Some(temperature) if is_greedy(temperature) => Self::ArgMax,
-            _ => self,
-        }
-    }
-}
-
 pub struct LogitsProcessor {
     rng: rand::rngs::StdRng,
     sampling: Sampling,
 }
 
 impl LogitsProcessor {
-    /// A processor that picks tokens as `sampling` says, seeded with `seed`. A temperature below
-    /// `1e-7`, zero and negative ones included, makes it greedy: it picks the token that
-    /// `Sampling::ArgMax` picks, as `LogitsProcessor::new` does.
+    /// A temperature below 1e-7, zero and negative ones included, picks the most likely token,
+    /// as `new` does.
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
-        let sampling = sampling.or_argmax();
+        let sampling = match sampling {
+            Sampling::All { temperature }
+            | Sampling::TopK { temperature, .. }
+            | Sampling::TopP { temperature, .. }
+            | Sampling::TopKThenTopP { temperature, .. }
+            | Sampling::GumbelSoftmax { temperature }
+                if temperature < 1e-7 =>
+            {
+                Sampling::ArgMax
+            }
+            sampling => sampling,
+        };
         let rng = rand::rngs::StdRng::seed_from_u64(seed);
         Self { rng, sampling }
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
-        // A NaN temperature is kept, and `sample` rejects it.
-        let temperature = temperature.filter(|&v| !is_greedy(v));
+        // `manual_filter` suggests `.filter(|&v| v >= 1e-7)`, but `f64` is only `PartialOrd`:
+        // that drops `NaN` where the comparison below keeps it. Left as-is on purpose.
+        #[allow(clippy::manual_filter)]
+        let temperature = temperature.and_then(|v| if v < 1e-7 { None } else { Some(v) });
         let sampling = match temperature {
             None => Sampling::ArgMax,
             Some(temperature) => match top_p {
@@ -163,14 +142,6 @@ impl LogitsProcessor {
             Ok(prs)
         };
 
-        if let Some(temperature) = self.sampling.temperature().filter(|t| t.is_nan()) {
-            candle::bail!("temperature must be a number, got {temperature}")
-        }
-        if let Sampling::TopP { p, .. } | Sampling::TopKThenTopP { p, .. } = self.sampling {
-            if p.is_nan() {
-                candle::bail!("top-p must be a number, got {p}")
-            }
-        }
         let next_token = match &self.sampling {
             Sampling::ArgMax => self.sample_argmax(logits)?,
             Sampling::GumbelSoftmax { temperature } => {

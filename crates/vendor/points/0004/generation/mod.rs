@@ -20,18 +20,12 @@ pub enum Sampling {
 pub struct LogitsProcessor {
     rng: rand::rngs::StdRng,
     sampling: Sampling,
-    /// Whether the probabilities being sampled went through the closure of `sample_f`.
-    closure: bool,
 }
 
 impl LogitsProcessor {
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
         let rng = rand::rngs::StdRng::seed_from_u64(seed);
-        Self {
-            rng,
-            sampling,
-            closure: false,
-        }
+        Self { rng, sampling }
     }
 
     pub fn new(seed: u64, temperature: Option<f64>, top_p: Option<f64>) -> Self {
@@ -58,86 +52,17 @@ impl LogitsProcessor {
         sampled.to_scalar::<u32>()
     }
 
-    /// What makes `logits` impossible to sample from at `temperature`, if anything: NaN or `+inf`
-    /// logits, logits that are all `-inf`, or logits that `1 / temperature` in f32 turns into
-    /// NaN or `+inf`, or all into `-inf`.
-    fn logits_problem(logits: &Tensor, temperature: f64) -> Result<Option<String>> {
-        let logits = logits.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-        let len = logits.len();
-        let nan = logits.iter().filter(|v| v.is_nan()).count();
-        let inf = logits.iter().filter(|v| **v == f32::INFINITY).count();
-        if nan > 0 || inf > 0 {
-            return Ok(Some(format!(
-                "logits contain {nan} NaN and {inf} +inf values out of {len}"
-            )));
-        }
-        if logits.iter().all(|v| *v == f32::NEG_INFINITY) {
-            return Ok(Some(format!(
-                "all {len} logits are -inf: every token is masked"
-            )));
-        }
-        // `logits / temperature` multiplies by `1 / temperature` in f32.
-        let scale = (1.0 / temperature) as f32;
-        let scaled = logits.iter().map(|v| v * scale);
-        let not_finite = scaled
-            .clone()
-            .filter(|v| v.is_nan() || *v == f32::INFINITY)
-            .count();
-        if not_finite > 0 {
-            return Ok(Some(format!(
-                "logits divided by the temperature {temperature:e} hold {not_finite} NaN or +inf \
-                 values out of {len}"
-            )));
-        }
-        if scaled.into_iter().all(|v| v == f32::NEG_INFINITY) {
-            return Ok(Some(format!(
-                "all {len} logits are -inf once divided by the temperature {temperature:e}"
-            )));
-        }
-        Ok(None)
-    }
-
-    /// The error of a sample that failed, saying what the logits hold when no token can be
-    /// sampled from them at the temperature. The logits are read again only here, once sampling
-    /// has failed. `ArgMax` and `GumbelSoftmax` take an argmax, which fails on no value.
-    fn explain(&self, logits: &Tensor, err: Error) -> Error {
-        let temperature = match self.sampling {
-            Sampling::ArgMax | Sampling::GumbelSoftmax { .. } => return err,
-            Sampling::All { temperature }
-            | Sampling::TopK { temperature, .. }
-            | Sampling::TopP { temperature, .. }
-            | Sampling::TopKThenTopP { temperature, .. } => temperature,
-        };
-        match Self::logits_problem(logits, temperature) {
-            Ok(Some(problem)) if !temperature.is_nan() => Error::msg(problem),
-            _ => err,
-        }
-    }
-
-    /// Fails, saying what they hold, unless rand can draw from `weights`: NaN, negative and
-    /// all-zero weights, which `WeightedIndex::new` refuses, and weights that sum to infinity, on
-    /// which it panics.
-    fn check_weights(weights: &[f32]) -> Result<()> {
-        let sum = weights.iter().sum::<f32>();
-        if sum.is_finite() && sum > 0.0 && weights.iter().all(|w| *w >= 0.0) {
-            return Ok(());
-        }
-        let nan = weights.iter().filter(|w| w.is_nan()).count();
-        let negative = weights.iter().filter(|w| **w < 0.0).count();
-        candle::bail!(
-            "cannot sample from the {} weights that `sample_f` hands to rand: they hold {nan} NaN \
-             and {negative} negative values and sum to {sum}",
-            weights.len()
-        )
-    }
-
     fn sample_multinomial(&mut self, prs: &Vec<f32>) -> Result<u32> {
-        // Probabilities from softmax never sum to infinity; those left by the closure of
-        // `sample_f` can, so only then are the weights handed to rand checked first.
-        if self.closure {
-            Self::check_weights(prs)?;
-        }
-        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(Error::wrap)?;
+        let distr = rand::distr::weighted::WeightedIndex::new(prs).map_err(|err| {
+            let nan = prs.iter().filter(|p| p.is_nan()).count();
+            let negative = prs.iter().filter(|p| **p < 0.0).count();
+            let sum = prs.iter().sum::<f32>();
+            Error::wrap(err).context(format!(
+                "no token can be sampled from {} probabilities: {nan} are NaN (from NaN or +inf \
+                 logits, or logits all -inf), {negative} are negative, and they sum to {sum}",
+                prs.len()
+            ))
+        })?;
         let next_token = distr.sample(&mut self.rng) as u32;
         Ok(next_token)
     }
@@ -199,31 +124,16 @@ impl LogitsProcessor {
     }
 
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
-        self.sample_with(logits, false, |_| {})
+        self.sample_f(logits, |_| {})
     }
 
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
-        self.sample_with(logits, true, f)
-    }
-
-    /// `sample_f`, where `closure` says whether `f` can change the probabilities.
-    fn sample_with(
-        &mut self,
-        logits: &Tensor,
-        closure: bool,
-        f: impl FnOnce(&mut [f32]),
-    ) -> Result<u32> {
-        match logits.dims() {
-            [0] => candle::bail!("logits are empty: there is no token to sample"),
-            [_] => {}
-            dims => candle::bail!("logits must be one value per token (1-D), got shape {dims:?}"),
+        if logits.rank() != 1 || logits.elem_count() == 0 {
+            candle::bail!(
+                "logits must be one value per token, got shape {:?}",
+                logits.dims()
+            )
         }
-        self.closure = closure;
-        self.next_token(logits, f)
-            .map_err(|err| self.explain(logits, err))
-    }
-
-    fn next_token(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
         let logits = logits.to_dtype(DType::F32)?;
         let prs = |temperature: f64| -> Result<Vec<f32>> {
             let logits = (&logits / temperature)?;
