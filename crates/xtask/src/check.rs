@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use fs_err as fs;
 
 use crate::expected::{self, Folder};
 use crate::patch_use;
@@ -138,7 +139,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
-    let entries = std::fs::read_dir(layout.root.join(GENERATED_ROOT));
+    let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));
     for entry in entries.into_iter().flatten() {
         let path = format!("{GENERATED_ROOT}/{}", entry?.file_name().to_string_lossy());
         if !generated.iter().any(|folder| folder.dir == path) {
@@ -148,7 +149,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ));
         }
     }
-    let attributes = std::fs::read_to_string(layout.root.join(".gitattributes"));
+    let attributes = fs::read_to_string(layout.root.join(".gitattributes"));
     let attributes = attributes.unwrap_or_default();
     let marks = |line: &&str| line.contains("linguist-generated");
     let marked: Vec<&str> = attributes.lines().map(str::trim).filter(marks).collect();

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{ensure, Context, Result};
+use fs_err as fs;
 use git2::Repository;
 
 use crate::branches::Retired;
@@ -45,15 +46,15 @@ pub(crate) fn rewrite(
     let dir = layout.patches();
     let temp = temp_in(&layout.root, "patches")?;
     let new = temp.path().join("patches");
-    std::fs::create_dir(&new)?;
+    fs::create_dir(&new)?;
     let mut renamed = BTreeMap::new();
     for (replaces, patch) in patches {
-        std::fs::write(new.join(&patch.file_name), &patch.bytes)?;
+        fs::write(new.join(&patch.file_name), &patch.bytes)?;
         if let Some(old) = replaces {
             renamed.insert(notes::file_name(old), notes::file_name(&patch.file_name));
         }
     }
-    let listing = std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
+    let listing = fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
     for entry in listing? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         let gone = retiring
@@ -61,7 +62,7 @@ pub(crate) fn rewrite(
             .any(|(p, _)| notes::file_name(&p.file_name) == name);
         if !name.ends_with(".patch") && !gone {
             let target = renamed.get(&name).unwrap_or(&name);
-            std::fs::copy(dir.join(&name), new.join(target))?;
+            fs::copy(dir.join(&name), new.join(target))?;
         }
     }
     if !retiring.is_empty() {
@@ -70,7 +71,7 @@ pub(crate) fn rewrite(
             .iter()
             .map(|(patch, retired)| (patch.number().to_string(), retired.clone()))
             .collect();
-        std::fs::write(
+        fs::write(
             new.join("stack.toml"),
             crate::branches::retire(&stack, &retiring)?,
         )?;

@@ -12,6 +12,7 @@ pub mod verify;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
+use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
@@ -201,12 +202,12 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     };
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
-    std::fs::create_dir_all(&target)?;
+    fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
     for (index, entry) in stack.iter().enumerate() {
         let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
+        fs::create_dir_all(&dir)?;
         let checks = checks.as_ref().map(|all| all[index].as_slice());
         let at = series
             .patches
@@ -214,17 +215,17 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             .position(|p| p.number() == entry.patch.number());
         let notes = &series.notes[at.context("a branch for a patch not proposed")?];
         let body = render::body(&stack, index, notes, &facts, &pins, checks);
-        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
+        fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.
         let parent = entry.parent.map(|p| stack[p].patch.number());
         let number = entry.patch.number();
         crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &dir)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+        fs::write(dir.join(&entry.patch.file_name), email)?;
     }
     let stack_text = render::console(&stack, None, &pins) + &carried;
-    std::fs::write(new.join("stack.txt"), stack_text)?;
+    fs::write(new.join("stack.txt"), stack_text)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
     let landed = render::landed(&landed);
@@ -302,7 +303,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it.
-    let mut previous: Option<Oid> = std::fs::read_to_string(&record)
+    let mut previous: Option<Oid> = fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
@@ -311,9 +312,9 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         // Forget the record first: an export cut short leaves a folder that matches no tree.
-        let _ = std::fs::remove_file(&record);
+        let _ = fs::remove_file(&record);
         verify::export(repo, previous, tree, &export)?;
-        std::fs::write(&record, tree.to_string())?;
+        fs::write(&record, tree.to_string())?;
         previous = Some(tree);
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
         let (touched, mut dependents) = (crates.touched.join(", "), crates.dependents.join(", "));

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::fsutil::read_if_exists;
@@ -85,7 +86,7 @@ pub fn write(repo: &Repository, record: &Record) -> Result<()> {
         }
     }
     let path = path(repo);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip

@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::{ApplyOptions, Diff, Oid, Repository};
 
 use crate::merge;
@@ -22,7 +23,7 @@ pub struct Patch {
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry?;
         let file_name = entry.file_name().to_string_lossy().into_owned();
         if !file_name.ends_with(".patch") {
@@ -33,7 +34,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = std::fs::read(entry.path())?;
+        let bytes = fs::read(entry.path())?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
@@ -423,19 +424,19 @@ mod tests {
     #[test]
     fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
         let temp = tempfile::tempdir()?;
-        std::fs::write(temp.path().join("upstream.toml"), "")?;
-        std::fs::write(temp.path().join("0002-b.patch"), "")?;
-        std::fs::write(temp.path().join("0001-a.patch"), "")?;
+        fs::write(temp.path().join("upstream.toml"), "")?;
+        fs::write(temp.path().join("0002-b.patch"), "")?;
+        fs::write(temp.path().join("0001-a.patch"), "")?;
         let names: Vec<String> = load(temp.path())?
             .into_iter()
             .map(|p| p.file_name)
             .collect();
         assert_eq!(names, ["0001-a.patch", "0002-b.patch"]);
-        std::fs::write(temp.path().join("0001-again.patch"), "")?;
+        fs::write(temp.path().join("0001-again.patch"), "")?;
         let err = load(temp.path()).unwrap_err().to_string();
         assert_eq!(err, "0001-a.patch and 0001-again.patch share a number");
-        std::fs::remove_file(temp.path().join("0001-again.patch"))?;
-        std::fs::write(temp.path().join("fix.patch"), "")?;
+        fs::remove_file(temp.path().join("0001-again.patch"))?;
+        fs::write(temp.path().join("fix.patch"), "")?;
         let err = load(temp.path()).unwrap_err().to_string();
         assert!(
             err.starts_with("fix.patch: a patch's name must start"),
