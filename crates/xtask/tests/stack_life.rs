@@ -28,7 +28,9 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
 fn commit_on_main(repo: &Repository, tree: Oid, message: &str) -> Result<Oid> {
     let repo = Repository::open(repo.path())?;
     let main = repo.head()?.peel_to_commit()?;
-    let me = git2::Signature::now("Maintainer", "maintainer@example.com")?;
+    // At a fixed time, so that the commits' ids, which the summaries show, are the same each run.
+    let time = git2::Time::new(1_800_000_000, 0);
+    let me = git2::Signature::new("Maintainer", "maintainer@example.com", &time)?;
     let tree = repo.find_tree(tree)?;
     let id = repo.commit(Some("HEAD"), &me, &me, message, &tree, &[&main])?;
     let mut checkout = git2::build::CheckoutBuilder::new();
@@ -93,7 +95,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             let console = xtask::pr::render::console(&next.stack, None, &[]);
             assert_eq!(
                 console,
-                "No pull request is left to open: the base holds every patch.\n"
+                "Every proposed patch has landed in the base: nothing is left to propose.\n"
             );
         }
         let summary = xtask::pr::render::landed(&next.landed);
@@ -102,7 +104,51 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             "{summary}"
         );
     }
+
+    // The whole command at the end of the stack's life: it says so, writes target/pr/, and
+    // succeeds.
+    let ws = stack_workspace()?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    result?;
+    expect_test::expect_file!["snapshots/console-every-patch-landed.txt"].assert_eq(&console);
+    let stack_txt = std::fs::read_to_string(ws.layout.target().join("pr/stack.txt"))?;
+    assert!(
+        stack_txt.contains("Every proposed patch has landed in the base: nothing is left"),
+        "{stack_txt}"
+    );
+    assert!(stack_txt.starts_with("Already in the base"), "{stack_txt}");
     Ok(())
+}
+
+/// A workspace whose `patches/` holds the three-patch stack, 0002 building on 0001.
+fn stack_workspace() -> Result<Workspace> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let stack_toml = ws.layout.patches().join("stack.toml");
+    std::fs::write(stack_toml, "[builds-on]\n\"0002\" = \"0001\"\n")?;
+    Ok(ws)
+}
+
+/// `cargo xtask pr --candle <clone> --force-branch` in `ws`: what it printed, with the
+/// workspace's and the clone's folders written `<workspace>` and `<clone>`, and how it ended.
+fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)> {
+    let clone = repo.workdir().expect("a clone with a work tree");
+    let options = pr::Options {
+        candle: Some(clone.to_path_buf()),
+        base: "main".to_string(),
+        force_branch: true,
+        ..pr::Options::default()
+    };
+    let mut console = Vec::new();
+    let published = [ws.published.clone()];
+    let result = pr::make(&ws.layout, &options, &published, &mut console);
+    let console = String::from_utf8(console)?;
+    let clone = clone.display().to_string();
+    let clone = clone.trim_end_matches('/');
+    let console = console.replace(&ws.layout.root.display().to_string(), "<workspace>");
+    Ok((console.replace(clone, "<clone>"), result))
 }
 
 #[test]

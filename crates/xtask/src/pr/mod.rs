@@ -9,6 +9,7 @@ pub mod render;
 pub mod stack;
 pub mod verify;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -138,6 +139,22 @@ impl Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    // Before anything is fetched: a wrong flag costs nothing.
+    options.validate()?;
+    let pins = pin::read(&layout.pin())?;
+    let fetch = |pin| published::load_or_fetch(layout, pin);
+    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    make(layout, options, &published, &mut std::io::stderr())
+}
+
+/// `run` on the published crates `published`, which the patches apply to, with its summary
+/// written to `console`.
+pub fn make(
+    layout: &Layout,
+    options: &Options,
+    published: &[Published],
+    console: &mut dyn Write,
+) -> Result<()> {
     options.validate()?;
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
@@ -163,9 +180,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         whole: all,
     };
     let carried = render::carried(&carried, &stack_file.carried)?;
-    let pins = pin::read(&layout.pin())?;
-    let fetch = |pin| published::load_or_fetch(layout, pin);
-    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
     let (repo, stack, base, call_sites, landed) = match &options.candle {
         Some(clone) => {
@@ -177,7 +192,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             };
             let contributor = contributor(&repo, author)?;
             let base = &options.base;
-            let prepared = prepare(&repo, &published, &series, base, &contributor, existing)?;
+            let prepared = prepare(&repo, published, &series, base, &contributor, existing)?;
             let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
             (repo, prepared.stack, base, call_sites, prepared.landed)
         }
@@ -186,7 +201,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         None => {
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
-            let base = published_commit(&scratch, &published)?;
+            let base = published_commit(&scratch, published)?;
             let stack = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
             (scratch.repo, stack.entries, None, None, Vec::new())
         }
@@ -205,6 +220,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
+    // Made here, not by the first branch's folder: when every patch has landed there is none.
+    fs::create_dir(&new)?;
     for (index, entry) in stack.iter().enumerate() {
         let dir = new.join(&entry.branch);
         fs::create_dir_all(&dir)?;
@@ -224,16 +241,18 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let stack_text = render::console(&stack, None, &pins) + &carried;
+    let landed = render::landed(&landed);
+    let stack_text = landed.clone() + &render::console(&stack, None, &pins) + &carried;
     fs::write(new.join("stack.txt"), stack_text)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    let landed = render::landed(&landed);
-    eprint!(
-        "{landed}{}{carried}",
-        render::console(&stack, base.as_ref(), &pins)
-    );
-    eprint!("{}", render::next_steps(options, &stack, &out, &facts));
+    let order = render::console(&stack, base.as_ref(), &pins);
+    write!(console, "{landed}{order}{carried}")?;
+    write!(
+        console,
+        "{}",
+        render::next_steps(options, &stack, &out, &facts)
+    )?;
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);

@@ -321,7 +321,9 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
 /// The console report: the order to open the pull requests in, and how the base relates to the pin.
 pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> String {
     let mut out = match stack.is_empty() {
-        true => String::from("No pull request is left to open: the base holds every patch.\n"),
+        true => String::from(
+            "Every proposed patch has landed in the base: nothing is left to propose.\n",
+        ),
         false => String::from("Open the pull requests in this order:\n"),
     };
     for (index, entry) in (1..).zip(stack) {
@@ -390,6 +392,10 @@ pub fn landed(landed: &[super::stack::Landed]) -> String {
 
 /// What was made and what is left to do, for the contributor.
 pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: &Facts) -> String {
+    if stack.is_empty() {
+        let list = out.join("stack.txt");
+        return format!("no branch to make; wrote {}\n", list.display());
+    }
     let mut text = match &options.candle {
         Some(clone) => format!(
             "made {} branches in {clone}; push each with `git -C {clone} push <your fork> \
