@@ -164,6 +164,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         &all,
         &Default::default(),
     )
+    .and_then(branches::Branches::all_made)
     .context("written back, the series would no longer make every branch; patches/ is as it was")?;
     patches_dir::rewrite(layout, &kept, &retiring)?;
 

@@ -8,6 +8,7 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::{Oid, Repository};
+use xtask::branches::{Stop, Stopped};
 use xtask::pr::{self, Existing, Prepared};
 
 fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
@@ -92,13 +93,13 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
         if next.stack.is_empty() {
-            let console = xtask::pr::render::console(&next.stack, None, &[]);
+            let console = xtask::pr::summary::console(&next.stack, &[], None, &[]);
             assert_eq!(
                 console,
                 "Every proposed patch has landed in the base: nothing is left to propose.\n"
             );
         }
-        let summary = xtask::pr::render::landed(&next.landed);
+        let summary = xtask::pr::summary::landed(&next.landed);
         assert!(
             summary.contains(&format!("\"{title} (#{number})\", pull request #{number}")),
             "{summary}"
@@ -134,9 +135,11 @@ fn stack_workspace() -> Result<Workspace> {
 /// `cargo xtask pr --candle <clone> --force-branch` in `ws`: what it printed, with the
 /// workspace's and the clone's folders written `<workspace>` and `<clone>`, and how it ended.
 fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)> {
+    // Without the trailing `/` of `workdir`, as a user names a folder.
     let clone = repo.workdir().expect("a clone with a work tree");
+    let clone = std::path::PathBuf::from(clone.display().to_string().trim_end_matches('/'));
     let options = pr::Options {
-        candle: Some(clone.to_path_buf()),
+        candle: Some(clone.clone()),
         base: "main".to_string(),
         force_branch: true,
         ..pr::Options::default()
@@ -145,10 +148,9 @@ fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)> {
     let published = [ws.published.clone()];
     let result = pr::make(&ws.layout, &options, &published, &mut console);
     let console = String::from_utf8(console)?;
-    let clone = clone.display().to_string();
-    let clone = clone.trim_end_matches('/');
     let console = console.replace(&ws.layout.root.display().to_string(), "<workspace>");
-    Ok((console.replace(clone, "<clone>"), result))
+    let console = console.replace(&clone.display().to_string(), "<clone>");
+    Ok((console, result))
 }
 
 #[test]
@@ -167,24 +169,75 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
     );
     assert!(prepared.landed.is_empty());
 
-    // Another changes the very line the first patch changes: a conflict, named, and the clone
-    // as it was.
-    let (dir2, repo2) = candle()?;
+    // Another changes the very line the first patch changes: a conflict, named with both sides.
+    let (_dir2, repo2) = candle()?;
     change_main(&repo2, MODULE, &|t| {
         t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
     })?;
-    let before = snapshot(dir2.path());
-    let err = format!("{:#}", stack(&repo2, Existing::Refuse).unwrap_err());
+    let prepared = stack(&repo2, Existing::Refuse)?;
+    let Some(Stopped {
+        patch,
+        why: Stop::Conflict(conflict),
+    }) = prepared.stopped.first()
+    else {
+        panic!("the first patch conflicts: {:?}", prepared.stopped);
+    };
+    assert_eq!(patch.number(), "0001");
     assert!(
-        err.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),
-        "{err}"
+        conflict.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),
+        "{conflict}"
     );
     assert!(
-        err.contains("| <<<<<<<") && err.contains("1e-8") && err.contains("1e-6"),
+        conflict.contains("| <<<<<<<") && conflict.contains("1e-8") && conflict.contains("1e-6"),
+        "{conflict}"
+    );
+    drop(dir);
+    Ok(())
+}
+
+#[test]
+fn a_conflict_stops_its_own_branch_and_not_the_stack() -> Result<()> {
+    let ws = stack_workspace()?;
+    let (_dir, repo) = candle()?;
+    let (_, made) = run_pr(&ws, &repo)?;
+    made?;
+    let tip = |name: &str| branch_tip(&repo, name);
+    let before = [tip("raise-the-threshold")?, tip("raise-it-again")?];
+
+    // Another pull request changes the very line the first patch changes.
+    let main = change_main(&repo, MODULE, &|t| {
+        t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
+    })?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    expect_test::expect_file!["snapshots/console-a-patch-conflicts.txt"].assert_eq(&console);
+    let err = format!("{:#}", result.unwrap_err());
+    assert!(
+        err.starts_with("0001-generation-Raise-the-threshold.patch conflicts with the base"),
         "{err}"
     );
-    assert!(snapshot(dir2.path()) == before, "the clone changed");
-    drop((dir, dir2));
+    // The conflict in full: the file, both sides, and how to redo the patch.
+    for said in [
+        "0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs",
+        "if v < 1e-8 { None } else { Some(v) });\n        | =======",
+        "if v < 1e-6 { None } else { Some(v) });\n        | >>>>>>> the change",
+        "to redo it:",
+        "0002: \"generation: Raise it again\": it builds on 0001",
+    ] {
+        assert!(console.contains(said), "`{said}` in\n{console}");
+    }
+    // The third patch's branch moved onto the new main; the first two stayed where they were.
+    let third = repo.find_commit(tip("test-argmax-on-ties")?)?;
+    assert_eq!(third.parent_id(0)?, main);
+    assert_eq!(
+        [tip("raise-the-threshold")?, tip("raise-it-again")?],
+        before
+    );
+    // target/pr/ holds the branch that was made, and stack.txt names the conflict.
+    let out = ws.layout.target().join("pr");
+    assert!(out.join("test-argmax-on-ties/body.md").is_file());
+    assert!(!out.join("raise-the-threshold").exists());
+    let stack_txt = std::fs::read_to_string(out.join("stack.txt"))?;
+    assert!(stack_txt.contains("  0001: \"generation: Raise the threshold\": it conflicts:"));
     Ok(())
 }
 

@@ -8,7 +8,9 @@ use super::{audit, base, stack, Existing, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
-/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded.
+/// Makes the stack's branches in `repo`, writing nothing until every check succeeded and every
+/// patch was applied or found to conflict. A patch that conflicts gets no branch: one that
+/// exists stays where it is.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -66,7 +68,7 @@ pub fn prepare(
     let published_tree = crate::expected::published_tree(repo, published)?;
     let known = crate::series::blobs(repo, published_tree, &series.whole)?;
     let built = stack::build(repo, base, series, contributor, &known).context(at)?;
-    let (stack, landed) = (built.entries, built.landed);
+    let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
     let call_sites = audit::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
@@ -74,12 +76,13 @@ pub fn prepare(
     for entry in &stack {
         write_missing(repo, &disk, entry.commit)?;
     }
+    // The series branch holds every patch: with one that conflicts, it is not made.
     let series_tip = match &series.series_branch {
-        Some(name) => Some((
+        Some(name) if stopped.is_empty() => Some((
             name,
             stack::series_commits(repo, base, series, contributor, &known)?,
         )),
-        None => None,
+        _ => None,
     };
     if let Some((_, tip)) = series_tip {
         write_missing(repo, &disk, tip)?;
@@ -112,6 +115,7 @@ pub fn prepare(
     Ok(Prepared {
         stack,
         landed,
+        stopped,
         base: base_report,
         call_sites,
     })

@@ -7,6 +7,7 @@ pub mod notes;
 pub mod record;
 pub mod render;
 pub mod stack;
+pub mod summary;
 pub mod verify;
 
 use std::io::Write;
@@ -104,6 +105,9 @@ pub struct Prepared {
     pub stack: Vec<Entry>,
     /// The patches the base holds already, merged upstream: no branch is made for them.
     pub landed: Vec<stack::Landed>,
+    /// The patches that conflict with the base, and those that build on them: no branch is made
+    /// or moved for them.
+    pub stopped: Vec<crate::branches::Stopped>,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -179,10 +183,10 @@ pub fn make(
         series_branch: options.series_branch.clone(),
         whole: all,
     };
-    let carried = render::carried(&carried, &stack_file.carried)?;
+    let carried = summary::carried(&carried, &stack_file.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
-    let (repo, stack, base, call_sites, landed) = match &options.candle {
+    let (repo, built, base, call_sites) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
             let existing = match (options.force_branch, options.discard_commits) {
@@ -193,8 +197,12 @@ pub fn make(
             let contributor = contributor(&repo, author)?;
             let base = &options.base;
             let prepared = prepare(&repo, published, &series, base, &contributor, existing)?;
-            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (repo, prepared.stack, base, call_sites, prepared.landed)
+            let built = stack::Built {
+                entries: prepared.stack,
+                landed: prepared.landed,
+                stopped: prepared.stopped,
+            };
+            (repo, built, Some(prepared.base), Some(prepared.call_sites))
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the
         // workspace's git identity stands in for the clone's.
@@ -202,17 +210,18 @@ pub fn make(
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
             let base = published_commit(&scratch, published)?;
-            let stack = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
-            (scratch.repo, stack.entries, None, None, Vec::new())
+            let built = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
+            (scratch.repo, built, None, None)
         }
     };
+    let stack = &built.entries;
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
     };
     let checks = match options.verify {
-        true => Some(verify_stack(layout, &repo, &stack)?),
+        true => Some(verify_stack(layout, &repo, stack)?),
         false => None,
     };
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
@@ -231,7 +240,7 @@ pub fn make(
             .iter()
             .position(|p| p.number() == entry.patch.number());
         let notes = &series.notes[at.context("a branch for a patch not proposed")?];
-        let body = render::body(&stack, index, notes, &facts, &pins, checks);
+        let body = render::body(stack, index, notes, &facts, &pins, checks);
         fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.
@@ -241,29 +250,36 @@ pub fn make(
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let landed = render::landed(&landed);
-    let stack_text = landed.clone() + &render::console(&stack, None, &pins) + &carried;
-    fs::write(new.join("stack.txt"), stack_text)?;
+    // The summary, in stack.txt as on the console, less how the base relates to the pin.
+    let (landed, stopped) = (&built.landed, &built.stopped);
+    let summary = |base| -> Result<String> {
+        let order = summary::console(stack, stopped, base, &pins);
+        Ok(summary::landed(landed) + &order + &carried + &summary::stopped(stopped)?)
+    };
+    fs::write(new.join("stack.txt"), summary(None)?)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    let order = render::console(&stack, base.as_ref(), &pins);
-    write!(console, "{landed}{order}{carried}")?;
-    write!(
-        console,
-        "{}",
-        render::next_steps(options, &stack, &out, &facts)
-    )?;
+    write!(console, "{}", summary(base.as_ref())?)?;
+    let next = summary::next_steps(options, stack, stopped, &out, &facts);
+    write!(console, "{next}")?;
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
-    ensure!(
-        failed.is_empty(),
-        "--verify failed: {}\nfix each on its branch in the clone and commit, write it back with \
-         `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr --verify again",
-        failed.join("; ")
-    );
+    // Only now, with every branch that applies made and written out: a conflict stops one
+    // branch, not the stack.
+    let conflicts = summary::conflicts(stopped);
+    let failed = (!failed.is_empty()).then(|| {
+        format!(
+            "--verify failed: {}\nfix each on its branch in the clone and commit, write it back \
+             with `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr \
+             --verify again",
+            failed.join("; ")
+        )
+    });
+    let problems: Vec<String> = conflicts.into_iter().chain(failed).collect();
+    ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
 

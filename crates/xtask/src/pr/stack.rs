@@ -2,11 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::Series;
-use crate::branches::branches;
+use crate::branches::{branches, Stopped};
 use crate::git::short;
 use crate::series::{self, Message, Patch};
 
@@ -56,11 +56,13 @@ pub struct Landed {
 /// How far back `landed_in` looks for the commit that brought a patch's change.
 const LANDED_SEARCH: usize = 1000;
 
-/// The stack: the branches to make, and the patches the base holds already.
+/// The stack: the branches to make, the patches the base holds already, and those that get no
+/// branch for a conflict.
 #[derive(Debug, Default)]
 pub struct Built {
     pub entries: Vec<Entry>,
     pub landed: Vec<Landed>,
+    pub stopped: Vec<Stopped>,
 }
 
 /// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
@@ -126,11 +128,11 @@ pub fn build(
             commit,
         });
     }
-    ensure!(
-        !entries.is_empty() || !landed.is_empty(),
-        "no patch to make a branch of"
-    );
-    Ok(Built { entries, landed })
+    Ok(Built {
+        entries,
+        landed,
+        stopped: trees.stopped,
+    })
 }
 
 /// The first-parent commit of `base` that brought `patch`'s change: the oldest of those whose

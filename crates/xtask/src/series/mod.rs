@@ -85,7 +85,8 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     };
     let (path, number, header) = reached.take();
     let Some(path) = path else {
-        bail!("{} does not apply: {}", patch.file_name, err.message());
+        let text = format!("{} does not apply: {}", patch.file_name, err.message());
+        return Err(DoesNotApply(text).into());
     };
     let file = path.display();
     let explain_hunk = |header: &str| -> Result<String> {
@@ -129,8 +130,23 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         None if base.get_path(&path).is_err() => format!("{file} does not exist"),
         None => format!("{file}: {}", err.message()),
     };
-    bail!("{} does not apply: {detail}\n{REDO}", patch.file_name)
+    let text = format!("{} does not apply: {detail}\n{REDO}", patch.file_name);
+    Err(DoesNotApply(text).into())
 }
+
+/// Why a patch does not go onto a tree: it does not apply and cannot be merged three ways, or
+/// the merge conflicts. The text names the patch and the file, shows the lines of both sides,
+/// and says how to redo the patch. `pr` goes on without that patch; every other caller stops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DoesNotApply(pub String);
+
+impl std::fmt::Display for DoesNotApply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DoesNotApply {}
 
 /// How to redo a patch that no longer applies, said with the failure.
 pub const REDO: &str = "to redo it: in a clone of candle, `git checkout -b redo <base>` and \
@@ -203,7 +219,7 @@ pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Pat
 
 /// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
 /// file three ways, from the blobs that its `index` lines name (which must be in `repo`) and the
-/// file `tree` holds. Fails, naming the patch, on a conflict or where the blobs are missing.
+/// file `tree` holds. Fails with `DoesNotApply` on a conflict or where the blobs are missing.
 ///
 /// `known` are blobs that `repo` holds, looked up first: an in-memory object store finds an
 /// object by its whole id alone.
@@ -250,12 +266,13 @@ pub fn apply_three_way(
                 .iter()
                 .map(|c| c.path.as_str())
                 .collect::<Vec<_>>();
-            bail!(
+            let text = format!(
                 "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
                 patch.file_name,
                 paths.join(", "),
                 merge::show(&conflicts)
-            )
+            );
+            Err(DoesNotApply(text).into())
         }
     }
 }
