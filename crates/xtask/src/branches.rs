@@ -31,14 +31,27 @@ pub struct Retired {
     pub pull: Option<String>,
 }
 
+/// An upstream pull request that rewrites the code the patches change, such as candle's #3496:
+/// where a base has it, some patches go on as the resolutions in `patches/on-<name>/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewrite {
+    /// What it changes, in a sentence.
+    pub why: String,
+    /// A base has it when its file `path` holds the text `holds`.
+    pub path: String,
+    pub holds: String,
+}
+
 /// `patches/stack.toml`: `[builds-on]`, where `"0004" = "0001"` makes 0004's branch build on
 /// 0001's (others branch from the base), `[carried.NNNN]`, the patches kept out of the stack,
-/// and `[retired.NNNN]`, the numbers of patches that left the series.
+/// `[retired.NNNN]`, the numbers of patches that left the series, and `[base."N"]`, the upstream
+/// pull requests that rewrite the patches' code, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StackFile {
     pub builds_on: BTreeMap<String, String>,
     pub carried: BTreeMap<String, Carried>,
     pub retired: BTreeMap<String, Retired>,
+    pub bases: BTreeMap<String, Rewrite>,
 }
 
 /// `patches/stack.toml` as written; empty without the file.
@@ -53,7 +66,7 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
     let mut file = StackFile::default();
     for (key, item) in document.iter() {
         let Some(table) = item.as_table_like() else {
-            bail!("{shown}: `{key}` must be a table, [builds-on], [carried] or [retired]");
+            bail!("{shown}: `{key}` must be a table, [builds-on], [carried], [retired] or [base]");
         };
         match key {
             "builds-on" => {
@@ -95,7 +108,21 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                     file.retired.insert(patch.into(), retired);
                 }
             }
-            _ => bail!("{shown}: unknown table [{key}]: use [builds-on], [carried] or [retired]"),
+            "base" => {
+                for (name, value) in table.iter() {
+                    let field = |field: &str| {
+                        let text = value.get(field).and_then(|v| v.as_str());
+                        text.map(str::to_string).with_context(|| {
+                            format!("{shown}: [base.\"{name}\"] needs `{field} = \"...\"`")
+                        })
+                    };
+                    let (why, path, holds) = (field("why")?, field("path")?, field("holds")?);
+                    file.bases.insert(name.into(), Rewrite { why, path, holds });
+                }
+            }
+            _ => bail!(
+                "{shown}: unknown table [{key}]: use [builds-on], [carried], [retired] or [base]"
+            ),
         }
     }
     Ok(file)

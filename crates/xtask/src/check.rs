@@ -20,6 +20,8 @@ pub fn run(layout: &Layout) -> Result<()> {
     crate::pr::notes::check_paired(&dir, &patches)?;
     let stack_file = crate::branches::read(&dir)?;
     stack_file.check(&patches)?;
+    // Each resolution folder belongs to a `[base]`, and each resolution to a patch.
+    crate::resolutions::load(&dir, &stack_file, &patches)?;
     retired_in_history(layout, &stack_file, &patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);

@@ -69,6 +69,18 @@ pub fn prepare(
     let known = crate::series::blobs(repo, published_tree, &series.whole)?;
     let built = stack::build(repo, base, series, contributor, &known).context(at)?;
     let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
+    // A series branch is written back whole into patches/, never into a resolution.
+    let resolved = built.rewrites.iter().find(|r| !r.patches.is_empty());
+    if let (Some(name), Some(resolved)) = (&series.series_branch, resolved) {
+        bail!(
+            "--series-branch {name}: the base has {} ({}), so some patches go on as their \
+             resolutions in patches/on-{}/, and a branch of the whole series would hold those; \
+             make it on a base without it",
+            crate::resolutions::shown(&resolved.name),
+            resolved.rewrite.why,
+            resolved.name
+        );
+    }
     let call_sites = audit::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
@@ -94,6 +106,7 @@ pub fn prepare(
         let patch = Some(entry.patch.number().to_string());
         let made = Made {
             patch,
+            resolution: entry.resolution.clone(),
             tip: entry.commit,
             written: None,
         };
@@ -105,6 +118,7 @@ pub fn prepare(
             name.clone(),
             Made {
                 patch: None,
+                resolution: None,
                 tip,
                 written: None,
             },
@@ -116,6 +130,7 @@ pub fn prepare(
         stack,
         landed,
         stopped,
+        rewrites: built.rewrites,
         base: base_report,
         call_sites,
     })

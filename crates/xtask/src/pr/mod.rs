@@ -108,6 +108,8 @@ pub struct Prepared {
     /// The patches that conflict with the base, and those that build on them: no branch is made
     /// or moved for them.
     pub stopped: Vec<crate::branches::Stopped>,
+    /// The other bases' pull requests that the base has, with the resolutions `pr` took for them.
+    pub rewrites: Vec<crate::resolutions::Resolutions>,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -181,6 +183,7 @@ pub fn make(
         patches,
         linear,
         series_branch: options.series_branch.clone(),
+        resolutions: crate::resolutions::load(&dir, &stack_file, &all)?,
         whole: all,
     };
     let carried = summary::carried(&carried, &stack_file.carried)?;
@@ -201,6 +204,7 @@ pub fn make(
                 entries: prepared.stack,
                 landed: prepared.landed,
                 stopped: prepared.stopped,
+                rewrites: prepared.rewrites,
             };
             (repo, built, Some(prepared.base), Some(prepared.call_sites))
         }
@@ -254,7 +258,9 @@ pub fn make(
     let (landed, stopped) = (&built.landed, &built.stopped);
     let summary = |base| -> Result<String> {
         let order = summary::console(stack, stopped, base, &pins);
-        Ok(summary::landed(landed) + &order + &carried + &summary::stopped(stopped)?)
+        let rewrites = summary::rewrites(&built.rewrites);
+        let stopped = summary::stopped(stopped)?;
+        Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
     };
     fs::write(new.join("stack.txt"), summary(None)?)?;
     let out = target.join("pr");
@@ -297,6 +303,9 @@ pub struct Series {
     /// Every patch in `patches/`, selected or not: the blobs they give on the published crates
     /// are what a three-way merge of any of them starts from.
     pub whole: Vec<Patch>,
+    /// The resolutions carried for bases with another upstream pull request (`[base]`): on such
+    /// a base each stands in for its patch.
+    pub resolutions: Vec<crate::resolutions::Resolutions>,
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.

@@ -12,6 +12,7 @@ use super::stack::{Entry, Landed};
 use crate::branches::{Carried, Stop, Stopped};
 use crate::git::short;
 use crate::pin::{self, Pin};
+use crate::resolutions::{self, Resolutions};
 use crate::series::Patch;
 
 /// The patches left out of the stack because they are carried here, each with why and the
@@ -57,7 +58,11 @@ pub fn console(
         };
         let (branch, number, subject) =
             (&entry.branch, entry.patch.number(), &entry.message.subject);
-        out += &format!("  {index}. {branch} ({number}): \"{subject}\", {depends}\n");
+        let from = match &entry.resolution {
+            Some(name) => format!(", from patches/on-{name}/"),
+            None => String::new(),
+        };
+        out += &format!("  {index}. {branch} ({number}): \"{subject}\", {depends}{from}\n");
     }
     let Some(base) = base else { return out };
     let (commit, label) = (short(&pins[0].commit), pins[0].label());
@@ -209,4 +214,29 @@ pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
          branch (above): redo {them} as said there, then run pr again",
         names.join(", ")
     ))
+}
+
+/// The other bases' pull requests that the base has, each with the patches taken from its
+/// resolutions; nothing when the base has none.
+pub fn rewrites(rewrites: &[Resolutions]) -> String {
+    let mut out = String::new();
+    for Resolutions {
+        name,
+        rewrite,
+        patches,
+    } in rewrites
+    {
+        let (pull, why) = (resolutions::shown(name), &rewrite.why);
+        let numbers: Vec<&str> = patches.iter().map(|p| p.number()).collect();
+        let taken = match numbers.as_slice() {
+            [] => format!("no patch taken from patches/on-{name}/"),
+            numbers => format!(
+                "{} taken from patches/on-{name}/ in place of the patch{}",
+                numbers.join(", "),
+                if numbers.len() == 1 { "" } else { "es" }
+            ),
+        };
+        out += &format!("The base has {pull} ({why}): {taken}\n");
+    }
+    out
 }
