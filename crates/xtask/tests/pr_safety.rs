@@ -10,7 +10,7 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::{Oid, Repository};
-use xtask::branches::Stop;
+use xtask::branches::{Stop, Stopped};
 use xtask::pr::notes;
 use xtask::pr::{self, Options};
 use xtask::series;
@@ -118,6 +118,52 @@ fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
     for name in ["raise-the-threshold", "raise-it-again"] {
         assert!(repo.find_branch(name, git2::BranchType::Local).is_err());
     }
+    Ok(())
+}
+
+#[test]
+fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    // Without `[builds-on]`, the second patch goes onto the base, which lacks the line it changes.
+    let series = common::stack::series(stack_patches()?, "", &[])?;
+    let contributor = pr::contributor(&repo, None)?;
+    let existing = pr::Existing::Refuse;
+    let prepared = pr::prepare(
+        &repo,
+        &[published()?],
+        &series,
+        "main",
+        &contributor,
+        existing,
+    )?;
+    let made: Vec<&str> = prepared.stack.iter().map(|e| e.patch.number()).collect();
+    assert_eq!(made, ["0001", "0003"]);
+    let [Stopped {
+        patch,
+        why: Stop::Conflict(conflict),
+    }] = &prepared.stopped[..]
+    else {
+        panic!("the second patch conflicts: {:?}", prepared.stopped);
+    };
+    assert_eq!(patch.number(), "0002");
+    // The base is named by its commit, as the stack was built on it.
+    let main = repo.head()?.target().unwrap().to_string();
+    let main = xtask::git::short(&main);
+    assert!(
+        conflict.starts_with(&format!(
+            "0002-generation-Raise-it-again.patch does not merge onto the base ({main}) without \
+             a conflict, in candle-transformers/src/generation/mod.rs:"
+        )),
+        "{conflict}"
+    );
+    assert!(
+        conflict.contains("1e-7") && conflict.contains("1e-5"),
+        "{conflict}"
+    );
+    assert!(conflict.ends_with("name the patch it builds on in patches/stack.toml ([builds-on])"));
+    assert!(repo
+        .find_branch("raise-it-again", git2::BranchType::Local)
+        .is_err());
     Ok(())
 }
 
