@@ -204,16 +204,20 @@ pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
         .iter()
         .filter(|s| matches!(s.why, Stop::Conflict(_)));
     let names: Vec<&str> = conflicting.map(|s| s.patch.file_name.as_str()).collect();
-    let (verb, them) = match names.len() {
-        0 => return None,
-        1 => ("conflicts", "it"),
-        _ => ("conflict", "each"),
+    let (names, rest) = match names.as_slice() {
+        [] => return None,
+        [name] => (
+            name.to_string(),
+            "conflicts with the base, so neither it nor a patch that builds on it got a branch \
+             (above): redo it as said there",
+        ),
+        names => (
+            names.join(", "),
+            "conflict with the base, so none of them, nor a patch that builds on one, got a \
+             branch (above): redo each as said there",
+        ),
     };
-    Some(format!(
-        "{} {verb} with the base, so neither {them} nor a patch that builds on {them} got a \
-         branch (above): redo {them} as said there, then run pr again",
-        names.join(", ")
-    ))
+    Some(format!("{names} {rest}, then run pr again"))
 }
 
 /// The other bases' pull requests that the base has, each with the patches taken from its
@@ -239,4 +243,39 @@ pub fn rewrites(rewrites: &[Resolutions]) -> String {
         out += &format!("The base has {pull} ({why}): {taken}\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_error_names_each_conflicting_patch() {
+        let stopped = |name: &str, why: Stop| Stopped {
+            patch: Patch {
+                file_name: name.to_string(),
+                bytes: Vec::new(),
+            },
+            why,
+        };
+        let one = [
+            stopped("0001-a.patch", Stop::Conflict("both sides".into())),
+            stopped("0002-b.patch", Stop::BuildsOn("0001".into())),
+        ];
+        assert_eq!(
+            conflicts(&one).as_deref(),
+            Some(
+                "0001-a.patch conflicts with the base, so neither it nor a patch that builds on \
+                 it got a branch (above): redo it as said there, then run pr again"
+            )
+        );
+        let two = [
+            one[0].clone(),
+            stopped("0003-c.patch", Stop::Conflict("x".into())),
+        ];
+        assert!(conflicts(&two)
+            .unwrap()
+            .starts_with("0001-a.patch, 0003-c.patch conflict with the base, so none of them"));
+        assert_eq!(conflicts(&one[1..]), None);
+    }
 }
