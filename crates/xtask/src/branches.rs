@@ -7,7 +7,8 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::fsutil::read_if_exists;
-use crate::series::{self, Applied, Patch};
+use crate::merge::{self, Merged};
+use crate::series::{self, Applied, DoesNotApply, Patch};
 
 /// A patch this workspace applies to its crates but does not propose upstream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,14 +31,27 @@ pub struct Retired {
     pub pull: Option<String>,
 }
 
+/// An upstream pull request that rewrites the code the patches change, such as candle's #3496:
+/// where a base has it, some patches go on as the resolutions in `patches/on-<name>/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewrite {
+    /// What it changes, in a sentence.
+    pub why: String,
+    /// A base has it when its file `path` holds the text `holds`.
+    pub path: String,
+    pub holds: String,
+}
+
 /// `patches/stack.toml`: `[builds-on]`, where `"0004" = "0001"` makes 0004's branch build on
 /// 0001's (others branch from the base), `[carried.NNNN]`, the patches kept out of the stack,
-/// and `[retired.NNNN]`, the numbers of patches that left the series.
+/// `[retired.NNNN]`, the numbers of patches that left the series, and `[base."N"]`, the upstream
+/// pull requests that rewrite the patches' code, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StackFile {
     pub builds_on: BTreeMap<String, String>,
     pub carried: BTreeMap<String, Carried>,
     pub retired: BTreeMap<String, Retired>,
+    pub bases: BTreeMap<String, Rewrite>,
 }
 
 /// `patches/stack.toml` as written; empty without the file.
@@ -52,7 +66,7 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
     let mut file = StackFile::default();
     for (key, item) in document.iter() {
         let Some(table) = item.as_table_like() else {
-            bail!("{shown}: `{key}` must be a table, [builds-on], [carried] or [retired]");
+            bail!("{shown}: `{key}` must be a table, [builds-on], [carried], [retired] or [base]");
         };
         match key {
             "builds-on" => {
@@ -94,7 +108,21 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                     file.retired.insert(patch.into(), retired);
                 }
             }
-            _ => bail!("{shown}: unknown table [{key}]: use [builds-on], [carried] or [retired]"),
+            "base" => {
+                for (name, value) in table.iter() {
+                    let field = |field: &str| {
+                        let text = value.get(field).and_then(|v| v.as_str());
+                        text.map(str::to_string).with_context(|| {
+                            format!("{shown}: [base.\"{name}\"] needs `{field} = \"...\"`")
+                        })
+                    };
+                    let (why, path, holds) = (field("why")?, field("path")?, field("holds")?);
+                    file.bases.insert(name.into(), Rewrite { why, path, holds });
+                }
+            }
+            _ => bail!(
+                "{shown}: unknown table [{key}]: use [builds-on], [carried], [retired] or [base]"
+            ),
         }
     }
     Ok(file)
@@ -236,20 +264,56 @@ pub(crate) struct Upstream<'a> {
     pub merged: &'a [String],
 }
 
-/// The branches of a series on a base, and the patches the base already holds.
+/// A patch that gets no branch on this base, and why.
+#[derive(Clone, Debug)]
+pub struct Stopped {
+    pub patch: Patch,
+    pub why: Stop,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// It does not go onto the linear series, or onto the branch it builds on: the conflict as
+    /// `series::DoesNotApply` shows it, both sides and how to redo the patch.
+    Conflict(String),
+    /// It builds on this patch (`[builds-on]`), which has no branch.
+    BuildsOn(String),
+}
+
+/// The branches of a series on a base, the patches the base already holds, and those that
+/// conflict with it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Branches {
     pub branches: Vec<Branch>,
     /// The proposed patches whose change the base already holds, as after a merge upstream:
     /// they get no branch, and the branches that built on them start from the base.
     pub landed: Vec<Patch>,
+    /// The patches that conflict, and those that build on them: no branch for them, while the
+    /// others still get theirs.
+    pub stopped: Vec<Stopped>,
+}
+
+impl Branches {
+    /// Fails on the first conflict, for the callers whose base every patch must go onto: the
+    /// published crates, which the series is written for.
+    pub(crate) fn all_made(self) -> Result<Self> {
+        match self.stopped.first() {
+            Some(Stopped {
+                why: Stop::Conflict(conflict),
+                ..
+            }) => bail!("{conflict}"),
+            Some(Stopped { patch, .. }) => bail!("{} got no branch", patch.file_name),
+            None => Ok(self),
+        }
+    }
 }
 
 /// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`:
 /// one branch per patch that `proposed` accepts. The others stay in the linear series, so that
 /// the patches after them apply as written, but get no branch. A patch whose context moved on
 /// the base is merged three ways from `upstream`'s blobs, as `git am -3` does. A patch the base
-/// holds already, or that `upstream` says was merged, gets no branch.
+/// holds already, or that `upstream` says was merged, gets no branch. A patch that conflicts is
+/// left out of the linear series, and it and the patches that build on it are `stopped`.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,
@@ -264,11 +328,32 @@ pub(crate) fn branches(
     let mut made = Branches::default();
     for patch in patches {
         let file = &patch.file_name;
+        let wanted = builds_on.get(patch.number());
+        let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);
+        if let Some(wanted) = wanted.filter(|wanted| stopped(wanted)) {
+            let why = Stop::BuildsOn(wanted.clone());
+            made.stopped.push(Stopped {
+                patch: patch.clone(),
+                why,
+            });
+            continue;
+        }
         // Merged upstream, as its own commit: the base holds its change, though a later one may
         // have changed its lines again.
         let applied = match merged.iter().any(|number| number == patch.number()) {
             true => Applied::AlreadyThere,
-            false => series::apply_three_way(repo, linear, patch, known)?,
+            false => match series::apply_three_way(repo, linear, patch, known) {
+                Ok(applied) => applied,
+                Err(err) => {
+                    // The patches after it go on without it, as `git am --skip` would.
+                    let conflict = err.downcast::<DoesNotApply>()?;
+                    made.stopped.push(Stopped {
+                        patch: patch.clone(),
+                        why: Stop::Conflict(conflict.0),
+                    });
+                    continue;
+                }
+            },
         };
         if applied == Applied::AlreadyThere {
             if proposed(patch) {
@@ -281,7 +366,6 @@ pub(crate) fn branches(
             linear = after;
             continue;
         }
-        let wanted = builds_on.get(patch.number());
         let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
         let parent = wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
             let found = made
@@ -297,25 +381,36 @@ pub(crate) fn branches(
         });
         let parent = parent.transpose()?;
         let onto = parent.map_or(base, |index| made.branches[index].tree);
-        let [ancestor, ours, theirs] = [linear, onto, after].map(|id| repo.find_tree(id));
-        let mut index = repo.merge_trees(&ancestor?, &ours?, &theirs?, None)?;
-        if index.has_conflicts() {
-            let on = match parent {
-                None => format!("the base ({base_name})"),
-                Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
-            };
-            bail!(
-                "{file} does not merge onto {on} without a conflict: name the patch it builds on \
-                 in patches/stack.toml"
-            );
-        }
-        let tree = index.write_tree_to(repo)?;
+        let change = merge::changes(repo, linear, after)?;
+        // It stays in the linear series, where it applies: only its branch is not made.
+        linear = after;
+        let tree = match merge::merge(repo, onto, &change)? {
+            Merged::Tree(tree) => tree,
+            Merged::AlreadyThere => onto,
+            Merged::Conflicts(conflicts) => {
+                let on = match parent {
+                    None => format!("the base ({base_name})"),
+                    Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
+                };
+                let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
+                let conflict = format!(
+                    "{file} does not merge onto {on} without a conflict, in {}:{}\nname the \
+                     patch it builds on in patches/stack.toml ([builds-on])",
+                    paths.join(", "),
+                    merge::show(&conflicts)
+                );
+                made.stopped.push(Stopped {
+                    patch: patch.clone(),
+                    why: Stop::Conflict(conflict),
+                });
+                continue;
+            }
+        };
         made.branches.push(Branch {
             patch: patch.clone(),
             parent,
             tree,
         });
-        linear = after;
     }
     Ok(made)
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use fs_err as fs;
 
 use crate::expected::{self, Folder};
 use crate::patch_use;
@@ -19,6 +20,8 @@ pub fn run(layout: &Layout) -> Result<()> {
     crate::pr::notes::check_paired(&dir, &patches)?;
     let stack_file = crate::branches::read(&dir)?;
     stack_file.check(&patches)?;
+    // Each resolution folder belongs to a `[base]`, and each resolution to a patch.
+    crate::resolutions::load(&dir, &stack_file, &patches)?;
     retired_in_history(layout, &stack_file, &patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
@@ -138,7 +141,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     let mut problems = Vec::new();
-    let entries = std::fs::read_dir(layout.root.join(GENERATED_ROOT));
+    let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));
     for entry in entries.into_iter().flatten() {
         let path = format!("{GENERATED_ROOT}/{}", entry?.file_name().to_string_lossy());
         if !generated.iter().any(|folder| folder.dir == path) {
@@ -148,7 +151,7 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
             ));
         }
     }
-    let attributes = std::fs::read_to_string(layout.root.join(".gitattributes"));
+    let attributes = fs::read_to_string(layout.root.join(".gitattributes"));
     let attributes = attributes.unwrap_or_default();
     let marks = |line: &&str| line.contains("linguist-generated");
     let marked: Vec<&str> = attributes.lines().map(str::trim).filter(marks).collect();

@@ -88,7 +88,8 @@ pub(crate) fn generated(
             &|_| true,
             &Default::default(),
         )?;
-        let branches = branches.branches;
+        // Every patch goes onto the published crates, which the series is written for.
+        let branches = branches.all_made()?.branches;
         // The control holds the published crates again: the same code, which crates/points
         // compiles as another module, so that it lands elsewhere in the binary.
         let names = patches.iter().map(|p| p.number().to_string());

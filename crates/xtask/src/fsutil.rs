@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use fs_err as fs;
 
 /// A new folder `.xtask-<label>-…` in `parent`, removed when dropped, that a rename can move.
 pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
@@ -13,7 +14,7 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
 
 /// The text of `path`, or `None` where there is no such file.
 pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
+    match fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
@@ -27,22 +28,22 @@ pub(crate) fn swap_in(pairs: &[(PathBuf, PathBuf)]) -> Result<()> {
         let name = target.file_name().unwrap_or_default().to_string_lossy();
         let old = target.with_file_name(format!(".{name}.xtask-old"));
         if old.exists() {
-            std::fs::remove_dir_all(&old)?;
+            fs::remove_dir_all(&old)?;
         }
         if target.exists() {
-            std::fs::rename(target, &old)
+            fs::rename(target, &old)
                 .with_context(|| format!("cannot move {} aside", target.display()))?;
         }
         moved.push((target, old));
-        std::fs::rename(new, target)
+        fs::rename(new, target)
             .with_context(|| format!("cannot move {} into place", target.display()))
     });
     for (target, old) in moved.into_iter().rev() {
         if result.is_err() {
-            let _ = std::fs::remove_dir_all(target);
-            let _ = std::fs::rename(old, target);
+            let _ = fs::remove_dir_all(target);
+            let _ = fs::rename(old, target);
         } else if old.exists() {
-            std::fs::remove_dir_all(old)?;
+            fs::remove_dir_all(old)?;
         }
     }
     result

@@ -17,6 +17,7 @@ pub mod pr;
 pub mod project;
 pub mod published;
 pub mod rebase;
+pub mod resolutions;
 pub mod series;
 pub mod trees;
 pub mod vendor;

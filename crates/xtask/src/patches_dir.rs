@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{ensure, Context, Result};
+use fs_err as fs;
 use git2::Repository;
 
 use crate::branches::Retired;
@@ -35,8 +36,9 @@ pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {
 }
 
 /// Writes `patches/` again: `patches`, each with the file name of the patch it replaces, whose
-/// notes take its new name; and without the patches of `retiring`, whose notes go and whose
-/// numbers go to `[retired]` in `stack.toml`. Everything else in the folder stays.
+/// notes and resolutions (`on-*/`) take its new name; and without the patches of `retiring`,
+/// whose notes and resolutions go and whose numbers go to `[retired]` in `stack.toml`.
+/// Everything else in the folder stays.
 pub(crate) fn rewrite(
     layout: &Layout,
     patches: &[(Option<String>, Patch)],
@@ -45,23 +47,35 @@ pub(crate) fn rewrite(
     let dir = layout.patches();
     let temp = temp_in(&layout.root, "patches")?;
     let new = temp.path().join("patches");
-    std::fs::create_dir(&new)?;
-    let mut renamed = BTreeMap::new();
+    fs::create_dir(&new)?;
+    let (mut renamed, mut resolutions) = (BTreeMap::new(), BTreeMap::new());
     for (replaces, patch) in patches {
-        std::fs::write(new.join(&patch.file_name), &patch.bytes)?;
+        fs::write(new.join(&patch.file_name), &patch.bytes)?;
         if let Some(old) = replaces {
             renamed.insert(notes::file_name(old), notes::file_name(&patch.file_name));
+            resolutions.insert(old.clone(), patch.file_name.clone());
         }
     }
-    let listing = std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
+    let listing = fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
     for entry in listing? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         let gone = retiring
             .iter()
             .any(|(p, _)| notes::file_name(&p.file_name) == name);
-        if !name.ends_with(".patch") && !gone {
+        if name.starts_with("on-") && dir.join(&name).is_dir() {
+            // A resolution keeps the file name of its patch, and leaves with it.
+            fs::create_dir(new.join(&name))?;
+            for entry in fs::read_dir(dir.join(&name))? {
+                let file = entry?.file_name().to_string_lossy().into_owned();
+                if retiring.iter().any(|(p, _)| p.file_name == file) {
+                    continue;
+                }
+                let target = resolutions.get(&file).unwrap_or(&file);
+                fs::copy(dir.join(&name).join(&file), new.join(&name).join(target))?;
+            }
+        } else if !name.ends_with(".patch") && !gone {
             let target = renamed.get(&name).unwrap_or(&name);
-            std::fs::copy(dir.join(&name), new.join(target))?;
+            fs::copy(dir.join(&name), new.join(target))?;
         }
     }
     if !retiring.is_empty() {
@@ -70,7 +84,7 @@ pub(crate) fn rewrite(
             .iter()
             .map(|(patch, retired)| (patch.number().to_string(), retired.clone()))
             .collect();
-        std::fs::write(
+        fs::write(
             new.join("stack.toml"),
             crate::branches::retire(&stack, &retiring)?,
         )?;

@@ -38,12 +38,25 @@ pub const POINT_PARTS: [(&str, &str, &str); 2] = [
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub root: PathBuf,
+    target: PathBuf,
 }
 
 impl Layout {
     pub fn workspace() -> Layout {
+        let root = shared::root();
         Layout {
-            root: shared::root(),
+            target: shared::target_dir_of(&root),
+            root,
+        }
+    }
+
+    /// A workspace at `root` other than the one being built, as a test makes: its target folder
+    /// is its own `target/`, since `CARGO_TARGET_DIR` names this workspace's, and a test that
+    /// wrote there would overwrite what the tools wrote for it.
+    pub fn at(root: PathBuf) -> Layout {
+        Layout {
+            target: root.join("target"),
+            root,
         }
     }
 
@@ -57,7 +70,7 @@ impl Layout {
 
     /// Cargo's target folder, where the tools keep their scratch files and reports.
     pub fn target(&self) -> PathBuf {
-        shared::target_dir_of(&self.root)
+        self.target.clone()
     }
 }
 

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
+use fs_err as fs;
 
 use crate::pin::Pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST};
@@ -26,7 +27,7 @@ pub struct Published {
 /// The `.crate` in cargo's cache, if any: cargo keeps them in one folder per registry index.
 fn find_cached(name: &str, version: &str) -> Option<PathBuf> {
     let file = format!("{name}-{version}.crate");
-    let entries = std::fs::read_dir(cache()).into_iter().flatten().flatten();
+    let entries = fs::read_dir(cache()).into_iter().flatten().flatten();
     let paths = entries.map(|entry| entry.path().join(&file));
     paths.filter(|path| path.is_file()).min()
 }
@@ -104,7 +105,7 @@ pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
 
 /// Unpacks a `.crate` (a gzipped tar whose entries sit under `name-version/`).
 pub fn read_archive(path: &Path, name: &str, version: &str) -> Result<Published> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     unpack(&bytes, name, version).with_context(|| format!("in {}", path.display()))
 }
 
@@ -178,11 +179,11 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         "[package]\nname = \"xtask-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n\
          [dependencies]\n{name} = \"={version}\"\n\n[workspace]\n"
     );
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(dir.join("Cargo.toml"), manifest)?;
-    std::fs::write(dir.join("src").join("lib.rs"), "")?;
-    if let Ok(lock) = std::fs::read(layout.root.join("Cargo.lock")) {
-        std::fs::write(dir.join("Cargo.lock"), lock)?;
+    fs::create_dir_all(dir.join("src"))?;
+    fs::write(dir.join("Cargo.toml"), manifest)?;
+    fs::write(dir.join("src").join("lib.rs"), "")?;
+    if let Ok(lock) = fs::read(layout.root.join("Cargo.lock")) {
+        fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
     let status = project::cargo()

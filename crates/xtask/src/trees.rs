@@ -5,6 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::FileMode::{self, Blob, BlobExecutable};
 use git2::{ObjectType, Oid, Repository};
 
@@ -32,13 +33,13 @@ impl Scratch {
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
         let mut builder = self.repo.treebuilder(None)?;
         let entries =
-            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+            fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
         for entry in entries {
             let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
             let Some(name) = name.to_str() else {
                 bail!("{}: the name is not UTF-8", path.display());
             };
-            let kind = std::fs::symlink_metadata(&path)?;
+            let kind = fs::symlink_metadata(&path)?;
             if kind.is_dir() {
                 let tree = self.tree_of_dir(&path)?;
                 if !self.repo.find_tree(tree)?.is_empty() {
@@ -79,7 +80,7 @@ impl Scratch {
 
 /// Writes `tree` of `repo` into the new folder `dir`, with the modes, and links as links (unix).
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
-    std::fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for item in repo.find_tree(tree)?.iter() {
         let Ok(name) = item.name() else {
             bail!("{}: a name in the tree is not UTF-8", dir.display());
@@ -103,15 +104,15 @@ pub(crate) fn write_blob(repo: &Repository, id: Oid, mode: i32, path: &Path) -> 
             {
                 let target =
                     std::str::from_utf8(blob.content()).context("a link to a non-UTF-8 path")?;
-                return Ok(std::os::unix::fs::symlink(target, path)?);
+                return Ok(fs::os::unix::fs::symlink(target, path)?);
             }
             #[cfg(not(unix))]
             bail!("symbolic links are written on unix only");
         }
-        std::fs::write(path, blob.content())?;
+        fs::write(path, blob.content())?;
         #[cfg(unix)]
         if mode == i32::from(BlobExecutable) {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+            fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
         }
         Ok(())
     };
@@ -155,7 +156,7 @@ mod tests {
         let dir = temp.path().join("out");
         write_tree(&scratch.repo, tree, &dir)?;
         assert_eq!(scratch.tree_of_dir(&dir)?, tree);
-        std::fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
+        fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
         let edited = scratch.tree_of_dir(&dir)?;
         assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
         Ok(())
@@ -168,14 +169,14 @@ mod tests {
         // `link` and `run.sh` are plain files in HEAD: a link and an executable in the tree.
         let mut index = repo.index()?;
         for name in ["README.md", "link", "run.sh"] {
-            std::fs::write(temp.path().join("repo").join(name), "old\n")?;
+            fs::write(temp.path().join("repo").join(name), "old\n")?;
             index.add_path(Path::new(name))?;
         }
         index.write()?;
         let head = repo.find_tree(index.write_tree()?)?;
         let me = git2::Signature::now("me", "me@example.com")?;
         repo.commit(Some("HEAD"), &me, &me, "old", &head, &[])?;
-        let index_file = std::fs::read(repo.path().join("index"))?;
+        let index_file = fs::read(repo.path().join("index"))?;
 
         let mut update = git2::build::TreeUpdateBuilder::new();
         update.upsert("README.md", repo.blob(b"new\n")?, FileMode::Blob);
@@ -184,19 +185,16 @@ mod tests {
         let tree = update.create_updated(&repo, &head)?;
         let dir = temp.path().join("out");
         write_tree(&repo, tree, &dir)?;
-        assert_eq!(std::fs::read_to_string(dir.join("README.md"))?, "new\n");
+        assert_eq!(fs::read_to_string(dir.join("README.md"))?, "new\n");
         #[cfg(unix)]
         {
-            assert_eq!(
-                std::fs::read_link(dir.join("link"))?,
-                Path::new("README.md")
-            );
-            let mode = std::fs::metadata(dir.join("run.sh"))?.permissions().mode();
+            assert_eq!(fs::read_link(dir.join("link"))?, Path::new("README.md"));
+            let mode = fs::metadata(dir.join("run.sh"))?.permissions().mode();
             assert_eq!(mode & 0o777, 0o755);
         }
-        let readme = std::fs::read_to_string(temp.path().join("repo/README.md"))?;
+        let readme = fs::read_to_string(temp.path().join("repo/README.md"))?;
         assert_eq!(readme, "old\n");
-        assert_eq!(std::fs::read(repo.path().join("index"))?, index_file);
+        assert_eq!(fs::read(repo.path().join("index"))?, index_file);
         Ok(())
     }
 }

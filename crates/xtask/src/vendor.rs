@@ -1,6 +1,7 @@
 //! `cargo xtask vendor`: writes `crates/vendor` from the published crates and `patches/`; pins.
 
 use anyhow::{ensure, Context, Result};
+use fs_err as fs;
 use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
@@ -78,7 +79,7 @@ const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transforme
 /// Pins `new`, with `Cargo.toml`'s candle versions and both `[patch.crates-io]` to match.
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
+    let text = fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
     let (old_version, new_version) = (old[0].name_and_version().1, new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     ensure!(
@@ -88,15 +89,15 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = match std::fs::read_to_string(&fuzz) {
+    let fuzz_text = match fs::read_to_string(&fuzz) {
         Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
         Err(_) => None,
     };
     // Every new text is computed before the first write, so a failure changes nothing.
-    std::fs::write(layout.pin(), pin::render(new))?;
-    std::fs::write(&manifest, updated)?;
+    fs::write(layout.pin(), pin::render(new))?;
+    fs::write(&manifest, updated)?;
     if let Some(text) = fuzz_text {
-        std::fs::write(&fuzz, text)?;
+        fs::write(&fuzz, text)?;
     }
     Ok(())
 }
@@ -163,7 +164,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
-    std::fs::create_dir_all(&root)?;
+    fs::create_dir_all(&root)?;
     let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
     for (i, folder) in generated.iter().enumerate() {
@@ -173,12 +174,12 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     swap_in(&pairs)?;
     let path = layout.root.join(".gitattributes");
-    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut text = fs::read_to_string(&path).unwrap_or_default();
     if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        std::fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
+        fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
             .context("cannot write .gitattributes")?;
     }
     for folder in &generated {

@@ -127,8 +127,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     expect_test::expect_file!["snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
     expect_test::expect_file!["snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
-    expect_test::expect_file!["snapshots/console.txt"].assert_eq(&render::console(
+    expect_test::expect_file!["snapshots/console.txt"].assert_eq(&pr::summary::console(
         &prepared.stack,
+        &prepared.stopped,
         Some(&prepared.base),
         &pins,
     ));
@@ -260,7 +261,8 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
             None
         );
     }
-    let said = |facts: &Facts| render::next_steps(&options, &prepared.stack, out.path(), facts);
+    let said =
+        |facts: &Facts| pr::summary::next_steps(&options, &prepared.stack, &[], out.path(), facts);
     assert!(!said(&facts(None)).contains(PNG), "{}", said(&facts(None)));
     for entry in &prepared.stack {
         let parent = entry.parent.map(|p| prepared.stack[p].patch.number());

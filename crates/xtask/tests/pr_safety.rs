@@ -10,6 +10,7 @@ use anyhow::Result;
 use common::stack::*;
 use common::*;
 use git2::{Oid, Repository};
+use xtask::branches::{Stop, Stopped};
 use xtask::pr::notes;
 use xtask::pr::{self, Options};
 use xtask::series;
@@ -85,18 +86,84 @@ fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
         "temperature.filter(|v| *v >= 1e-7)",
     )?;
     commit_all(&repo, "Simplify new")?;
-    refused(
+    let prepared = prepare(&repo, "main", false)?;
+    let stopped: Vec<(&str, &Stop)> = prepared
+        .stopped
+        .iter()
+        .map(|s| (s.patch.number(), &s.why))
+        .collect();
+    let [("0001", Stop::Conflict(conflict)), ("0002", Stop::BuildsOn(parent))] = &stopped[..]
+    else {
+        panic!("0001 conflicts and 0002 builds on it: {stopped:?}");
+    };
+    assert_eq!(parent, "0001");
+    assert!(
+        conflict.starts_with(
+            "0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in \
+             candle-transformers/src/generation/mod.rs"
+        ),
+        "{conflict}"
+    );
+    // Both sides of the conflict, between git's markers, and how to redo the patch.
+    assert!(conflict.contains("| <<<<<<<"), "{conflict}");
+    assert!(
+        conflict.contains("temperature.filter(|v| *v >= 1e-7)"),
+        "{conflict}"
+    );
+    assert!(conflict.contains("if v < 1e-6 { None }"), "{conflict}");
+    assert!(conflict.contains("to redo it:"), "{conflict}");
+    // The third patch stands alone and gets its branch; the others get none.
+    let made: Vec<&str> = prepared.stack.iter().map(|e| e.branch.as_str()).collect();
+    assert_eq!(made, ["test-argmax-on-ties"]);
+    for name in ["raise-the-threshold", "raise-it-again"] {
+        assert!(repo.find_branch(name, git2::BranchType::Local).is_err());
+    }
+    Ok(())
+}
+
+#[test]
+fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    // Without `[builds-on]`, the second patch goes onto the base, which lacks the line it changes.
+    let series = common::stack::series(stack_patches()?, "", &[])?;
+    let contributor = pr::contributor(&repo, None)?;
+    let existing = pr::Existing::Refuse;
+    let prepared = pr::prepare(
         &repo,
+        &[published()?],
+        &series,
         "main",
-        "0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in \
-         candle-transformers/src/generation/mod.rs",
+        &contributor,
+        existing,
     )?;
-    let err = format!("{:#}", prepare(&repo, "main", false).unwrap_err());
-    assert!(err.contains("is as it was"), "{err}");
-    // Both sides of the conflict, between git's markers.
-    assert!(err.contains("| <<<<<<<"), "{err}");
-    assert!(err.contains("temperature.filter(|v| *v >= 1e-7)"), "{err}");
-    assert!(err.contains("if v < 1e-6 { None }"), "{err}");
+    let made: Vec<&str> = prepared.stack.iter().map(|e| e.patch.number()).collect();
+    assert_eq!(made, ["0001", "0003"]);
+    let [Stopped {
+        patch,
+        why: Stop::Conflict(conflict),
+    }] = &prepared.stopped[..]
+    else {
+        panic!("the second patch conflicts: {:?}", prepared.stopped);
+    };
+    assert_eq!(patch.number(), "0002");
+    // The base is named by its commit, as the stack was built on it.
+    let main = repo.head()?.target().unwrap().to_string();
+    let main = xtask::git::short(&main);
+    assert!(
+        conflict.starts_with(&format!(
+            "0002-generation-Raise-it-again.patch does not merge onto the base ({main}) without \
+             a conflict, in candle-transformers/src/generation/mod.rs:"
+        )),
+        "{conflict}"
+    );
+    assert!(
+        conflict.contains("1e-7") && conflict.contains("1e-5"),
+        "{conflict}"
+    );
+    assert!(conflict.ends_with("name the patch it builds on in patches/stack.toml ([builds-on])"));
+    assert!(repo
+        .find_branch("raise-it-again", git2::BranchType::Local)
+        .is_err());
     Ok(())
 }
 
@@ -229,11 +296,11 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
     assert_eq!(numbers(&proposed), ["0001", "0003"]);
     assert_eq!(numbers(&carried), ["0002"]);
     assert_eq!(
-        pr::render::carried(&carried, &file.carried)?,
+        pr::summary::carried(&carried, &file.carried)?,
         "Carried in this workspace's crates, not proposed (patches/stack.toml):\n  0002: \
          \"generation: Raise it again\": an upstream pull request does its job (#3496)\n"
     );
-    assert_eq!(pr::render::carried(&[], &file.carried)?, "");
+    assert_eq!(pr::summary::carried(&[], &file.carried)?, "");
     // Two branches, each from the base: the carried change is on neither.
     let (_temp, repo) = candle()?;
     let mut series = common::stack::series(proposed, "", &[])?;

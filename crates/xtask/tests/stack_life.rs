@@ -7,7 +7,8 @@ mod kept;
 use anyhow::Result;
 use common::stack::*;
 use common::*;
-use git2::{Oid, Repository};
+use git2::Repository;
+use xtask::branches::{Stop, Stopped};
 use xtask::pr::{self, Existing, Prepared};
 
 fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
@@ -21,44 +22,6 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
         &contributor,
         existing,
     )
-}
-
-/// Commits on `main`, and checks out, `tree` with `message`: what GitHub's merge button and a
-/// `git pull` leave in a clone.
-fn commit_on_main(repo: &Repository, tree: Oid, message: &str) -> Result<Oid> {
-    let repo = Repository::open(repo.path())?;
-    let main = repo.head()?.peel_to_commit()?;
-    let me = git2::Signature::now("Maintainer", "maintainer@example.com")?;
-    let tree = repo.find_tree(tree)?;
-    let id = repo.commit(Some("HEAD"), &me, &me, message, &tree, &[&main])?;
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    repo.checkout_head(Some(checkout.force()))?;
-    Ok(id)
-}
-
-/// Squash-merges `branch` into `main` as GitHub does: one commit, `Title (#N)`.
-fn squash_merge(repo: &Repository, branch: &str, title: &str, number: u32) -> Result<Oid> {
-    let tip = repo.find_commit(branch_tip(repo, branch)?)?;
-    let main = repo.head()?.peel_to_commit()?;
-    let ancestor = repo.find_commit(repo.merge_base(main.id(), tip.id())?)?;
-    let mut index = repo.merge_trees(&ancestor.tree()?, &main.tree()?, &tip.tree()?, None)?;
-    assert!(!index.has_conflicts(), "{branch} merges into main");
-    let tree = index.write_tree_to(repo)?;
-    commit_on_main(repo, tree, &format!("{title} (#{number})"))
-}
-
-/// `main`'s file at `path`, edited by `edit`, committed with `message`.
-fn change_main(repo: &Repository, path: &str, edit: &dyn Fn(&str) -> String) -> Result<Oid> {
-    let main = repo.head()?.peel_to_commit()?;
-    let text = String::from_utf8(blob_at(repo, main.id(), path)?)?;
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    update.upsert(
-        path,
-        repo.blob(edit(&text).as_bytes())?,
-        git2::FileMode::Blob,
-    );
-    let tree = update.create_updated(repo, &main.tree()?)?;
-    commit_on_main(repo, tree, "Another pull request (#3731)")
 }
 
 #[test]
@@ -90,18 +53,31 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
         if next.stack.is_empty() {
-            let console = xtask::pr::render::console(&next.stack, None, &[]);
+            let console = xtask::pr::summary::console(&next.stack, &[], None, &[]);
             assert_eq!(
                 console,
-                "No pull request is left to open: the base holds every patch.\n"
+                "Every proposed patch has landed in the base: nothing is left to propose.\n"
             );
         }
-        let summary = xtask::pr::render::landed(&next.landed);
+        let summary = xtask::pr::summary::landed(&next.landed);
         assert!(
             summary.contains(&format!("\"{title} (#{number})\", pull request #{number}")),
             "{summary}"
         );
     }
+
+    // The whole command at the end of the stack's life: it says so, writes target/pr/, and
+    // succeeds.
+    let ws = stack_workspace()?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    result?;
+    expect_test::expect_file!["snapshots/console-every-patch-landed.txt"].assert_eq(&console);
+    let stack_txt = std::fs::read_to_string(ws.layout.target().join("pr/stack.txt"))?;
+    assert!(
+        stack_txt.contains("Every proposed patch has landed in the base: nothing is left"),
+        "{stack_txt}"
+    );
+    assert!(stack_txt.starts_with("Already in the base"), "{stack_txt}");
     Ok(())
 }
 
@@ -121,24 +97,75 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
     );
     assert!(prepared.landed.is_empty());
 
-    // Another changes the very line the first patch changes: a conflict, named, and the clone
-    // as it was.
-    let (dir2, repo2) = candle()?;
+    // Another changes the very line the first patch changes: a conflict, named with both sides.
+    let (_dir2, repo2) = candle()?;
     change_main(&repo2, MODULE, &|t| {
         t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
     })?;
-    let before = snapshot(dir2.path());
-    let err = format!("{:#}", stack(&repo2, Existing::Refuse).unwrap_err());
+    let prepared = stack(&repo2, Existing::Refuse)?;
+    let Some(Stopped {
+        patch,
+        why: Stop::Conflict(conflict),
+    }) = prepared.stopped.first()
+    else {
+        panic!("the first patch conflicts: {:?}", prepared.stopped);
+    };
+    assert_eq!(patch.number(), "0001");
     assert!(
-        err.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),
-        "{err}"
+        conflict.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),
+        "{conflict}"
     );
     assert!(
-        err.contains("| <<<<<<<") && err.contains("1e-8") && err.contains("1e-6"),
+        conflict.contains("| <<<<<<<") && conflict.contains("1e-8") && conflict.contains("1e-6"),
+        "{conflict}"
+    );
+    drop(dir);
+    Ok(())
+}
+
+#[test]
+fn a_conflict_stops_its_own_branch_and_not_the_stack() -> Result<()> {
+    let ws = stack_workspace()?;
+    let (_dir, repo) = candle()?;
+    let (_, made) = run_pr(&ws, &repo)?;
+    made?;
+    let tip = |name: &str| branch_tip(&repo, name);
+    let before = [tip("raise-the-threshold")?, tip("raise-it-again")?];
+
+    // Another pull request changes the very line the first patch changes.
+    let main = change_main(&repo, MODULE, &|t| {
+        t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
+    })?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    expect_test::expect_file!["snapshots/console-a-patch-conflicts.txt"].assert_eq(&console);
+    let err = format!("{:#}", result.unwrap_err());
+    assert!(
+        err.starts_with("0001-generation-Raise-the-threshold.patch conflicts with the base"),
         "{err}"
     );
-    assert!(snapshot(dir2.path()) == before, "the clone changed");
-    drop((dir, dir2));
+    // The conflict in full: the file, both sides, and how to redo the patch.
+    for said in [
+        "0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs",
+        "if v < 1e-8 { None } else { Some(v) });\n        | =======",
+        "if v < 1e-6 { None } else { Some(v) });\n        | >>>>>>> the change",
+        "to redo it:",
+        "0002: \"generation: Raise it again\": it builds on 0001",
+    ] {
+        assert!(console.contains(said), "`{said}` in\n{console}");
+    }
+    // The third patch's branch moved onto the new main; the first two stayed where they were.
+    let third = repo.find_commit(tip("test-argmax-on-ties")?)?;
+    assert_eq!(third.parent_id(0)?, main);
+    assert_eq!(
+        [tip("raise-the-threshold")?, tip("raise-it-again")?],
+        before
+    );
+    // target/pr/ holds the branch that was made, and stack.txt names the conflict.
+    let out = ws.layout.target().join("pr");
+    assert!(out.join("test-argmax-on-ties/body.md").is_file());
+    assert!(!out.join("raise-the-threshold").exists());
+    let stack_txt = std::fs::read_to_string(out.join("stack.txt"))?;
+    assert!(stack_txt.contains("  0001: \"generation: Raise the threshold\": it conflicts:"));
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use serde::Deserialize;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -34,7 +35,7 @@ struct Sample {
 
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
+    let text = fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
     serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
 }
 
@@ -122,13 +123,13 @@ mod tests {
             r#"{"group_id": "cpu_argmax", "function_id": "series", "value_str": "32000"}"#;
         for (run, time) in [("new", 30.0), ("base", 90.0)] {
             let dir = temp.path().join("cpu_argmax/series/32000").join(run);
-            std::fs::create_dir_all(&dir)?;
-            std::fs::write(dir.join("benchmark.json"), benchmark)?;
+            fs::create_dir_all(&dir)?;
+            fs::write(dir.join("benchmark.json"), benchmark)?;
             let sample = format!(
                 r#"{{"iters": [1.0, 2.0], "times": [{time}, {}]}}"#,
                 2.0 * time
             );
-            std::fs::write(dir.join("sample.json"), sample)?;
+            fs::write(dir.join("sample.json"), sample)?;
         }
         let read = read_criterion(temp.path())?;
         assert_eq!(

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use fs_err as fs;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -99,7 +100,7 @@ pub fn write_step_png(
         return Ok(None);
     };
     let path = dir.join(PNG);
-    std::fs::write(&path, png(&svg(&[step], &report.control)?)?)?;
+    fs::write(&path, png(&svg(&[step], &report.control)?)?)?;
     Ok(Some(path))
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
+use fs_err as fs;
 use shared::bench::Settings;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
@@ -48,8 +49,8 @@ impl Driver {
         let name = format!("bench-driver {line}");
         let output = stdout_of(&name, Command::new(&self.path).args(args).args(points))?;
         let trace = self.target.join("bench-driver");
-        std::fs::create_dir_all(&trace)?;
-        std::fs::write(trace.join(format!("{line}.txt")), &output)?;
+        fs::create_dir_all(&trace)?;
+        fs::write(trace.join(format!("{line}.txt")), &output)?;
         Ok(output)
     }
 
@@ -84,7 +85,7 @@ impl Driver {
         vocab: &str,
     ) -> Result<Counts> {
         let out = self.target.join("callgrind");
-        std::fs::create_dir_all(&out)?;
+        fs::create_dir_all(&out)?;
         let mut counts = Counts::new();
         for (comparison, points) in timed {
             for point in points.keys() {
@@ -98,7 +99,7 @@ impl Driver {
                         .args(["count", point, comparison, vocab, &calls.to_string()])
                         .env("RAYON_NUM_THREADS", "1");
                     stdout_of("valgrind --tool=callgrind", &mut valgrind)?;
-                    Ok(stats::callgrind_total(&std::fs::read_to_string(&file)?)? as f64)
+                    Ok(stats::callgrind_total(&fs::read_to_string(&file)?)? as f64)
                 };
                 let [few, many] = COUNTED_CALLS;
                 let per_call = (total(many)? - total(few)?) / (many - few) as f64;

@@ -6,6 +6,7 @@ use std::env::consts::{ARCH, OS};
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use fs_err as fs;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::Layout;
@@ -267,21 +268,21 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .collect();
     let markdown = render::report(&rows, &report, &profile);
     let path = layout.target().join("bench-report.md");
-    std::fs::write(&path, &markdown)?;
+    fs::write(&path, &markdown)?;
     let data = data_path(layout);
-    std::fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
+    fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
     let chart = layout.target().join(chart::SVG);
-    std::fs::write(&chart, chart::svg(&rows)?)?;
+    fs::write(&chart, chart::svg(&rows)?)?;
     let forest = layout.target().join(forest::SVG);
-    std::fs::write(&forest, forest::report_svg(&report, &whole)?)?;
+    fs::write(&forest, forest::report_svg(&report, &whole)?)?;
     // The decode loop's strips where it ran; none left from an earlier run where it did not.
     let strips = layout.target().join(strip::SVG);
     let mut wrote = vec![path, data, chart, forest];
     if report.decode.is_some() {
-        std::fs::write(&strips, strip::svg(&loops)?)?;
+        fs::write(&strips, strip::svg(&loops)?)?;
         wrote.push(strips);
     } else if strips.exists() {
-        std::fs::remove_file(&strips)?;
+        fs::remove_file(&strips)?;
     }
     print!("{markdown}");
     let wrote: Vec<String> = wrote.iter().map(|p| p.display().to_string()).collect();
@@ -296,7 +297,7 @@ pub fn data_path(layout: &Layout) -> PathBuf {
 
 /// The processor, its threads and the system.
 fn machine() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo.lines().find_map(|l| l.strip_prefix("model name"));
     let cpu = cpu.map(|n| n.trim_start_matches([' ', '\t', ':']));
     let cpu = cpu.unwrap_or("unknown processor");

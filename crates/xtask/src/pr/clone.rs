@@ -8,7 +8,9 @@ use super::{audit, base, stack, Existing, Prepared, Series};
 use crate::git::{self, short};
 use crate::published::Published;
 
-/// Makes the stack's branches in `repo`, writing nothing until every check and patch succeeded.
+/// Makes the stack's branches in `repo`, writing nothing until every check succeeded and every
+/// patch was applied or found to conflict. A patch that conflicts gets no branch: one that
+/// exists stays where it is.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -66,7 +68,19 @@ pub fn prepare(
     let published_tree = crate::expected::published_tree(repo, published)?;
     let known = crate::series::blobs(repo, published_tree, &series.whole)?;
     let built = stack::build(repo, base, series, contributor, &known).context(at)?;
-    let (stack, landed) = (built.entries, built.landed);
+    let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
+    // A series branch is written back whole into patches/, never into a resolution.
+    let resolved = built.rewrites.iter().find(|r| !r.patches.is_empty());
+    if let (Some(name), Some(resolved)) = (&series.series_branch, resolved) {
+        bail!(
+            "--series-branch {name}: the base has {} ({}), so some patches go on as their \
+             resolutions in patches/on-{}/, and a branch of the whole series would hold those; \
+             make it on a base without it",
+            crate::resolutions::shown(&resolved.name),
+            resolved.rewrite.why,
+            resolved.name
+        );
+    }
     let call_sites = audit::audit(repo, base)?;
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
@@ -74,12 +88,13 @@ pub fn prepare(
     for entry in &stack {
         write_missing(repo, &disk, entry.commit)?;
     }
+    // The series branch holds every patch: with one that conflicts, it is not made.
     let series_tip = match &series.series_branch {
-        Some(name) => Some((
+        Some(name) if stopped.is_empty() => Some((
             name,
             stack::series_commits(repo, base, series, contributor, &known)?,
         )),
-        None => None,
+        _ => None,
     };
     if let Some((_, tip)) = series_tip {
         write_missing(repo, &disk, tip)?;
@@ -91,6 +106,7 @@ pub fn prepare(
         let patch = Some(entry.patch.number().to_string());
         let made = Made {
             patch,
+            resolution: entry.resolution.clone(),
             tip: entry.commit,
             written: None,
         };
@@ -102,6 +118,7 @@ pub fn prepare(
             name.clone(),
             Made {
                 patch: None,
+                resolution: None,
                 tip,
                 written: None,
             },
@@ -112,6 +129,8 @@ pub fn prepare(
     Ok(Prepared {
         stack,
         landed,
+        stopped,
+        rewrites: built.rewrites,
         base: base_report,
         call_sites,
     })

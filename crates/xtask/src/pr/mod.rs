@@ -7,11 +7,14 @@ pub mod notes;
 pub mod record;
 pub mod render;
 pub mod stack;
+pub mod summary;
 pub mod verify;
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
+use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
@@ -102,6 +105,11 @@ pub struct Prepared {
     pub stack: Vec<Entry>,
     /// The patches the base holds already, merged upstream: no branch is made for them.
     pub landed: Vec<stack::Landed>,
+    /// The patches that conflict with the base, and those that build on them: no branch is made
+    /// or moved for them.
+    pub stopped: Vec<crate::branches::Stopped>,
+    /// The other bases' pull requests that the base has, with the resolutions `pr` took for them.
+    pub rewrites: Vec<crate::resolutions::Resolutions>,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -137,6 +145,22 @@ impl Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    // Before anything is fetched: a wrong flag costs nothing.
+    options.validate()?;
+    let pins = pin::read(&layout.pin())?;
+    let fetch = |pin| published::load_or_fetch(layout, pin);
+    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    make(layout, options, &published, &mut std::io::stderr())
+}
+
+/// `run` on the published crates `published`, which the patches apply to, with its summary
+/// written to `console`.
+pub fn make(
+    layout: &Layout,
+    options: &Options,
+    published: &[Published],
+    console: &mut dyn Write,
+) -> Result<()> {
     options.validate()?;
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
@@ -159,14 +183,13 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         patches,
         linear,
         series_branch: options.series_branch.clone(),
+        resolutions: crate::resolutions::load(&dir, &stack_file, &all)?,
         whole: all,
     };
-    let carried = render::carried(&carried, &stack_file.carried)?;
-    let pins = pin::read(&layout.pin())?;
-    let fetch = |pin| published::load_or_fetch(layout, pin);
-    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    let carried = summary::carried(&carried, &stack_file.carried)?;
+    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
-    let (repo, stack, base, call_sites, landed) = match &options.candle {
+    let (repo, built, base, call_sites) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
             let existing = match (options.force_branch, options.discard_commits) {
@@ -176,74 +199,93 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             };
             let contributor = contributor(&repo, author)?;
             let base = &options.base;
-            let prepared = prepare(&repo, &published, &series, base, &contributor, existing)?;
-            let (base, call_sites) = (Some(prepared.base), Some(prepared.call_sites));
-            (repo, prepared.stack, base, call_sites, prepared.landed)
+            let prepared = prepare(&repo, published, &series, base, &contributor, existing)?;
+            let built = stack::Built {
+                entries: prepared.stack,
+                landed: prepared.landed,
+                stopped: prepared.stopped,
+                rewrites: prepared.rewrites,
+            };
+            (repo, built, Some(prepared.base), Some(prepared.call_sites))
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the
         // workspace's git identity stands in for the clone's.
         None => {
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
-            let base = published_commit(&scratch, &published)?;
-            let stack = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
-            (scratch.repo, stack.entries, None, None, Vec::new())
+            let base = published_commit(&scratch, published)?;
+            let built = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
+            (scratch.repo, built, None, None)
         }
     };
+    let stack = &built.entries;
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
     };
     let checks = match options.verify {
-        true => Some(verify_stack(layout, &repo, &stack)?),
+        true => Some(verify_stack(layout, &repo, stack)?),
         false => None,
     };
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
-    std::fs::create_dir_all(&target)?;
+    fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
+    // Made here, not by the first branch's folder: when every patch has landed there is none.
+    fs::create_dir(&new)?;
     for (index, entry) in stack.iter().enumerate() {
         let dir = new.join(&entry.branch);
-        std::fs::create_dir_all(&dir)?;
+        fs::create_dir_all(&dir)?;
         let checks = checks.as_ref().map(|all| all[index].as_slice());
         let at = series
             .patches
             .iter()
             .position(|p| p.number() == entry.patch.number());
         let notes = &series.notes[at.context("a branch for a patch not proposed")?];
-        let body = render::body(&stack, index, notes, &facts, &pins, checks);
-        std::fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        std::fs::write(dir.join("body.md"), body)?;
+        let body = render::body(stack, index, notes, &facts, &pins, checks);
+        fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
+        fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.
         let parent = entry.parent.map(|p| stack[p].patch.number());
         let number = entry.patch.number();
         crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &dir)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
-        std::fs::write(dir.join(&entry.patch.file_name), email)?;
+        fs::write(dir.join(&entry.patch.file_name), email)?;
     }
-    let stack_text = render::console(&stack, None, &pins) + &carried;
-    std::fs::write(new.join("stack.txt"), stack_text)?;
+    // The summary, in stack.txt as on the console, less how the base relates to the pin.
+    let (landed, stopped) = (&built.landed, &built.stopped);
+    let summary = |base| -> Result<String> {
+        let order = summary::console(stack, stopped, base, &pins);
+        let rewrites = summary::rewrites(&built.rewrites);
+        let stopped = summary::stopped(stopped)?;
+        Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
+    };
+    fs::write(new.join("stack.txt"), summary(None)?)?;
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    let landed = render::landed(&landed);
-    eprint!(
-        "{landed}{}{carried}",
-        render::console(&stack, base.as_ref(), &pins)
-    );
-    eprint!("{}", render::next_steps(options, &stack, &out, &facts));
+    write!(console, "{}", summary(base.as_ref())?)?;
+    let next = summary::next_steps(options, stack, stopped, &out, &facts);
+    write!(console, "{next}")?;
     let mut failed = Vec::new();
     for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
         let checks = checks.iter().filter(|c| !c.passed);
         failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
     }
-    ensure!(
-        failed.is_empty(),
-        "--verify failed: {}\nfix each on its branch in the clone and commit, write it back with \
-         `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr --verify again",
-        failed.join("; ")
-    );
+    // Only now, with every branch that applies made and written out: a conflict stops one
+    // branch, not the stack.
+    let conflicts = summary::conflicts(stopped);
+    let failed = (!failed.is_empty()).then(|| {
+        format!(
+            "--verify failed: {}\nfix each on its branch in the clone and commit, write it back \
+             with `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr \
+             --verify again",
+            failed.join("; ")
+        )
+    });
+    let problems: Vec<String> = conflicts.into_iter().chain(failed).collect();
+    ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
 
@@ -261,6 +303,9 @@ pub struct Series {
     /// Every patch in `patches/`, selected or not: the blobs they give on the published crates
     /// are what a three-way merge of any of them starts from.
     pub whole: Vec<Patch>,
+    /// The resolutions carried for bases with another upstream pull request (`[base]`): on such
+    /// a base each stands in for its patch.
+    pub resolutions: Vec<crate::resolutions::Resolutions>,
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.
@@ -302,7 +347,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
     let dir = layout.target().join("pr-verify");
     let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
     // The tree the export holds from an earlier run, if this clone has it.
-    let mut previous: Option<Oid> = std::fs::read_to_string(&record)
+    let mut previous: Option<Oid> = fs::read_to_string(&record)
         .ok()
         .and_then(|id| Oid::from_str(id.trim()).ok())
         .filter(|id| repo.find_tree(*id).is_ok());
@@ -311,9 +356,9 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
         let commit = repo.find_commit(entry.commit)?;
         let tree = commit.tree_id();
         // Forget the record first: an export cut short leaves a folder that matches no tree.
-        let _ = std::fs::remove_file(&record);
+        let _ = fs::remove_file(&record);
         verify::export(repo, previous, tree, &export)?;
-        std::fs::write(&record, tree.to_string())?;
+        fs::write(&record, tree.to_string())?;
         previous = Some(tree);
         let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
         let (touched, mut dependents) = (crates.touched.join(", "), crates.dependents.join(", "));

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
+use fs_err as fs;
 
 use super::audit::CallSite;
 use crate::bench_report;
@@ -87,7 +88,7 @@ pub fn parse(text: &str) -> Result<Notes> {
 
 /// Fails on a notes file whose patch is gone, as when `format-patch` renamed it after its subject.
 pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let name = entry?.file_name().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(".md") else {
             continue;
@@ -158,7 +159,7 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
 /// `target/bench-report.json`, or `None` (with the reason on stderr) if missing or unreadable.
 pub(super) fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
     let path = bench_report::data_path(layout);
-    let text = std::fs::read_to_string(&path).ok()?;
+    let text = fs::read_to_string(&path).ok()?;
     let report = bench_report::data::Report::parse(&text).map_err(|err| {
         eprintln!(
             "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::fsutil::read_if_exists;
@@ -19,6 +20,9 @@ pub const FILE: &str = "sampler-stack.toml";
 pub struct Made {
     /// The number of the patch the branch proposes; `None` for a branch of the whole series.
     pub patch: Option<String>,
+    /// The `[base]` whose resolution in `patches/on-<name>/` the branch was made from, which
+    /// `format-patch` writes it back into.
+    pub resolution: Option<String>,
     /// The commit `pr` left at the branch's tip.
     pub tip: Oid,
     /// The tip `format-patch` last wrote back into `patches/`, if any: the commits up to it are
@@ -56,9 +60,11 @@ pub fn read(repo: &Repository) -> Result<Record> {
             bail!("{shown}: [branch.\"{name}\"] needs `made = \"<commit>\"`");
         };
         let patch = field("patch").map(str::to_string);
+        let resolution = field("resolution").map(str::to_string);
         let written = field("written").and_then(|id| Oid::from_str(id).ok());
         let made = Made {
             patch,
+            resolution,
             tip,
             written,
         };
@@ -71,13 +77,17 @@ pub fn read(repo: &Repository) -> Result<Record> {
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
     let mut text = String::from(
         "# Written by `cargo xtask pr`: the branches it made in this clone, the patch each \
-         proposes\n# (none: the whole series), the commit it made at the tip, and the tip `format-patch` last\n# \
-         wrote back. `pr --force-branch` refuses to move a branch that holds other commits.\n",
+         proposes\n# (none: the whole series), the base whose resolution it was made from (if \
+         any), the commit it\n# made at the tip, and the tip `format-patch` last wrote back. `pr \
+         --force-branch` refuses to\n# move a branch that holds other commits.\n",
     );
     for (name, made) in &record.branches {
         text += &format!("\n[branch.\"{name}\"]\n");
         if let Some(patch) = &made.patch {
             text += &format!("patch = \"{patch}\"\n");
+        }
+        if let Some(resolution) = &made.resolution {
+            text += &format!("resolution = \"{resolution}\"\n");
         }
         text += &format!("made = \"{}\"\n", made.tip);
         if let Some(written) = made.written {
@@ -85,7 +95,7 @@ pub fn write(repo: &Repository, record: &Record) -> Result<()> {
         }
     }
     let path = path(repo);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip

@@ -1,22 +1,13 @@
-//! Everything `pr` writes for people: each pull request's body in candle's style, and the console.
-
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use anyhow::Result;
+//! Each pull request's body in candle's style; `summary` writes the console.
 
 use super::audit::{CallSite, Guard};
-use super::base::{BaseRelation, BaseReport, FileState};
 use super::notes::{Facts, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::data::{Report, Step};
 use crate::bench_report::render::{self as report, point, Greedy};
 use crate::bench_report::stats::{Placement, Work};
-use crate::branches::Carried;
-use crate::git::short;
 use crate::pin::{self, Pin};
-use crate::series::Patch;
 
 pub fn body(
     stack: &[Entry],
@@ -298,136 +289,6 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
-}
-
-/// The patches left out of the stack because they are carried here, each with why and the
-/// upstream pull request that does its job; nothing when there are none.
-pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result<String> {
-    let mut out = String::new();
-    for patch in patches {
-        let number = patch.number();
-        let Some(Carried { why, upstream }) = carried.get(number) else {
-            continue;
-        };
-        if out.is_empty() {
-            out += "Carried in this workspace's crates, not proposed (patches/stack.toml):\n";
-        }
-        let subject = patch.message()?.subject;
-        out += &format!("  {number}: \"{subject}\": {why} ({upstream})\n");
-    }
-    Ok(out)
-}
-
-/// The console report: the order to open the pull requests in, and how the base relates to the pin.
-pub fn console(stack: &[Entry], base: Option<&BaseReport>, pins: &[Pin]) -> String {
-    let mut out = match stack.is_empty() {
-        true => String::from("No pull request is left to open: the base holds every patch.\n"),
-        false => String::from("Open the pull requests in this order:\n"),
-    };
-    for (index, entry) in (1..).zip(stack) {
-        let depends = match entry.parent {
-            None => "on the base alone".to_string(),
-            Some(parent) => format!("after {}", stack[parent].branch),
-        };
-        let (branch, number, subject) =
-            (&entry.branch, entry.patch.number(), &entry.message.subject);
-        out += &format!("  {index}. {branch} ({number}): \"{subject}\", {depends}\n");
-    }
-    let Some(base) = base else { return out };
-    let (commit, label) = (short(&pins[0].commit), pins[0].label());
-    let relation = match base.relation {
-        BaseRelation::Pinned => format!("The base is the commit {label} was published from."),
-        BaseRelation::After { commits } => {
-            format!("The base is {commits} commits after {commit} ({label}).")
-        }
-        BaseRelation::Diverged => format!("The base does not descend from {commit} ({label})."),
-        BaseRelation::PinNotInClone => format!(
-            "Commit {commit} ({label}) is not in the clone; the base's files are compared with \
-             the published crate's:"
-        ),
-    };
-    out += &(relation + "\n");
-    for (path, state) in &base.files {
-        let holds = |pin: &&Pin| path.starts_with(&format!("{}/", pin.path_in_vcs));
-        let holder = pins.iter().find(holds);
-        let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
-        let state = match state {
-            FileState::AsPublished => format!("as published in {holder}"),
-            FileState::Changed { added, removed } => {
-                format!("changed since {holder} (+{added} -{removed} lines)")
-            }
-            FileState::NotInBase => "not in the base".to_string(),
-            FileState::NotPublished => "not in the published crate".to_string(),
-        };
-        out += &format!("  {path}: {state}\n");
-    }
-    out
-}
-
-/// The patches the base already holds, each with the commit that brought it.
-pub fn landed(landed: &[super::stack::Landed]) -> String {
-    if landed.is_empty() {
-        return String::new();
-    }
-    let mut text = String::from("Already in the base, so no branch is made for them:\n");
-    for patch in landed {
-        let number = patch.patch.number();
-        let line = match &patch.commit {
-            Some((id, subject)) => {
-                let pull = super::stack::pull_request(subject);
-                let pull = pull.map_or(String::new(), |pull| format!(", pull request {pull}"));
-                format!(
-                    "landed as {} \"{subject}\"{pull}",
-                    crate::git::short(&id.to_string())
-                )
-            }
-            None => "landed (the commit that brought it is not among the base's last 1000)".into(),
-        };
-        text += &format!("  {number}: \"{}\": {line}\n", patch.subject);
-    }
-    text
-}
-
-/// What was made and what is left to do, for the contributor.
-pub fn next_steps(options: &super::Options, stack: &[Entry], out: &Path, facts: &Facts) -> String {
-    let mut text = match &options.candle {
-        Some(clone) => format!(
-            "made {} branches in {clone}; push each with `git -C {clone} push <your fork> \
-             <branch>`\n",
-            stack.len(),
-            clone = clone.display()
-        ),
-        None => "made the stack on the published crate only: with `--candle <clone>`, pr \
-                 makes the branches, checks the base and lists the call sites\n"
-            .into(),
-    };
-    if let (Some(clone), Some(series)) = (&options.candle, &options.series_branch) {
-        text += &format!(
-            "made `{series}` too, every patch of the series on the base, carried ones included: \
-             `cargo xtask format-patch --candle {} --branch {series}` writes it back whole\n",
-            clone.display()
-        );
-    }
-    let wrote = out.display();
-    text += &format!("wrote {wrote} (a folder per branch: title.txt, body.md, the patch)\n");
-    let png = crate::bench_report::forest::PNG;
-    if stack
-        .iter()
-        .any(|e| out.join(&e.branch).join(png).is_file())
-    {
-        text += &format!(
-            "attach each folder's {png}, its step as a forest plot, to the pull request's \
-             description (GitHub takes a PNG there); the body reads complete without it\n"
-        );
-    }
-    if facts.bench.is_none() {
-        text += "no benchmark table: run `cargo bench`, then `cargo xtask bench-report \
-                 --callgrind`, then pr again\n";
-    }
-    if !options.verify {
-        text += "the bodies have no CI results: run pr again with --verify\n";
-    }
-    text
 }
 
 #[cfg(test)]

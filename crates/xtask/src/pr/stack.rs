@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::Series;
-use crate::branches::branches;
+use crate::branches::{branches, Stopped};
 use crate::git::short;
+use crate::resolutions::{self, Resolutions};
 use crate::series::{self, Message, Patch};
 
 #[derive(Debug)]
@@ -18,6 +19,8 @@ pub struct Entry {
     /// The entry whose branch this one starts from (to merge first); `None` for the base.
     pub parent: Option<usize>,
     pub commit: Oid,
+    /// The `[base]` whose resolution stands in for the patch here (`patch` is that resolution).
+    pub resolution: Option<String>,
 }
 
 /// The longest branch name: short enough to read in a list of pull requests.
@@ -56,11 +59,15 @@ pub struct Landed {
 /// How far back `landed_in` looks for the commit that brought a patch's change.
 const LANDED_SEARCH: usize = 1000;
 
-/// The stack: the branches to make, and the patches the base holds already.
+/// The stack: the branches to make, the patches the base holds already, and those that get no
+/// branch for a conflict.
 #[derive(Debug, Default)]
 pub struct Built {
     pub entries: Vec<Entry>,
     pub landed: Vec<Landed>,
+    pub stopped: Vec<Stopped>,
+    /// The other bases' pull requests that the base has, with the resolutions carried for them.
+    pub rewrites: Vec<Resolutions>,
 }
 
 /// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
@@ -75,10 +82,26 @@ pub fn build(
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
     let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
-    // Each patch that a commit of the base made as it stands, as a squash merge does.
+    // On a base that has another pull request on the same code, a patch's resolution for it
+    // stands in for the patch.
+    let mut rewrites = resolutions::in_tree(repo, tree, &series.resolutions)?;
+    for rewrite in &mut rewrites {
+        let selected = |r: &Patch| series.linear.iter().any(|p| p.file_name == r.file_name);
+        rewrite.patches.retain(selected);
+    }
+    let resolve = |patch| resolutions::resolve(patch, &rewrites).0.clone();
+    let linear: Vec<Patch> = series.linear.iter().map(resolve).collect();
+    // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
+    // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
     for patch in patches {
-        if let Some(commit) = merged_as(repo, base, patch)? {
+        let (resolved, _) = resolutions::resolve(patch, &rewrites);
+        let commit = match merged_as(repo, base, patch)? {
+            Some(commit) => Some(commit),
+            None if resolved.bytes != patch.bytes => merged_as(repo, base, resolved)?,
+            None => None,
+        };
+        if let Some(commit) = commit {
             merged.insert(patch.number().to_string(), commit);
         }
     }
@@ -87,7 +110,7 @@ pub fn build(
         repo,
         tree,
         short(&base_name),
-        &series.linear,
+        &linear,
         &series.builds_on,
         &proposed,
         &crate::branches::Upstream {
@@ -105,13 +128,22 @@ pub fn build(
         let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
         let onto = repo.find_commit(parent.map_or(base, |index| entries[index].commit))?;
         let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
+        let resolution = resolutions::resolve(&patch, &rewrites)
+            .1
+            .map(str::to_string);
         entries.push(Entry {
             patch,
             message,
             branch: branch.clone(),
             parent,
             commit,
+            resolution,
         });
+    }
+    // A patch that landed was not taken from a resolution, though the base has its rewrite.
+    for rewrite in &mut rewrites {
+        let landed = |r: &Patch| trees.landed.iter().any(|p| p.file_name == r.file_name);
+        rewrite.patches.retain(|r| !landed(r));
     }
     let mut landed = Vec::new();
     for patch in trees.landed {
@@ -126,11 +158,12 @@ pub fn build(
             commit,
         });
     }
-    ensure!(
-        !entries.is_empty() || !landed.is_empty(),
-        "no patch to make a branch of"
-    );
-    Ok(Built { entries, landed })
+    Ok(Built {
+        entries,
+        landed,
+        stopped: trees.stopped,
+        rewrites,
+    })
 }
 
 /// The first-parent commit of `base` that brought `patch`'s change: the oldest of those whose

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::{Delta, Oid, Repository};
 
 use crate::fsutil::{swap_in, temp_in};
@@ -142,7 +143,7 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
     let Some(previous) = previous.filter(|_| dir.is_dir()) else {
         let parent = dir.parent().context("the export has no parent folder")?;
-        std::fs::create_dir_all(parent)?;
+        fs::create_dir_all(parent)?;
         let temp = temp_in(parent, "export")?;
         let staged = temp.path().join("tree");
         trees::write_tree(repo, tree, &staged)?;
@@ -153,16 +154,16 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
     for delta in diff.deltas() {
         let (status, new) = (delta.status(), delta.new_file());
         if let (Delta::Deleted | Delta::Renamed, Some(old)) = (status, delta.old_file().path()) {
-            let _ = std::fs::remove_file(dir.join(old));
+            let _ = fs::remove_file(dir.join(old));
         }
         if status == Delta::Deleted {
             continue;
         }
         if let Some(path) = new.path() {
             let target = dir.join(path);
-            std::fs::create_dir_all(target.parent().unwrap_or(dir))?;
+            fs::create_dir_all(target.parent().unwrap_or(dir))?;
             // Written anew, so that a file that changes mode or becomes a link gets it.
-            let _ = std::fs::remove_file(&target);
+            let _ = fs::remove_file(&target);
             trees::write_blob(repo, new.id(), new.mode().into(), &target)?;
         }
     }

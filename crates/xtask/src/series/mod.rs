@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use fs_err as fs;
 use git2::{ApplyOptions, Diff, Oid, Repository};
 
 use crate::merge;
@@ -22,7 +23,7 @@ pub struct Patch {
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry?;
         let file_name = entry.file_name().to_string_lossy().into_owned();
         if !file_name.ends_with(".patch") {
@@ -33,7 +34,7 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = std::fs::read(entry.path())?;
+        let bytes = fs::read(entry.path())?;
         patches.push(Patch { file_name, bytes });
     }
     patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
@@ -84,7 +85,8 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
     };
     let (path, number, header) = reached.take();
     let Some(path) = path else {
-        bail!("{} does not apply: {}", patch.file_name, err.message());
+        let text = format!("{} does not apply: {}", patch.file_name, err.message());
+        return Err(DoesNotApply(text).into());
     };
     let file = path.display();
     let explain_hunk = |header: &str| -> Result<String> {
@@ -128,8 +130,23 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         None if base.get_path(&path).is_err() => format!("{file} does not exist"),
         None => format!("{file}: {}", err.message()),
     };
-    bail!("{} does not apply: {detail}\n{REDO}", patch.file_name)
+    let text = format!("{} does not apply: {detail}\n{REDO}", patch.file_name);
+    Err(DoesNotApply(text).into())
 }
+
+/// Why a patch does not go onto a tree: it does not apply and cannot be merged three ways, or
+/// the merge conflicts. The text names the patch and the file, shows the lines of both sides,
+/// and says how to redo the patch. `pr` goes on without that patch; every other caller stops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DoesNotApply(pub String);
+
+impl std::fmt::Display for DoesNotApply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DoesNotApply {}
 
 /// How to redo a patch that no longer applies, said with the failure.
 pub const REDO: &str = "to redo it: in a clone of candle, `git checkout -b redo <base>` and \
@@ -202,7 +219,7 @@ pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Pat
 
 /// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
 /// file three ways, from the blobs that its `index` lines name (which must be in `repo`) and the
-/// file `tree` holds. Fails, naming the patch, on a conflict or where the blobs are missing.
+/// file `tree` holds. Fails with `DoesNotApply` on a conflict or where the blobs are missing.
 ///
 /// `known` are blobs that `repo` holds, looked up first: an in-memory object store finds an
 /// object by its whole id alone.
@@ -249,12 +266,13 @@ pub fn apply_three_way(
                 .iter()
                 .map(|c| c.path.as_str())
                 .collect::<Vec<_>>();
-            bail!(
+            let text = format!(
                 "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
                 patch.file_name,
                 paths.join(", "),
                 merge::show(&conflicts)
-            )
+            );
+            Err(DoesNotApply(text).into())
         }
     }
 }
@@ -423,19 +441,19 @@ mod tests {
     #[test]
     fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
         let temp = tempfile::tempdir()?;
-        std::fs::write(temp.path().join("upstream.toml"), "")?;
-        std::fs::write(temp.path().join("0002-b.patch"), "")?;
-        std::fs::write(temp.path().join("0001-a.patch"), "")?;
+        fs::write(temp.path().join("upstream.toml"), "")?;
+        fs::write(temp.path().join("0002-b.patch"), "")?;
+        fs::write(temp.path().join("0001-a.patch"), "")?;
         let names: Vec<String> = load(temp.path())?
             .into_iter()
             .map(|p| p.file_name)
             .collect();
         assert_eq!(names, ["0001-a.patch", "0002-b.patch"]);
-        std::fs::write(temp.path().join("0001-again.patch"), "")?;
+        fs::write(temp.path().join("0001-again.patch"), "")?;
         let err = load(temp.path()).unwrap_err().to_string();
         assert_eq!(err, "0001-a.patch and 0001-again.patch share a number");
-        std::fs::remove_file(temp.path().join("0001-again.patch"))?;
-        std::fs::write(temp.path().join("fix.patch"), "")?;
+        fs::remove_file(temp.path().join("0001-again.patch"))?;
+        fs::write(temp.path().join("fix.patch"), "")?;
         let err = load(temp.path()).unwrap_err().to_string();
         assert!(
             err.starts_with("fix.patch: a patch's name must start"),

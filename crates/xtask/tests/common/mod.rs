@@ -90,9 +90,7 @@ impl Workspace {
 
 pub fn workspace() -> Result<Workspace> {
     let temp = crate::kept::dir("xtask-test")?;
-    let layout = Layout {
-        root: temp.path().to_path_buf(),
-    };
+    let layout = Layout::at(temp.path().to_path_buf());
     let published = published()?;
     std::fs::create_dir_all(layout.patches())?;
     std::fs::write(

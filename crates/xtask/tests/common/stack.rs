@@ -69,6 +69,7 @@ pub fn series(patches: Vec<Patch>, prefix: &str, builds_on: &[(&str, &str)]) -> 
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect(),
         series_branch: None,
+        resolutions: Vec::new(),
     })
 }
 
@@ -92,4 +93,76 @@ pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
 pub fn branch_tip(repo: &Repository, name: &str) -> Result<Oid> {
     let branch = repo.find_branch(name, git2::BranchType::Local)?;
     Ok(branch.get().target().expect("a direct reference"))
+}
+
+/// Commits on `main`, and checks out, `tree` with `message`: what GitHub's merge button and a
+/// `git pull` leave in a clone.
+pub fn commit_on_main(repo: &Repository, tree: Oid, message: &str) -> Result<Oid> {
+    let repo = Repository::open(repo.path())?;
+    let main = repo.head()?.peel_to_commit()?;
+    // At a fixed time, so that the commits' ids, which the summaries show, are the same each run.
+    let time = git2::Time::new(1_800_000_000, 0);
+    let me = git2::Signature::new("Maintainer", "maintainer@example.com", &time)?;
+    let tree = repo.find_tree(tree)?;
+    let id = repo.commit(Some("HEAD"), &me, &me, message, &tree, &[&main])?;
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    repo.checkout_head(Some(checkout.force()))?;
+    Ok(id)
+}
+
+/// Squash-merges `branch` into `main` as GitHub does: one commit, `Title (#N)`.
+pub fn squash_merge(repo: &Repository, branch: &str, title: &str, number: u32) -> Result<Oid> {
+    let tip = repo.find_commit(branch_tip(repo, branch)?)?;
+    let main = repo.head()?.peel_to_commit()?;
+    let ancestor = repo.find_commit(repo.merge_base(main.id(), tip.id())?)?;
+    let mut index = repo.merge_trees(&ancestor.tree()?, &main.tree()?, &tip.tree()?, None)?;
+    assert!(!index.has_conflicts(), "{branch} merges into main");
+    let tree = index.write_tree_to(repo)?;
+    commit_on_main(repo, tree, &format!("{title} (#{number})"))
+}
+
+/// `main`'s file at `path`, edited by `edit`, committed with `message`.
+pub fn change_main(repo: &Repository, path: &str, edit: &dyn Fn(&str) -> String) -> Result<Oid> {
+    let main = repo.head()?.peel_to_commit()?;
+    let text = String::from_utf8(blob_at(repo, main.id(), path)?)?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert(
+        path,
+        repo.blob(edit(&text).as_bytes())?,
+        git2::FileMode::Blob,
+    );
+    let tree = update.create_updated(repo, &main.tree()?)?;
+    commit_on_main(repo, tree, "Another pull request (#3731)")
+}
+
+/// A workspace whose `patches/` holds the three-patch stack, 0002 building on 0001.
+pub fn stack_workspace() -> Result<Workspace> {
+    let ws = workspace()?;
+    for patch in stack_patches()? {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
+    let stack_toml = ws.layout.patches().join("stack.toml");
+    std::fs::write(stack_toml, "[builds-on]\n\"0002\" = \"0001\"\n")?;
+    Ok(ws)
+}
+
+/// `cargo xtask pr --candle <clone> --force-branch` in `ws`: what it printed, with the
+/// workspace's and the clone's folders written `<workspace>` and `<clone>`, and how it ended.
+pub fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)> {
+    // Without the trailing `/` of `workdir`, as a user names a folder.
+    let clone = repo.workdir().expect("a clone with a work tree");
+    let clone = std::path::PathBuf::from(clone.display().to_string().trim_end_matches('/'));
+    let options = pr::Options {
+        candle: Some(clone.clone()),
+        base: "main".to_string(),
+        force_branch: true,
+        ..pr::Options::default()
+    };
+    let mut console = Vec::new();
+    let published = [ws.published.clone()];
+    let result = pr::make(&ws.layout, &options, &published, &mut console);
+    let console = String::from_utf8(console)?;
+    let console = console.replace(&ws.layout.root.display().to_string(), "<workspace>");
+    let console = console.replace(&clone.display().to_string(), "<clone>");
+    Ok((console, result))
 }

@@ -4,14 +4,18 @@
 //! commit `pr` built it on, squashed into one. Any other branch holds the whole series, one
 //! commit per patch, matched to the patches by their change or their subject. Either way the
 //! series is rebuilt on the published crates, since that is what the patches describe, and a
-//! patch whose change and message stay the same keeps its bytes.
+//! patch whose change and message stay the same keeps its bytes. A branch that `pr` made from a
+//! resolution (`patches/on-<name>/`) writes back into that resolution instead (`resolution`).
+
+mod resolution;
+mod series_branch;
 
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::branches::{self, Retired, StackFile};
+use crate::branches::{self, Retired};
 use crate::git::{self, short};
 use crate::merge::{self, Merged};
 use crate::patches_dir;
@@ -105,8 +109,19 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         .and_then(|made| Some((made.patch.clone()?, made.tip)))
     {
         Some((number, made)) => one_patch(&repo, options, &patches, &number, made, tip)?,
-        None => whole_series(&repo, options, &patches, &stack_file, tip)?,
+        None => series_branch::whole_series(&repo, options, &patches, &stack_file, tip)?,
     };
+    // A branch made from a resolution goes back into it, and the series stays as it is.
+    if let Some((made, name)) = made
+        .as_ref()
+        .and_then(|m| Some((m, m.resolution.as_ref()?)))
+    {
+        let said = resolution::write_back(&dir, &repo, name, &slots)?;
+        record_written(&repo, record, branch, Some(made.clone()), tip)?;
+        eprint!("{said}");
+        eprintln!("now run `cargo xtask check`");
+        return Ok(());
+    }
 
     // The series again, on the published crates: the old one first, whose blobs the index lines
     // of the patches carried over name, then the new one.
@@ -164,11 +179,25 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         &all,
         &Default::default(),
     )
+    .and_then(branches::Branches::all_made)
     .context("written back, the series would no longer make every branch; patches/ is as it was")?;
     patches_dir::rewrite(layout, &kept, &retiring)?;
 
-    // The branch's commits are in patches/ now: `pr --force-branch` may move it again.
-    let mut record = record;
+    record_written(&repo, record, branch, made, tip)?;
+    eprint!("{}", summary(&written));
+    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
+    Ok(())
+}
+
+/// Records in the clone that `branch`'s commits up to `tip` are in `patches/` now, so that
+/// `pr --force-branch` may move it again.
+fn record_written(
+    repo: &Repository,
+    mut record: record::Record,
+    branch: &str,
+    made: Option<record::Made>,
+    tip: Oid,
+) -> Result<()> {
     let written_back = match made {
         Some(made) => record::Made {
             written: Some(tip),
@@ -177,15 +206,13 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         // Not a branch `pr` made: its commits are in patches/ from now on all the same.
         None => record::Made {
             patch: None,
+            resolution: None,
             tip,
             written: None,
         },
     };
-    record.branches.insert(branch.clone(), written_back);
-    record::write(&repo, &record)?;
-    eprint!("{}", summary(&written));
-    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
-    Ok(())
+    record.branches.insert(branch.to_string(), written_back);
+    record::write(repo, &record)
 }
 
 /// The branch `pr` made for patch `number`: its commits above the commit `pr` built it on.
@@ -248,160 +275,8 @@ fn one_patch(
     Ok(slots)
 }
 
-/// A branch of the whole series: each commit is matched to the patch with the same change or,
-/// failing that, the same subject; the commits after the last matched one are new patches.
-fn whole_series(
-    repo: &Repository,
-    options: &Options,
-    patches: &[Patch],
-    stack_file: &StackFile,
-    tip: Oid,
-) -> Result<Vec<Slot>> {
-    let (branch, base) = (&options.branch, &options.base);
-    let onto = git::resolve(repo, base)?;
-    let commits = commits_between(repo, onto, tip)?;
-    if commits.is_empty() {
-        bail!("`{branch}` has no commits that `{base}` does not have");
-    }
-    for number in &options.drop {
-        ensure!(
-            patches.iter().any(|p| p.number() == number),
-            "--drop {number}: no such patch in patches/"
-        );
-    }
-    let mut ids = Vec::new();
-    for patch in patches {
-        ids.push((patch.diff()?.patchid(None)?, patch.message()?.subject));
-    }
-    // Each commit's patch, by position in `patches`.
-    let mut matched: Vec<Option<usize>> = Vec::new();
-    for id in &commits {
-        let commit = repo.find_commit(*id)?;
-        ensure!(
-            commit.parent_count() == 1,
-            "{id} is a merge: rebase `{branch}` onto `{base}` first"
-        );
-        let diff = repo.diff_tree_to_tree(
-            Some(&commit.parent(0)?.tree()?),
-            Some(&commit.tree()?),
-            None,
-        )?;
-        let patchid = diff.patchid(None)?;
-        let subject = commit.summary()?.unwrap_or_default();
-        let free = |index: &usize| !matched.contains(&Some(*index));
-        let by_change = (0..patches.len())
-            .filter(free)
-            .find(|&i| ids[i].0 == patchid);
-        let by_subject = (0..patches.len())
-            .filter(free)
-            .find(|&i| ids[i].1 == subject);
-        matched.push(by_change.or(by_subject));
-    }
-    let lost: Vec<&Patch> = (0..patches.len())
-        .filter(|i| !matched.contains(&Some(*i)))
-        .map(|i| &patches[i])
-        .filter(|p| !options.drop.iter().any(|n| n == p.number()))
-        .collect();
-    if !lost.is_empty() {
-        let names = lost
-            .iter()
-            .map(|p| format!("\n    {}", p.file_name))
-            .collect::<String>();
-        bail!(
-            "`{branch}` holds {} on `{base}` and none of them is {}:{names}\nwriting it \
-             back would drop {}; if `{branch}` is a branch pr made for one patch, its record in \
-             {} is missing (run `cargo xtask pr --force-branch` again); to drop them, pass \
-             --drop {}",
-            commits.len(),
-            if lost.len() == 1 {
-                "this patch"
-            } else {
-                "these patches"
-            },
-            if lost.len() == 1 { "it" } else { "them" },
-            record::path(repo).display(),
-            lost.iter()
-                .map(|p| p.number())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
-    // The numbers are the order the series applies in: no commit may move a patch, and a new one
-    // takes a number after every other.
-    let mut last = None;
-    let mut new_from = None;
-    for (position, found) in matched.iter().enumerate() {
-        match (found, new_from) {
-            (Some(index), None) => {
-                if last.is_some_and(|last| *index < last) {
-                    bail!(
-                        "`{branch}` puts {} after {}: the numbers are the order the series \
-                         applies in; put the commits back in that order",
-                        patches[last.unwrap_or_default()].file_name,
-                        patches[*index].file_name
-                    );
-                }
-                last = Some(*index);
-            }
-            (None, _) => {
-                new_from.get_or_insert(position);
-            }
-            (Some(index), Some(new)) => {
-                let subject = repo
-                    .find_commit(commits[new])?
-                    .summary()?
-                    .unwrap_or_default()
-                    .to_string();
-                bail!(
-                    "`{branch}` has a new commit ({subject}) before {}: a new patch takes the \
-                     next free number, so its commit goes last on the branch",
-                    patches[*index].file_name
-                );
-            }
-        }
-    }
-    let mut slots = Vec::new();
-    for (index, patch) in patches.iter().enumerate() {
-        let source = matched
-            .iter()
-            .position(|m| *m == Some(index))
-            .map(|at| Source {
-                commits: vec![commits[at]],
-                onto: repo
-                    .find_commit(commits[at])
-                    .and_then(|c| c.parent_id(0))
-                    .unwrap_or(onto),
-                tip: commits[at],
-            });
-        slots.push(Slot {
-            number: patch.number().to_string(),
-            old: Some(patch.clone()),
-            drop: source.is_none(),
-            source,
-        });
-    }
-    let mut next: u32 = stack_file.next_number(patches).parse()?;
-    for (at, found) in matched.iter().enumerate() {
-        if found.is_none() {
-            let parent = repo.find_commit(commits[at])?.parent_id(0)?;
-            slots.push(Slot {
-                number: format!("{next:04}"),
-                old: None,
-                drop: false,
-                source: Some(Source {
-                    commits: vec![commits[at]],
-                    onto: parent,
-                    tip: commits[at],
-                }),
-            });
-            next += 1;
-        }
-    }
-    Ok(slots)
-}
-
 /// The commits reachable from `tip` and not from `onto`, oldest first.
-fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<Vec<Oid>> {
+pub(super) fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<Vec<Oid>> {
     let mut walk = repo.revwalk()?;
     walk.push(tip)?;
     walk.hide(onto)?;
@@ -458,19 +333,7 @@ fn write_slot(
             merge::show(&conflicts)
         ),
     };
-    let first = clone.find_commit(source.commits[0])?;
-    let author = first.author();
-    let message = Message {
-        author_name: author.name().unwrap_or_default().to_string(),
-        author_email: author.email().unwrap_or_default().to_string(),
-        time: (author.when().seconds(), author.when().offset_minutes()),
-        subject: first.summary()?.unwrap_or_default().to_string(),
-        body: first
-            .body()?
-            .unwrap_or_default()
-            .trim_matches('\n')
-            .to_string(),
-    };
+    let message = message_of(&clone.find_commit(source.commits[0])?)?;
     let bytes = series::email_of(scratch, tree, after, &message)?;
     let unchanged = slot.old.as_ref().is_some_and(|old| old.bytes == bytes);
     let outcome = match unchanged {
@@ -486,6 +349,22 @@ fn write_slot(
         }
     };
     Ok((Some(named(bytes)?), outcome, after))
+}
+
+/// A commit's message and author, as the patch that squashes commits from it takes them.
+fn message_of(first: &git2::Commit<'_>) -> Result<Message> {
+    let author = first.author();
+    Ok(Message {
+        author_name: author.name().unwrap_or_default().to_string(),
+        author_email: author.email().unwrap_or_default().to_string(),
+        time: (author.when().seconds(), author.when().offset_minutes()),
+        subject: first.summary()?.unwrap_or_default().to_string(),
+        body: first
+            .body()?
+            .unwrap_or_default()
+            .trim_matches('\n')
+            .to_string(),
+    })
 }
 
 /// One line per patch: what happened to it.

@@ -1,0 +1,62 @@
+//! A branch that `pr` made from a resolution (`patches/on-<name>/`) written back into it.
+//!
+//! A resolution is written against a base that has the other pull request, so it is not rebuilt
+//! on the published crates as a patch is: it is the branch's own change, from the commit `pr`
+//! built the branch on to its tip, as `git format-patch` writes that change.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use fs_err as fs;
+use git2::Repository;
+
+use super::{message_of, Slot};
+use crate::git::short;
+use crate::resolutions;
+use crate::series;
+
+/// Writes the branch's change, the one slot with commits, into its resolution for `[base.name]`
+/// in `patches_dir`, leaving every other file as it is. Returns the summary's line.
+pub(super) fn write_back(
+    patches_dir: &Path,
+    clone: &Repository,
+    name: &str,
+    slots: &[Slot],
+) -> Result<String> {
+    let (slot, source) = slots
+        .iter()
+        .find_map(|slot| Some((slot, slot.source.as_ref()?)))
+        .context("a branch of one patch without its commits")?;
+    let patch = slot
+        .old
+        .as_ref()
+        .context("a branch for a patch not in patches/")?;
+    let shown = format!("patches/on-{name}/{}", patch.file_name);
+    let path = resolutions::dir(patches_dir, name).join(&patch.file_name);
+    let old = fs::read(&path).with_context(|| {
+        format!("the branch was made from {shown}, which is gone: run pr again")
+    })?;
+    let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
+    let (onto, tip) = (onto?, tip?);
+    let message = message_of(&clone.find_commit(source.commits[0])?)?;
+    // The two commits `email_of` makes go to memory, never into the clone.
+    let odb = clone.odb()?;
+    let memory = odb.add_new_mempack_backend(1000)?;
+    let bytes = series::email_of(clone, onto.tree_id(), tip.tree_id(), &message);
+    memory.reset()?;
+    let bytes = bytes?;
+    if bytes == old {
+        return Ok(format!("[format-patch] unchanged: {shown}\n"));
+    }
+    resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
+    let commits = source.commits.iter().map(|id| {
+        let subject = clone
+            .find_commit(*id)?
+            .summary()?
+            .unwrap_or_default()
+            .to_string();
+        Ok(format!("{} {subject}", short(&id.to_string())))
+    });
+    let commits = commits.collect::<Result<Vec<_>>>()?.join(", ");
+    Ok(format!("[format-patch] {shown} <- {commits}\n"))
+}

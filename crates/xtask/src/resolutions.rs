@@ -1,0 +1,201 @@
+//! Resolutions carried for another base. Where an upstream pull request that rewrites the code
+//! the patches change (`[base."N"]` in `patches/stack.toml`) is in a clone's base, some patches
+//! conflict with it or no longer fix their bug there. `patches/on-N/` holds such a patch as it
+//! goes onto a base that has the pull request, under the patch's own file name, and `pr` takes
+//! it in place of the patch on such a base, as `git rerere` replays a resolution.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use fs_err as fs;
+use git2::{Oid, Repository};
+
+use crate::branches::{Rewrite, StackFile};
+use crate::series::Patch;
+
+/// The folder of the resolutions for `[base."<name>"]`.
+pub fn dir(patches_dir: &Path, name: &str) -> PathBuf {
+    patches_dir.join(format!("on-{name}"))
+}
+
+/// How a summary names a base's pull request: `#3496` for a number, else its name.
+pub fn shown(name: &str) -> String {
+    match name.bytes().all(|b| b.is_ascii_digit()) {
+        true => format!("#{name}"),
+        false => name.to_string(),
+    }
+}
+
+/// One `[base."<name>"]` with the resolutions of its folder.
+#[derive(Clone, Debug)]
+pub struct Resolutions {
+    pub name: String,
+    pub rewrite: Rewrite,
+    /// Each stands for the patch in `patches/` with its file name.
+    pub patches: Vec<Patch>,
+}
+
+impl Resolutions {
+    /// Whether the tree `tree` of `repo` has the pull request: its file `path` holds `holds`.
+    pub fn in_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
+        let tree = repo.find_tree(tree)?;
+        let Ok(entry) = tree.get_path(Path::new(&self.rewrite.path)) else {
+            return Ok(false);
+        };
+        let Ok(blob) = repo.find_blob(entry.id()) else {
+            return Ok(false);
+        };
+        let holds = self.rewrite.holds.as_bytes();
+        Ok(blob.content().windows(holds.len()).any(|w| w == holds))
+    }
+
+    /// The resolution of `patch`, if this folder holds one.
+    pub fn of(&self, patch: &Patch) -> Option<&Patch> {
+        self.patches.iter().find(|r| r.file_name == patch.file_name)
+    }
+}
+
+/// Every `[base]` of `stack_file` with its resolutions, read from `patches_dir`. Fails, naming
+/// it, on a folder `on-*` that no `[base]` names, on a file there whose name is no patch's of
+/// `patches`, and on a resolution whose message git cannot read.
+pub fn load(
+    patches_dir: &Path,
+    stack_file: &StackFile,
+    patches: &[Patch],
+) -> Result<Vec<Resolutions>> {
+    let listing = fs::read_dir(patches_dir)?;
+    for entry in listing {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(base) = name.strip_prefix("on-") {
+            if !stack_file.bases.contains_key(base) {
+                bail!(
+                    "patches/{name}/ holds resolutions for a base that patches/stack.toml does not \
+                     name: add [base.\"{base}\"] there (why, path, holds), or remove the folder"
+                );
+            }
+        }
+    }
+    let mut all = Vec::new();
+    for (name, rewrite) in &stack_file.bases {
+        let folder = dir(patches_dir, name);
+        let mut resolutions = Vec::new();
+        if folder.is_dir() {
+            for entry in fs::read_dir(&folder)? {
+                let file_name = entry?.file_name().to_string_lossy().into_owned();
+                let shown = format!("patches/on-{name}/{file_name}");
+                if !patches.iter().any(|p| p.file_name == file_name) {
+                    bail!(
+                        "{shown} is not the file name of a patch in patches/: a resolution takes \
+                         the name of the patch it stands for"
+                    );
+                }
+                let bytes = fs::read(folder.join(&file_name))?;
+                let patch = Patch { file_name, bytes };
+                patch.diff().with_context(|| shown.clone())?;
+                patch.message().with_context(|| shown.clone())?;
+                resolutions.push(patch);
+            }
+        }
+        resolutions.sort_by(|a, b| a.file_name.cmp(&b.file_name));
+        all.push(Resolutions {
+            name: name.clone(),
+            rewrite: rewrite.clone(),
+            patches: resolutions,
+        });
+    }
+    Ok(all)
+}
+
+/// The bases' pull requests that the tree `tree` has, with their resolutions.
+pub fn in_tree(repo: &Repository, tree: Oid, all: &[Resolutions]) -> Result<Vec<Resolutions>> {
+    let mut found = Vec::new();
+    for resolutions in all {
+        if resolutions.in_tree(repo, tree)? {
+            found.push(resolutions.clone());
+        }
+    }
+    Ok(found)
+}
+
+/// `patch`, or the resolution that stands for it on a base with `found`, with the name of the
+/// pull request whose folder it came from.
+pub fn resolve<'a>(patch: &'a Patch, found: &'a [Resolutions]) -> (&'a Patch, Option<&'a str>) {
+    let taken = found
+        .iter()
+        .find_map(|r| Some((r.of(patch)?, r.name.as_str())));
+    match taken {
+        Some((resolution, name)) => (resolution, Some(name)),
+        None => (patch, None),
+    }
+}
+
+/// Writes `bytes` into the resolution `file_name` of `[base."<name>"]`, whole or not at all.
+pub fn write(patches_dir: &Path, name: &str, file_name: &str, bytes: &[u8]) -> Result<()> {
+    let folder = dir(patches_dir, name);
+    let temp = tempfile::NamedTempFile::new_in(&folder)
+        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    fs::write(temp.path(), bytes)?;
+    let path = folder.join(file_name);
+    temp.persist(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Each resolution's path under `patches/`, for the tests.
+#[cfg(test)]
+fn names(all: &[Resolutions]) -> Vec<String> {
+    all.iter()
+        .flat_map(|r| {
+            r.patches
+                .iter()
+                .map(move |p| format!("on-{}/{}", r.name, p.file_name))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack_file(text: &str, dir: &Path) -> Result<StackFile> {
+        fs::write(dir.join("stack.toml"), text)?;
+        crate::branches::read(dir)
+    }
+
+    #[test]
+    fn a_folder_or_file_that_stands_for_nothing_is_named() -> Result<()> {
+        let temp = tempfile::tempdir()?;
+        let dir = temp.path();
+        let patch = Patch {
+            file_name: "0001-a.patch".into(),
+            bytes: Vec::new(),
+        };
+        let base = "[base.\"3496\"]\nwhy = \"w\"\npath = \"p\"\nholds = \"h\"\n";
+        let file = stack_file(base, dir)?;
+        // No folder: the base is named, with no resolution.
+        let all = load(dir, &file, std::slice::from_ref(&patch))?;
+        assert_eq!((all.len(), names(&all).len()), (1, 0));
+        fs::create_dir(dir.join("on-3497"))?;
+        let err = load(dir, &file, &[]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("patches/on-3497/ holds resolutions for a base"),
+            "{err}"
+        );
+        fs::remove_dir(dir.join("on-3497"))?;
+        fs::create_dir(dir.join("on-3496"))?;
+        fs::write(dir.join("on-3496/0002-b.patch"), "")?;
+        let err = load(dir, &file, &[patch]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("patches/on-3496/0002-b.patch is not the file name of a patch"),
+            "{err}"
+        );
+        // A [base] without what finds it in a tree.
+        let err = stack_file("[base.\"3496\"]\nwhy = \"w\"\npath = \"p\"\n", dir).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("stack.toml: [base.\"3496\"] needs `holds = \"...\"`"),
+            "{err}"
+        );
+        Ok(())
+    }
+}
