@@ -15,8 +15,8 @@ use crate::series::{self, Applied, DoesNotApply, Patch};
 pub struct Carried {
     /// Why it is not proposed, in a sentence.
     pub why: String,
-    /// The upstream pull request that does its job, as in `#3496`.
-    pub upstream: String,
+    /// The upstream pull request that does its job, as in `#3496`, where one does.
+    pub upstream: Option<String>,
 }
 
 /// A number that no patch may take again: its patch left the series.
@@ -88,7 +88,9 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                             format!("{shown}: [carried.{patch}] needs `{name} = \"...\"`")
                         })
                     };
-                    let (why, upstream) = (field("why")?, field("upstream")?);
+                    let why = field("why")?;
+                    let upstream = value.get("upstream").and_then(|v| v.as_str());
+                    let upstream = upstream.map(str::to_string);
                     file.carried.insert(patch.into(), Carried { why, upstream });
                 }
             }
@@ -278,6 +280,9 @@ pub enum Stop {
     Conflict(String),
     /// It builds on this patch (`[builds-on]`), which has no branch.
     BuildsOn(String),
+    /// A carried patch that does not go onto this base, or builds on one that does not: it is
+    /// proposed nowhere, so this stops nothing, but the patches after it go on without it.
+    Carried,
 }
 
 /// The branches of a series on a base, the patches the base already holds, and those that
@@ -302,6 +307,10 @@ impl Branches {
                 why: Stop::Conflict(conflict),
                 ..
             }) => bail!("{conflict}"),
+            Some(Stopped {
+                patch,
+                why: Stop::Carried,
+            }) => bail!("{} does not apply", patch.file_name),
             Some(Stopped { patch, .. }) => bail!("{} got no branch", patch.file_name),
             None => Ok(self),
         }
@@ -331,7 +340,10 @@ pub(crate) fn branches(
         let wanted = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);
         if let Some(wanted) = wanted.filter(|wanted| stopped(wanted)) {
-            let why = Stop::BuildsOn(wanted.clone());
+            let why = match proposed(patch) {
+                true => Stop::BuildsOn(wanted.clone()),
+                false => Stop::Carried,
+            };
             made.stopped.push(Stopped {
                 patch: patch.clone(),
                 why,
@@ -347,9 +359,13 @@ pub(crate) fn branches(
                 Err(err) => {
                     // The patches after it go on without it, as `git am --skip` would.
                     let conflict = err.downcast::<DoesNotApply>()?;
+                    let why = match proposed(patch) {
+                        true => Stop::Conflict(conflict.0),
+                        false => Stop::Carried,
+                    };
                     made.stopped.push(Stopped {
                         patch: patch.clone(),
-                        why: Stop::Conflict(conflict.0),
+                        why,
                     });
                     continue;
                 }

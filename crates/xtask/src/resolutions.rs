@@ -117,6 +117,26 @@ pub fn in_tree(repo: &Repository, tree: Oid, all: &[Resolutions]) -> Result<Vec<
     Ok(found)
 }
 
+/// The blobs that each resolution of `found` gives on the base's tree `tree`, which it was made
+/// on: what a three-way merge of a resolution needs where the patches before it moved its lines,
+/// since the clone has the blobs it starts from but not the ones it makes.
+pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<Vec<Oid>> {
+    let mut blobs = Vec::new();
+    for patch in found.iter().flat_map(|r| &r.patches) {
+        // One that does not apply as written goes through the usual three-way path and its error.
+        let Ok(after) = crate::series::apply(repo, tree, patch) else {
+            continue;
+        };
+        let after = repo.find_tree(after)?;
+        for path in crate::git::paths(&patch.diff()?) {
+            if let Ok(entry) = after.get_path(path) {
+                blobs.push(entry.id());
+            }
+        }
+    }
+    Ok(blobs)
+}
+
 /// `patch`, or the resolution that stands for it on a base with `found`, with the name of the
 /// pull request whose folder it came from.
 pub fn resolve<'a>(patch: &'a Patch, found: &'a [Resolutions]) -> (&'a Patch, Option<&'a str>) {

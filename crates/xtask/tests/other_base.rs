@@ -294,3 +294,29 @@ fn check_names_a_resolution_that_stands_for_nothing() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_carried_patch_that_does_not_go_onto_the_rewrite_stops_nothing() -> Result<()> {
+    let ws = workspace_with_base()?;
+    let stack_toml = format!("{STACK_TOML}\n[carried.0003]\nwhy = \"kept here\"\n");
+    std::fs::write(ws.layout.patches().join("stack.toml"), stack_toml)?;
+    let (_dir, repo) = candle()?;
+    rewrite_lands(&repo)?;
+    let patch = third(&ws)?;
+
+    // The third patch conflicts with the rewrite, but it is proposed nowhere: the two others get
+    // their branches, and pr succeeds, listing it apart from any conflict.
+    let (console, result) = run_pr(&ws, &repo)?;
+    result?;
+    let subject = patch.message()?.subject;
+    let listed = format!(
+        "Carried patches that do not go onto this base (they need no branch):\n  0003: \
+         \"{subject}\"\n"
+    );
+    assert!(console.contains(&listed), "{console}");
+    assert!(!console.contains("it conflicts"), "{console}");
+    for name in ["raise-the-threshold", "raise-it-again"] {
+        branch_tip(&repo, name)?;
+    }
+    Ok(())
+}

@@ -89,6 +89,8 @@ pub fn build(
         let selected = |r: &Patch| series.linear.iter().any(|p| p.file_name == r.file_name);
         rewrite.patches.retain(selected);
     }
+    let known = [known, &resolutions::blobs_on(repo, tree, &rewrites)?].concat();
+    let known = known.as_slice();
     let resolve = |patch| resolutions::resolve(patch, &rewrites).0.clone();
     let linear: Vec<Patch> = series.linear.iter().map(resolve).collect();
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,

@@ -28,7 +28,9 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
             out += "Carried in this workspace's crates, not proposed (patches/stack.toml):\n";
         }
         let subject = patch.message()?.subject;
-        out += &format!("  {number}: \"{subject}\": {why} ({upstream})\n");
+        let upstream = upstream.as_ref().map(|pull| format!(" ({pull})"));
+        let upstream = upstream.unwrap_or_default();
+        out += &format!("  {number}: \"{subject}\": {why}{upstream}\n");
     }
     Ok(out)
 }
@@ -175,11 +177,18 @@ pub fn next_steps(
     text
 }
 
-/// The patches that get no branch, each with its conflict in full or the patch it builds on;
-/// nothing when there are none.
+/// The patches that get no branch, each with its conflict in full or the patch it builds on,
+/// after the carried ones that do not go onto this base; nothing when there are none.
 pub fn stopped(stopped: &[Stopped]) -> Result<String> {
-    let mut out = String::new();
+    let (mut out, mut carried) = (String::new(), String::new());
     for Stopped { patch, why } in stopped {
+        if let Stop::Carried = why {
+            if carried.is_empty() {
+                carried += "Carried patches that do not go onto this base (they need no branch):\n";
+            }
+            carried += &format!("  {}: \"{}\"\n", patch.number(), patch.message()?.subject);
+            continue;
+        }
         if out.is_empty() {
             out += "No branch is made or moved for these patches:\n";
         }
@@ -192,10 +201,11 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
             Stop::BuildsOn(parent) => {
                 format!("it builds on {parent} (patches/stack.toml), which gets no branch")
             }
+            Stop::Carried => unreachable!("carried patches are listed apart"),
         };
         out += &format!("  {number}: \"{subject}\": {why}\n");
     }
-    Ok(out)
+    Ok(carried + &out)
 }
 
 /// The error `pr` ends with when a patch conflicts, naming each one; `None` when none does.
