@@ -14,7 +14,7 @@ fn sample_with_zero_temperature() -> Result<()> {
 fn sample_with_zero_temperature_from_sampling() -> Result<()> {
     use candle_transformers::generation::Sampling;
     let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
-    // 4.0 / 1e-38 overflows f32, and -1.0 would favour the least likely token.
+    // 4.0 / 1e-38 overflows f32, and dividing by -1.0 would favour the least likely token.
     for temperature in [0.0, -1.0, 1e-8, 1e-38] {
         for sampling in [
             Sampling::All { temperature },

@@ -26,17 +26,17 @@ impl LogitsProcessor {
     /// A temperature below 1e-7, zero and negative ones included, picks the most likely token,
     /// as `new` does.
     pub fn from_sampling(seed: u64, sampling: Sampling) -> Self {
-        let sampling = match sampling {
+        let temperature = match sampling {
+            Sampling::ArgMax => None,
             Sampling::All { temperature }
             | Sampling::TopK { temperature, .. }
             | Sampling::TopP { temperature, .. }
             | Sampling::TopKThenTopP { temperature, .. }
-            | Sampling::GumbelSoftmax { temperature }
-                if temperature < 1e-7 =>
-            {
-                Sampling::ArgMax
-            }
-            sampling => sampling,
+            | Sampling::GumbelSoftmax { temperature } => Some(temperature),
+        };
+        let sampling = match temperature {
+            Some(temperature) if temperature < 1e-7 => Sampling::ArgMax,
+            _ => sampling,
         };
         let rng = rand::rngs::StdRng::seed_from_u64(seed);
         Self { rng, sampling }
