@@ -398,6 +398,37 @@ fn sample_with_top_p_as_a_full_sort() -> Result<()> {
 }
 
 #[test]
+fn sample_with_top_k_zero() -> Result<()> {
+    use candle_transformers::generation::Sampling::{All, TopK, TopKThenTopP, TopP};
+    let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
+    let temperature = 1.0;
+    // k = 0 keeps every token: the same draws as without top-k, for the same seed.
+    let p = 0.9;
+    let pairs = [
+        (TopK { k: 0, temperature }, All { temperature }),
+        (
+            TopKThenTopP {
+                k: 0,
+                p,
+                temperature,
+            },
+            TopP { p, temperature },
+        ),
+    ];
+    for (sampling, same) in pairs {
+        let mut logits_process = LogitsProcessor::from_sampling(42, sampling);
+        let mut same_process = LogitsProcessor::from_sampling(42, same);
+        for _ in 0..20 {
+            assert_eq!(
+                logits_process.sample(&logits)?,
+                same_process.sample(&logits)?
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
 fn sample_with_top_k_or_top_p_off() -> Result<()> {
     use candle_transformers::generation::Sampling::{All, TopK, TopKThenTopP, TopP};
     let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;

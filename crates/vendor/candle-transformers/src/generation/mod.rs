@@ -6,11 +6,9 @@
 use candle::{DType, Error, Result, Tensor};
 use rand::{distr::Distribution, SeedableRng};
 
-/// How [`LogitsProcessor`] picks the next token.
-///
-/// A `k` of 0 turns top-k off in `TopK` and `TopKThenTopP`, as a `k` of at least the vocabulary
-/// size does. A `p` that is 0 or below, or 1 or above, once converted to `f32`, turns top-p off in
-/// `TopP` and `TopKThenTopP`.
+/// How [`LogitsProcessor`] picks the next token. A `k` of 0 turns top-k off in `TopK` and
+/// `TopKThenTopP`, as a `k` of at least the vocabulary size does. A `p` that is 0 or below, or 1
+/// or above, once converted to `f32`, turns top-p off in `TopP` and `TopKThenTopP`.
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,

@@ -6,11 +6,8 @@
 use candle::{DType, Error, Result, Tensor};
 use rand::{distr::Distribution, SeedableRng};
 
-/// How [`LogitsProcessor`] picks the next token.
-///
-/// A `k` of 0 turns top-k off in `TopK` and `TopKThenTopP`, as a `k` of at least the vocabulary
-/// size does. A `p` that is 0 or below, or 1 or above, once converted to `f32`, turns top-p off in
-/// `TopP` and `TopKThenTopP`.
+/// How [`LogitsProcessor`] picks the next token. A `k` of 0 turns top-k off in `TopK` and
+/// `TopKThenTopP`, as a `k` of at least the vocabulary size does.
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,
@@ -103,29 +100,19 @@ impl LogitsProcessor {
     // then top-p sampling.
     fn sample_topk_topp(&mut self, prs: &mut Vec<f32>, top_k: usize, top_p: f32) -> Result<u32> {
         if top_k == 0 || top_k >= prs.len() {
-            self.sample_topp_or_all(prs, top_p)
+            self.sample_topp(prs, top_p)
         } else {
             let mut argsort_indices = (0..prs.len()).collect::<Vec<_>>();
             let (indices, _, _) =
                 argsort_indices.select_nth_unstable_by(top_k, |&i, &j| prs[j].total_cmp(&prs[i]));
             let mut prs = indices.iter().map(|&i| prs[i]).collect::<Vec<_>>();
             let sum_p = prs.iter().sum::<f32>();
-            let index = if top_p <= 0.0 || top_p >= 1.0 || top_p >= sum_p {
+            let index = if top_p <= 0.0 || top_p >= sum_p {
                 self.sample_multinomial(&prs)?
             } else {
                 self.sample_topp(&mut prs, top_p)?
             };
             Ok(indices[index as usize] as u32)
-        }
-    }
-
-    fn sample_topp_or_all(&mut self, prs: &mut Vec<f32>, top_p: f32) -> Result<u32> {
-        if top_p <= 0.0 || top_p >= 1.0 {
-            // simply sample from the predicted probability distribution
-            self.sample_multinomial(prs)
-        } else {
-            // top-p (nucleus) sampling, clamping the least likely tokens to zero
-            self.sample_topp(prs, top_p)
         }
     }
 
@@ -154,7 +141,13 @@ impl LogitsProcessor {
             }
             Sampling::TopP { p, temperature } => {
                 let mut prs = prs(*temperature)?;
-                self.sample_topp_or_all(&mut prs, *p as f32)?
+                if *p <= 0.0 || *p >= 1.0 {
+                    // simply sample from the predicted probability distribution
+                    self.sample_multinomial(&prs)?
+                } else {
+                    // top-p (nucleus) sampling, clamping the least likely tokens to zero
+                    self.sample_topp(&mut prs, *p as f32)?
+                }
             }
             Sampling::TopK { k, temperature } => {
                 let mut prs = prs(*temperature)?;
