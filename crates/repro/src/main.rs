@@ -199,7 +199,9 @@ fn print_cases(scenario: &Scenario, seed: u64, device: &Device) -> Result<()> {
         let header = ["case", "upstream (published)", "patched (+ patches/)"];
         let cells: Vec<_> = rows
             .into_iter()
-            .map(|r| vec![r.case, r.upstream, r.patched])
+            // An error's context and the error itself, on the one line of a row.
+            .map(|r| [r.case, r.upstream, r.patched].map(|cell| cell.replace('\n', " / ")))
+            .map(Vec::from)
             .collect();
         print!("{}", render_table(&header, &cells));
         return Ok(());

@@ -210,6 +210,8 @@ fn raised_by_the_sampler(err: &candle::Error) -> bool {
 pub fn message(err: &candle::Error) -> String {
     match err {
         candle::Error::WithBacktrace { inner, .. } => message(inner),
+        // As candle writes it, the context on a line of its own, without the backtrace.
+        candle::Error::Context { inner, context } => format!("{context}\n{}", message(inner)),
         err => err.to_string(),
     }
 }

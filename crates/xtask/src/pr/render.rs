@@ -4,8 +4,9 @@ use super::audit::{CallSite, Guard};
 use super::notes::{Facts, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
+use crate::bench_report::chart::point;
 use crate::bench_report::data::{Report, Step};
-use crate::bench_report::render::{self as report, point, Greedy};
+use crate::bench_report::render::{self as report, Greedy};
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
 
@@ -257,7 +258,7 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> St
     };
     let rows = changed
         .iter()
-        .map(|(case, from, to)| format!("| `{case}` | {from} | {to} |"));
+        .map(|(case, from, to)| format!("| `{case}` | {} | {} |", cell(from), cell(to)));
     format!(
         "On a real model, {model}: the last-position logits after {prompt:?} in the model's chat \
          template, {computed}. Each row builds a `LogitsProcessor` with seed {seed} and samples \
@@ -289,6 +290,12 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
+}
+
+/// An outcome in a table's cell: an error with its context on lines of their own, as candle
+/// writes it, keeps them apart with `<br>`.
+fn cell(outcome: &str) -> String {
+    outcome.replace('\n', "<br>")
 }
 
 #[cfg(test)]
