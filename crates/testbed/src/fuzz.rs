@@ -151,23 +151,17 @@ pub fn check_with(implementation: Implementation, data: &[u8]) -> Result<(), Str
             let Some(&logit) = seen.get(token) else {
                 return Err(format!("token {token} out of {} logits", seen.len()));
             };
-            // A greedy pick is candle's argmax, left as upstream has it: token 0 when the first
-            // logit is NaN or every logit is -inf.
-            let argmax_first = case.is_greedy()
-                && token == 0
-                && (logit.is_nan() || seen.iter().all(|v| *v == f32::NEG_INFINITY));
-            // Otherwise never a masked token or a NaN; +inf only as the largest logit of a
-            // greedy pick.
-            if !argmax_first
-                && (logit.is_nan()
-                    || logit == f32::NEG_INFINITY
-                    || (logit.is_infinite() && !case.is_greedy()))
+            // Never a masked token or a NaN, greedy picks included; +inf only as the largest
+            // logit of a greedy pick.
+            if logit.is_nan()
+                || logit == f32::NEG_INFINITY
+                || (logit.is_infinite() && !case.is_greedy())
             {
                 return Err(format!("token {token} has logit {logit}: {:?}", case.build));
             }
             // `f32::max` passes over NaN.
             let largest = seen.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            if case.is_greedy() && !argmax_first && logit != largest {
+            if case.is_greedy() && logit != largest {
                 return Err(format!(
                     "greedy {:?} picked {token} ({logit}), not the largest {largest}",
                     case.build
