@@ -34,6 +34,25 @@ pub const SERIES: RGBColor = RGBColor(40, 110, 200);
 /// What the chart says when there is nothing to draw.
 pub const NO_DATA: &str = "no CPU measurements: run `cargo bench`";
 
+/// The colour of every chart's text.
+pub(super) const TEXT: RGBColor = RGBColor(30, 30, 30);
+
+/// Every chart's text: sans-serif at `size`, anchored at `h` and `v`.
+pub(super) fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
+    TextStyle::from(("sans-serif", size).into_font())
+        .color(&TEXT)
+        .pos(Pos::new(h, v))
+}
+
+/// What a point is, in words.
+pub(crate) fn point(name: &str) -> String {
+    match name {
+        shared::PUBLISHED_POINT => "the published crates".to_string(),
+        shared::SERIES_POINT => "the whole series".to_string(),
+        number => format!("the branch of {number}"),
+    }
+}
+
 /// One panel's size in pixels.
 const PANEL: (u32, u32) = (320, 260);
 /// The strip above the panels that holds the legend.

@@ -15,8 +15,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::chart::{point, text, TEXT};
 use super::data::{PatchStep, Report, Step};
-use super::render::point;
 use super::stats::{Placement, Verdict, Work};
 
 /// Where `bench-report` writes every step's panel, beside the report.
@@ -51,7 +51,6 @@ const NEUTRAL: RGBColor = RGBColor(40, 80, 150);
 const FASTER: RGBColor = RGBColor(20, 140, 60);
 const SLOWER: RGBColor = RGBColor(200, 40, 40);
 const INSTRUCTIONS: RGBColor = RGBColor(130, 50, 160);
-const TEXT: RGBColor = RGBColor(30, 30, 30);
 
 /// The steps to draw, the whole series first, each panel's A/A bands from `control`.
 pub fn svg(steps: &[&PatchStep], control: &PatchStep) -> Result<String> {
@@ -204,12 +203,6 @@ fn title(step: &PatchStep) -> (String, String) {
         shared::SERIES_POINT => ("All patches".to_string(), against),
         number => (format!("{number} {}", step.subject), against),
     }
-}
-
-fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
-    TextStyle::from(("sans-serif", size).into_font())
-        .color(&TEXT)
-        .pos(Pos::new(h, v))
 }
 
 /// One step's panel: its title, then a row per variant over the bands, then the axis.

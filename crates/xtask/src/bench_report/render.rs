@@ -2,6 +2,7 @@
 
 use shared::bench::{TOP_K, TOP_P};
 
+use super::chart::point;
 use super::data::{Decode, PatchStep, Report, Step};
 use super::stats::{Paired, Placement, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
 use super::Row;
@@ -38,15 +39,6 @@ fn step_heading(step: &PatchStep, what: &str) -> String {
     let heading = format!("\n#### {} {}\n\n", step.patch, step.subject);
     let (patch, before) = (point(&step.patch), point(&step.before));
     format!("{heading}This is {patch} against {before}{what}.\n\n")
-}
-
-/// What a point is, in words.
-pub(crate) fn point(name: &str) -> String {
-    match name {
-        shared::PUBLISHED_POINT => "the published crates".to_string(),
-        shared::SERIES_POINT => "the whole series".to_string(),
-        number => format!("the branch of {number}"),
-    }
 }
 
 /// How one `sample` call was measured and how to read a ratio, with what runs `temperature_0`.

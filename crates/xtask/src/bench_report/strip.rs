@@ -11,8 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::chart::{tick_label, FRAME, PUBLISHED, SERIES};
-use super::render::point;
+use super::chart::{point, text, tick_label, FRAME, PUBLISHED, SERIES, TEXT};
 use super::stats::median;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -65,7 +64,6 @@ const BAR: i32 = 10;
 const GRID: RGBColor = RGBColor(228, 228, 228);
 const SAMPLER: RGBColor = RGBColor(30, 30, 30);
 const BRANCH: RGBColor = RGBColor(20, 140, 60);
-const TEXT: RGBColor = RGBColor(30, 30, 30);
 
 /// Every comparison's panel, one below the other, as SVG text.
 pub fn svg(loops: &[Loop]) -> Result<String> {
@@ -165,12 +163,6 @@ impl Axis {
         let last = (self.high / step).floor() as i64;
         (first..=last).map(|i| i as f64 * step).collect()
     }
-}
-
-fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
-    TextStyle::from(("sans-serif", size).into_font())
-        .color(&TEXT)
-        .pos(Pos::new(h, v))
 }
 
 /// One comparison's panel: its title, the axis, then a strip per point with its bar.
