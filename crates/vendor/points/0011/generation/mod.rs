@@ -115,8 +115,8 @@ impl LogitsProcessor {
             let negative = prs.iter().filter(|p| **p < 0.0).count();
             let sum = prs.iter().sum::<f32>();
             Error::wrap(err).context(format!(
-                "no token can be sampled from {} probabilities: {nan} are NaN, {negative} are \
-                 negative, and they sum to {sum}",
+                "no token can be sampled from {} probabilities (NaN: {nan}, negative: \
+                 {negative}, sum: {sum})",
                 prs.len()
             ))
         })?;
