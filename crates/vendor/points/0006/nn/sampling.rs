@@ -11,8 +11,8 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        // `u` reaches the largest f32 below 1, so that the noise -ln(-ln(u)) is cut off only in a
-        // tail that holds about 1e-7 of its mass.
+        // The upper bound of `u` is the largest f32 below 1, so that the noise -ln(-ln(u)) is cut
+        // off only in a tail that holds about 1e-7 of its mass.
         let (lo, up) = (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
         let minus_log_u = logits.rand_like(lo, up)?.log()?.neg()?;
         // Metal's fast-math `log` may round to 0 near 1, which would make the noise infinite.
