@@ -82,42 +82,26 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
             }
             "carried" => {
                 for (patch, value) in table.iter() {
-                    let field = |name: &str| {
-                        let text = value.get(name).and_then(|v| v.as_str());
-                        text.map(str::to_string).with_context(|| {
-                            format!("{shown}: [carried.{patch}] needs `{name} = \"...\"`")
-                        })
-                    };
-                    let why = field("why")?;
-                    let upstream = value.get("upstream").and_then(|v| v.as_str());
-                    let upstream = upstream.map(str::to_string);
+                    let why = needed(&shown, &format!("carried.{patch}"), value, "why")?;
+                    let upstream = field_text(value, "upstream");
                     file.carried.insert(patch.into(), Carried { why, upstream });
                 }
             }
             "retired" => {
                 for (patch, value) in table.iter() {
-                    let field = |name: &str| value.get(name).and_then(|v| v.as_str());
-                    let field = |name: &str| field(name).map(str::to_string);
-                    let Some(why) = field("why") else {
-                        bail!("{shown}: [retired.{patch}] needs `why = \"...\"`");
-                    };
                     let retired = Retired {
-                        why,
-                        version: field("version"),
-                        commit: field("commit"),
-                        pull: field("pull"),
+                        why: needed(&shown, &format!("retired.{patch}"), value, "why")?,
+                        version: field_text(value, "version"),
+                        commit: field_text(value, "commit"),
+                        pull: field_text(value, "pull"),
                     };
                     file.retired.insert(patch.into(), retired);
                 }
             }
             "base" => {
                 for (name, value) in table.iter() {
-                    let field = |field: &str| {
-                        let text = value.get(field).and_then(|v| v.as_str());
-                        text.map(str::to_string).with_context(|| {
-                            format!("{shown}: [base.\"{name}\"] needs `{field} = \"...\"`")
-                        })
-                    };
+                    let entry = format!("base.\"{name}\"");
+                    let field = |field: &str| needed(&shown, &entry, value, field);
                     let (why, path, holds) = (field("why")?, field("path")?, field("holds")?);
                     file.bases.insert(name.into(), Rewrite { why, path, holds });
                 }
@@ -128,6 +112,21 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
         }
     }
     Ok(file)
+}
+
+/// The text of the field `name` of a `stack.toml` entry, if it has one.
+fn field_text(value: &toml_edit::Item, name: &str) -> Option<String> {
+    value.get(name).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+/// The text of the field `name` of the entry `[entry]` of `shown`, or an error that names both.
+fn needed(
+    shown: &impl std::fmt::Display,
+    entry: &str,
+    value: &toml_edit::Item,
+    name: &str,
+) -> Result<String> {
+    field_text(value, name).with_context(|| format!("{shown}: [{entry}] needs `{name} = \"...\"`"))
 }
 
 impl StackFile {

@@ -182,18 +182,12 @@ pub fn next_steps(
 pub fn stopped(stopped: &[Stopped]) -> Result<String> {
     let (mut out, mut carried) = (String::new(), String::new());
     for Stopped { patch, why } in stopped {
-        if let Stop::Carried = why {
-            if carried.is_empty() {
-                carried += "Carried patches that do not go onto this base (they need no branch):\n";
-            }
-            carried += &format!("  {}: \"{}\"\n", patch.number(), patch.message()?.subject);
-            continue;
-        }
-        if out.is_empty() {
-            out += "No branch is made or moved for these patches:\n";
-        }
         let (number, subject) = (patch.number(), patch.message()?.subject);
         let why = match why {
+            Stop::Carried => {
+                carried += &format!("  {number}: \"{subject}\"\n");
+                continue;
+            }
             Stop::Conflict(conflict) => {
                 let lines = conflict.lines().map(|line| format!("\n    {line}"));
                 format!("it conflicts:{}", lines.collect::<String>())
@@ -201,11 +195,18 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
             Stop::BuildsOn(parent) => {
                 format!("it builds on {parent} (patches/stack.toml), which gets no branch")
             }
-            Stop::Carried => unreachable!("carried patches are listed apart"),
         };
         out += &format!("  {number}: \"{subject}\": {why}\n");
     }
-    Ok(carried + &out)
+    let section = |heading: &str, rows: String| match rows.is_empty() {
+        true => rows,
+        false => format!("{heading}\n{rows}"),
+    };
+    let carried = section(
+        "Carried patches that do not go onto this base (they need no branch):",
+        carried,
+    );
+    Ok(carried + &section("No branch is made or moved for these patches:", out))
 }
 
 /// The error `pr` ends with when a patch conflicts, naming each one; `None` when none does.
