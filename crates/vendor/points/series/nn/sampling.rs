@@ -11,17 +11,13 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        // The upper bound of `u` is the largest f32 below 1, so that the noise -ln(-ln(u)) is cut
-        // off only in a tail that holds about 1e-7 of its mass.
-        let (lo, up) = (f32::MIN_POSITIVE as f64, 1.0 - f32::EPSILON as f64 / 2.0);
-        let minus_log_u = logits.rand_like(lo, up)?.log()?.neg()?;
-        // Metal's fast-math `log` may round to 0 near 1, which would make the noise infinite.
-        let minus_log_u = if logits.device().is_metal() {
-            minus_log_u.maximum(f32::EPSILON as f64 / 2.0)?
-        } else {
-            minus_log_u
-        };
-        let minus_g = minus_log_u.log()?;
+        // `u` stays 2^-20 below 1, so that -ln(u) is positive even where `log` is approximate, as
+        // with Metal's fast math, and the noise -ln(-ln(u)) reaches 13.9.
+        let minus_g = logits
+            .rand_like(1e-7, 1.0 - 2f64.powi(-20))?
+            .log()?
+            .neg()?
+            .log()?;
         if temperature == 1.0 {
             let sampled = (logits - minus_g)?.argmax(dim)?;
             Ok(sampled)
