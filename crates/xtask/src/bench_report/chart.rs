@@ -7,10 +7,10 @@
 use std::ops::Range;
 
 use anyhow::Result;
-use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::frame::{self, Area, FRAME};
 use super::Row;
 
 /// Where `bench-report` writes the chart, beside the report.
@@ -34,16 +34,6 @@ pub const SERIES: RGBColor = RGBColor(40, 110, 200);
 /// What the chart says when there is nothing to draw.
 pub const NO_DATA: &str = "no CPU measurements: run `cargo bench`";
 
-/// The colour of every chart's text.
-pub(super) const TEXT: RGBColor = RGBColor(30, 30, 30);
-
-/// Every chart's text: sans-serif at `size`, anchored at `h` and `v`.
-pub(super) fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
-    TextStyle::from(("sans-serif", size).into_font())
-        .color(&TEXT)
-        .pos(Pos::new(h, v))
-}
-
 /// What a point is, in words.
 pub(crate) fn point(name: &str) -> String {
     match name {
@@ -62,48 +52,45 @@ const VOCAB: Range<f64> = 0.0..170.0;
 /// How far past the fastest and the slowest mark the time axis reaches, as a factor, so that no
 /// mark lies on the plotting area's edge.
 const HEADROOM: f64 = 1.5;
-/// The plotting area's frame: what the marks lie within.
-pub const FRAME: RGBColor = RGBColor(150, 150, 150);
 
 /// The chart of the CPU rows of `rows`, as SVG text.
 pub fn svg(rows: &[Row]) -> Result<String> {
     let rows: Vec<&Row> = rows.iter().filter(|r| r.device == "cpu").collect();
     let mut comparisons: Vec<&str> = rows.iter().map(|r| r.comparison.as_str()).collect();
     comparisons.dedup();
-    let mut out = String::new();
-    draw(&mut out, &rows, &comparisons)?;
-    Ok(out)
-}
-
-/// The panels of `comparisons` under their legend, into `out`.
-fn draw(out: &mut String, rows: &[&Row], comparisons: &[&str]) -> Result<()> {
-    let columns = comparisons.len().clamp(1, 4) as u32;
-    let lines = comparisons.len().div_ceil(columns as usize).max(1) as u32;
-    let size = (PANEL.0 * columns, LEGEND_HEIGHT + PANEL.1 * lines);
-    let root = SVGBackend::with_string(out, size).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (legend, panels) = root.split_vertically(LEGEND_HEIGHT);
-    if comparisons.is_empty() {
-        root.draw(&Text::new(NO_DATA, (16, 120), ("sans-serif", 16)))?;
-    } else {
-        draw_legend(&legend)?;
-    }
-    let areas = panels.split_evenly((lines as usize, columns as usize));
-    for (area, comparison) in areas.iter().zip(comparisons) {
-        let points: Vec<(f64, &Row)> = rows
-            .iter()
-            .filter(|r| r.comparison == *comparison)
-            .filter_map(|r| Some((r.vocab.parse::<f64>().ok()? / 1000.0, *r)))
-            .collect();
-        draw_panel(area, comparison, &points)?;
-    }
-    root.present()?;
-    Ok(())
+    // The legend, then the panels in lines of up to four.
+    let columns = comparisons.len().clamp(1, 4);
+    let lines: Vec<&[&str]> = comparisons.chunks(columns).collect();
+    let heights: Vec<u32> = [LEGEND_HEIGHT]
+        .into_iter()
+        .chain(vec![PANEL.1; lines.len().max(1)])
+        .collect();
+    frame::stacked(PANEL.0 * columns as u32, &heights, |i, area| {
+        if comparisons.is_empty() {
+            // No legend: the words stand where the first panel would.
+            if i == 1 {
+                area.draw(&Text::new(NO_DATA, (16, 90), ("sans-serif", 16)))?;
+            }
+            return Ok(());
+        }
+        let Some(line) = i.checked_sub(1).map(|line| lines[line]) else {
+            return draw_legend(area);
+        };
+        for (area, comparison) in area.split_evenly((1, columns)).iter().zip(line) {
+            let points: Vec<(f64, &Row)> = rows
+                .iter()
+                .filter(|r| r.comparison == *comparison)
+                .filter_map(|r| Some((r.vocab.parse::<f64>().ok()? / 1000.0, *r)))
+                .collect();
+            draw_panel(area, comparison, &points)?;
+        }
+        Ok(())
+    })
 }
 
 /// Each line's colour and name side by side, centred in `area`. A legend entry is a stroke
 /// alone, without a mark, so that every circle in the chart is a measurement.
-fn draw_legend(area: &DrawingArea<SVGBackend, Shift>) -> Result<()> {
+fn draw_legend(area: &Area) -> Result<()> {
     const ENTRY: i32 = 110;
     let (width, height) = area.dim_in_pixel();
     let (start, middle) = (
@@ -121,11 +108,7 @@ fn draw_legend(area: &DrawingArea<SVGBackend, Shift>) -> Result<()> {
 }
 
 /// One comparison's panel: each line through its points (vocabulary in thousands, time in ns).
-fn draw_panel(
-    area: &DrawingArea<SVGBackend, Shift>,
-    comparison: &str,
-    points: &[(f64, &Row)],
-) -> Result<()> {
+fn draw_panel(area: &Area, comparison: &str, points: &[(f64, &Row)]) -> Result<()> {
     let values = points
         .iter()
         .flat_map(|(_, r)| LINES.iter().filter_map(|(_, _, _, value)| value(r)));

@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use fs_err as fs;
-use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::{HPos, VPos};
 
-use super::chart::{point, text, TEXT};
+use super::chart::point;
 use super::data::{PatchStep, Report, Step};
+use super::frame::{self, key_words, text, Area, GRID};
 use super::stats::{Placement, Verdict, Work};
 
 /// Where `bench-report` writes every step's panel, beside the report.
@@ -39,9 +39,6 @@ const AXIS: i32 = 50;
 /// The key, once, below the panels.
 const KEY: i32 = 62;
 
-/// The plotting area's frame, as in the scaling chart: what the marks lie within.
-const FRAME: RGBColor = super::chart::FRAME;
-const GRID: RGBColor = RGBColor(228, 228, 228);
 const ONE: RGBColor = RGBColor(70, 70, 70);
 /// The ±1% band, and the range the A/A pair explains, both translucent so that either shows
 /// through the other.
@@ -54,21 +51,14 @@ const INSTRUCTIONS: RGBColor = RGBColor(130, 50, 160);
 
 /// The steps to draw, the whole series first, each panel's A/A bands from `control`.
 pub fn svg(steps: &[&PatchStep], control: &PatchStep) -> Result<String> {
-    let heights: Vec<i32> = steps.iter().map(|s| panel_height(s)).collect();
-    let height = heights.iter().sum::<i32>() + KEY;
-    let mut out = String::new();
-    let root = SVGBackend::with_string(&mut out, (WIDTH as u32, height as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut top = 0;
-    for (step, height) in steps.iter().zip(heights) {
-        let area = root.clone().shrink((0, top), (WIDTH as u32, height as u32));
-        draw_panel(&area, step, control)?;
-        top += height;
-    }
-    draw_key(&root.clone().shrink((0, top), (WIDTH as u32, KEY as u32)))?;
-    root.present()?;
-    drop(root);
-    Ok(out)
+    let panels = steps
+        .iter()
+        .map(|step| TITLE + ROW * step.rows.len() as i32 + AXIS);
+    let heights: Vec<u32> = panels.chain([KEY]).map(|h| h as u32).collect();
+    frame::stacked(WIDTH as u32, &heights, |i, area| match steps.get(i) {
+        Some(step) => draw_panel(area, step, control),
+        None => draw_key(area),
+    })
 }
 
 /// The whole series, from the same rounds and counts as the steps, as `bench_report::whole_series`
@@ -126,10 +116,6 @@ pub fn png(svg: &str) -> Result<Vec<u8>> {
     pixmap
         .encode_png()
         .context("cannot encode the chart as PNG")
-}
-
-fn panel_height(step: &PatchStep) -> i32 {
-    TITLE + ROW * step.rows.len() as i32 + AXIS
 }
 
 /// A log axis of ratios across the plotting area: where a ratio lies, in pixels.
@@ -206,11 +192,7 @@ fn title(step: &PatchStep) -> (String, String) {
 }
 
 /// One step's panel: its title, then a row per variant over the bands, then the axis.
-fn draw_panel(
-    area: &DrawingArea<SVGBackend, Shift>,
-    step: &PatchStep,
-    control: &PatchStep,
-) -> Result<()> {
+fn draw_panel(area: &Area, step: &PatchStep, control: &PatchStep) -> Result<()> {
     let placement = |row: &Step| control.paired(&row.comparison).map(Placement::of);
     let values = step.rows.iter().flat_map(|row| {
         let band = placement(row).map(|p| [p.low, p.high]);
@@ -222,11 +204,7 @@ fn draw_panel(
     });
     let axis = Axis::of(values);
     let (heading, against) = title(step);
-    let bold = TextStyle::from(("sans-serif", 16.0, FontStyle::Bold).into_font());
-    let bold = bold.color(&TEXT).pos(Pos::new(HPos::Left, VPos::Top));
-    area.draw(&Text::new(heading, (10, 8), bold))?;
-    let subtitle = text(14.0, HPos::Left, VPos::Top);
-    area.draw(&Text::new(against + ", after / before", (10, 28), subtitle))?;
+    frame::heading(area, &heading, &[against + ", after / before"])?;
     let (top, bottom) = (TITLE, TITLE + ROW * step.rows.len() as i32);
     let (left, right) = (NAMES, NAMES + PLOT);
     let ticks = axis.ticks();
@@ -251,7 +229,7 @@ fn draw_panel(
     for (i, row) in step.rows.iter().enumerate() {
         draw_row(area, &axis, row, top + ROW * i as i32 + ROW / 2)?;
     }
-    area.draw(&Rectangle::new([(left, top), (right, bottom)], FRAME))?;
+    frame::frame(area, (left, top), (right, bottom))?;
     for tick in ticks {
         let label = text(13.0, HPos::Center, VPos::Top);
         area.draw(&Text::new(
@@ -269,7 +247,7 @@ fn draw_panel(
 
 /// One variant: its name, its interval with the ratio, the instruction ratio as a diamond below
 /// them, and the numbers.
-fn draw_row(area: &DrawingArea<SVGBackend, Shift>, axis: &Axis, row: &Step, y: i32) -> Result<()> {
+fn draw_row(area: &Area, axis: &Axis, row: &Step, y: i32) -> Result<()> {
     let name = text(14.0, HPos::Right, VPos::Center);
     area.draw(&Text::new(
         row.comparison.clone(),
@@ -293,12 +271,7 @@ fn draw_row(area: &DrawingArea<SVGBackend, Shift>, axis: &Axis, row: &Step, y: i
 }
 
 /// A horizontal bar from `x.0` to `x.1` at `y`, with a short cap at each end.
-fn draw_interval(
-    area: &DrawingArea<SVGBackend, Shift>,
-    (low, high): (i32, i32),
-    y: i32,
-    color: RGBColor,
-) -> Result<()> {
+fn draw_interval(area: &Area, (low, high): (i32, i32), y: i32, color: RGBColor) -> Result<()> {
     let stroke = color.stroke_width(2);
     area.draw(&PathElement::new([(low, y), (high, y)], stroke))?;
     for x in [low, high] {
@@ -308,19 +281,15 @@ fn draw_interval(
 }
 
 /// An open diamond centred on `(x, y)`: the instruction ratio.
-fn draw_diamond(area: &DrawingArea<SVGBackend, Shift>, (x, y): (i32, i32)) -> Result<()> {
+fn draw_diamond(area: &Area, (x, y): (i32, i32)) -> Result<()> {
     let corners = [(x, y - 4), (x + 4, y), (x, y + 4), (x - 4, y), (x, y - 4)];
     area.draw(&PathElement::new(corners, INSTRUCTIONS.stroke_width(2)))?;
     Ok(())
 }
 
-/// What the bands and marks mean, in two lines below the panels. Its marks are bars and
-/// diamonds, never circles, so that every circle in the figure is a measurement.
-fn draw_key(area: &DrawingArea<SVGBackend, Shift>) -> Result<()> {
-    let label = |words: &str, (x, y): (i32, i32)| {
-        let style = text(13.0, HPos::Left, VPos::Center);
-        area.draw(&Text::new(words.to_string(), (x + 30, y), style))
-    };
+/// What the bands and marks mean, in two lines below the panels.
+fn draw_key(area: &Area) -> Result<()> {
+    let label = |words: &str, at: (i32, i32)| key_words(area, words, at);
     let (left, first, second) = (10, 16, 42);
     let swatch = |x: i32, color: RGBAColor| {
         let corners = [(x + 2, first - 7), (x + 22, first + 7)];

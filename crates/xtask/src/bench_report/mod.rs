@@ -15,6 +15,7 @@ pub mod chart;
 mod criterion;
 pub mod data;
 pub mod forest;
+mod frame;
 mod measure;
 pub mod render;
 pub mod stats;

@@ -7,11 +7,11 @@
 //! Drawn as SVG in pixels laid out here, as the forest plot is, so that `forest::png` renders it.
 
 use anyhow::{Context, Result};
-use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::text_anchor::{HPos, VPos};
 
-use super::chart::{point, text, tick_label, FRAME, PUBLISHED, SERIES, TEXT};
+use super::chart::{point, tick_label, PUBLISHED, SERIES};
+use super::frame::{self, key_words, text, Area, GRID, TEXT};
 use super::stats::median;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -61,7 +61,6 @@ const ROUND_STEP: i32 = 11;
 const GAP: i32 = 12;
 const BAR: i32 = 10;
 
-const GRID: RGBColor = RGBColor(228, 228, 228);
 const SAMPLER: RGBColor = RGBColor(30, 30, 30);
 const BRANCH: RGBColor = RGBColor(20, 140, 60);
 
@@ -74,20 +73,13 @@ pub fn svg(loops: &[Loop]) -> Result<String> {
         .unwrap_or(1)
         .max(2);
     let width = LEFT + COLUMN * widest as i32 + RIGHT;
-    let height = PANEL * loops.len() as i32 + KEY;
-    let mut out = String::new();
-    let root = SVGBackend::with_string(&mut out, (width as u32, height as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
-    for (i, decode) in loops.iter().enumerate() {
-        let top = PANEL * i as i32;
-        let area = root.clone().shrink((0, top), (width as u32, PANEL as u32));
-        draw_panel(&area, decode, width - LEFT - RIGHT)?;
-    }
-    let below = (0, PANEL * loops.len() as i32);
-    draw_key(&root.clone().shrink(below, (width as u32, KEY as u32)))?;
-    root.present()?;
-    drop(root);
-    Ok(out)
+    let heights: Vec<u32> = (loops.iter().map(|_| PANEL).chain([KEY]))
+        .map(|h| h as u32)
+        .collect();
+    frame::stacked(width as u32, &heights, |i, area| match loops.get(i) {
+        Some(decode) => draw_panel(area, decode, width - LEFT - RIGHT),
+        None => draw_key(area),
+    })
 }
 
 /// A strip: its point, its rounds, and what its dots and bar are drawn from.
@@ -166,13 +158,10 @@ impl Axis {
 }
 
 /// One comparison's panel: its title, the axis, then a strip per point with its bar.
-fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, decode: &Loop, width: i32) -> Result<()> {
+fn draw_panel(area: &Area, decode: &Loop, width: i32) -> Result<()> {
     let strips =
         (decode.points.iter().map(|p| Strip::of(decode, p))).collect::<Result<Vec<_>>>()?;
     let axis = Axis::of(&strips, TITLE);
-    let bold = TextStyle::from(("sans-serif", 16.0, FontStyle::Bold).into_font());
-    let bold = bold.color(&TEXT).pos(Pos::new(HPos::Left, VPos::Top));
-    area.draw(&Text::new(decode.comparison.clone(), (10, 8), bold))?;
     let (tokens, rounds) = (decode.tokens, decode.rounds.len());
     let mut subtitle = vec![format!(
         "{rounds} rounds, each generating {tokens} tokens once per side, in turn"
@@ -187,10 +176,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, decode: &Loop, width: i32) 
             whole.sampler_only.verdict_text()
         ));
     }
-    for (i, line) in subtitle.into_iter().enumerate() {
-        let style = text(14.0, HPos::Left, VPos::Top);
-        area.draw(&Text::new(line, (10, 30 + 18 * i as i32), style))?;
-    }
+    frame::heading(area, &decode.comparison, &subtitle)?;
     let (left, right, top, bottom) = (LEFT, LEFT + width, TITLE, TITLE + PLOT);
     for tick in axis.ticks() {
         let y = axis.y(tick);
@@ -205,20 +191,13 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, decode: &Loop, width: i32) 
         let middle = left + column * i as i32 + column / 2;
         draw_strip(area, &axis, strip, middle, column)?;
     }
-    area.draw(&Rectangle::new([(left, top), (right, bottom)], FRAME))?;
-    Ok(())
+    frame::frame(area, (left, top), (right, bottom))
 }
 
 /// A strip centred on `middle`: a dot per round, left to right in the order the rounds ran, the
 /// median across them, and the sampler's bar hung from the median beside them; below the
 /// plotting area, its point and numbers.
-fn draw_strip(
-    area: &DrawingArea<SVGBackend, Shift>,
-    axis: &Axis,
-    strip: &Strip,
-    middle: i32,
-    column: i32,
-) -> Result<()> {
+fn draw_strip(area: &Area, axis: &Axis, strip: &Strip, middle: i32, column: i32) -> Result<()> {
     let n = strip.rounds.len().max(1) as i32;
     // The rounds as far apart as the column lets them be, up to `ROUND_STEP`.
     let step = ((column - 2 * DOT - GAP - BAR - 40) / n).clamp(1, ROUND_STEP);
@@ -265,14 +244,10 @@ fn draw_strip(
     Ok(())
 }
 
-/// What the dots, the line and the bar are, in two lines below the panels. Its marks are a line
-/// and a bar, never circles, so that every circle in the figure is a round.
-fn draw_key(area: &DrawingArea<SVGBackend, Shift>) -> Result<()> {
+/// What the dots, the line and the bar are, in two lines below the panels.
+fn draw_key(area: &Area) -> Result<()> {
     let (left, first, second) = (10, 14, 36);
-    let label = |words: &str, y: i32| {
-        let style = text(13.0, HPos::Left, VPos::Center);
-        area.draw(&Text::new(words.to_string(), (left + 30, y), style))
-    };
+    let label = |words: &str, y: i32| key_words(area, words, (left, y));
     let line = [(left + 2, first), (left + 22, first)];
     area.draw(&PathElement::new(line, TEXT.stroke_width(2)))?;
     label(
