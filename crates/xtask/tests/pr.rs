@@ -123,7 +123,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     ];
     let bodies: Vec<String> = (0..3)
         .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, Some(&checks)))
-        .collect();
+        .collect::<Result<_>>()?;
     expect_test::expect_file!["snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
     expect_test::expect_file!["snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
@@ -337,7 +337,7 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
     };
     let bodies: Vec<String> = (0..3)
         .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, None))
-        .collect();
+        .collect::<Result<_>>()?;
     expect_test::expect_file!["snapshots/body-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["snapshots/body-0002.md"].assert_eq(&bodies[1]);
     expect_test::expect_file!["snapshots/body-0003.md"].assert_eq(&bodies[2]);
@@ -382,7 +382,7 @@ fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> 
         ..Facts::default()
     };
     let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
-    let explained = body(0);
+    let explained = body(0)?;
     assert!(
         explained.contains(
             "| `top_p` | 1.40 ms | 1.40 ms | 1.080 (1.070 to 1.090) | 1.0000 | same instructions; \
@@ -403,7 +403,7 @@ fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> 
         ),
         "{explained}"
     );
-    let counted = body(2);
+    let counted = body(2)?;
     assert!(
         counted.contains(
             "| 1.200 (1.190 to 1.210) | 1.0000 | same instructions; slower by 20.0% in time |"
@@ -427,11 +427,11 @@ fn a_body_says_when_the_report_does_not_fit_its_branch() -> Result<()> {
         ..Facts::default()
     };
     let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
-    assert!(body(0).contains(
+    assert!(body(0)?.contains(
         "(The benchmark report has no step for 0001: run `cargo bench` and `cargo xtask \
          bench-report`.)"
     ));
-    assert!(body(1).contains(
+    assert!(body(1)?.contains(
         "(The benchmark report measured 0002 against the published crates, but it builds on the \
          branch of 0001 now: run `cargo xtask vendor`, `cargo bench` and `cargo xtask \
          bench-report`.)"
@@ -489,7 +489,7 @@ fn bodies_without_results_say_so() -> Result<()> {
     let prepared = prepare(&repo, "main", false)?;
     let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- bench -->\n<!-- call-sites -->\n")?;
-    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pins, None);
+    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pins, None)?;
     assert!(body.contains("candle's CI commands have not been run on this branch yet."));
     assert!(body.contains("(The benchmark table is missing: no benchmark report was found.)"));
     assert!(body
@@ -501,7 +501,7 @@ fn bodies_without_results_say_so() -> Result<()> {
         &Facts::default(),
         &pins,
         None,
-    );
+    )?;
     assert!(!plain.contains("(The"), "{plain}");
     Ok(())
 }

@@ -244,7 +244,7 @@ pub fn make(
             .iter()
             .position(|p| p.number() == entry.patch.number());
         let notes = &series.notes[at.context("a branch for a patch not proposed")?];
-        let body = render::body(stack, index, notes, &facts, &pins, checks);
+        let body = render::body(stack, index, notes, &facts, &pins, checks)?;
         fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.

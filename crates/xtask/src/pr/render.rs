@@ -1,4 +1,7 @@
-//! Each pull request's body in candle's style; `summary` writes the console.
+//! Each pull request's body in candle's style: the words are the templates of `templates/`,
+//! what fills them is worked out here. `summary` writes the console.
+
+use anyhow::Result;
 
 use super::audit::{CallSite, Guard};
 use super::notes::{Facts, Notes, Part, RealModel};
@@ -10,6 +13,34 @@ use crate::bench_report::render::{self as report, Greedy};
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
 
+/// Renders the template `name` of `templates/` with `context`, its paragraphs one blank line
+/// apart: a template leaves blank lines where an optional paragraph is left out.
+fn render(name: &str, context: minijinja::Value) -> Result<String> {
+    let mut env = minijinja::Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)?;
+    }
+    let text = env.get_template(name)?.render(context)?;
+    let mut out = String::new();
+    for paragraph in text.split("\n\n").map(|p| p.trim_matches('\n')) {
+        if !paragraph.is_empty() {
+            out += &(paragraph.to_string() + "\n\n");
+        }
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// The templates of the body and of the evidence it takes from this workspace.
+const TEMPLATES: [(&str, &str); 3] = [
+    ("body", include_str!("templates/body.md")),
+    ("bench", include_str!("templates/bench.md")),
+    ("real_model", include_str!("templates/real_model.md")),
+];
+
+/// The body of `stack[index]`'s pull request: its message, its notes with the evidence they ask
+/// for, and candle's CI commands' results where `checks` has them.
 pub fn body(
     stack: &[Entry],
     index: usize,
@@ -17,7 +48,7 @@ pub fn body(
     facts: &Facts,
     pins: &[Pin],
     checks: Option<&[Check]>,
-) -> String {
+) -> Result<String> {
     let entry = &stack[index];
     let number = entry.patch.number();
     let message = entry.message.body.as_str();
@@ -25,87 +56,81 @@ pub fn body(
     // The point that the branch builds on: the published crates, or the branch of a patch.
     let parent = entry.parent.map(|p| stack[p].patch.number());
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
-    let part_text = |part: &Part| match part {
-        Part::Text(text) => text.clone(),
-        Part::CallSites => match &facts.call_sites {
-            Some(sites) => call_sites(sites),
-            None => "(The call sites are listed when the text is made against a clone of candle.)"
-                .into(),
-        },
-        Part::RealModel => match &facts.real_model {
-            Some(table) => real_model(table, pins, before, number),
-            None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
-        },
-        Part::Bench => match &facts.bench {
-            Some(report) => bench(report, number, before),
-            None => "(The benchmark table is missing: no benchmark report was found.)".into(),
-        },
+    let part_text = |part: &Part| -> Result<String> {
+        Ok(match part {
+            Part::Text(text) => text.clone(),
+            Part::CallSites => match &facts.call_sites {
+                Some(sites) => call_sites(sites),
+                None => "(The call sites are listed when the text is made against a clone of \
+                         candle.)"
+                    .into(),
+            },
+            Part::RealModel => match &facts.real_model {
+                Some(table) => real_model(table, pins, before, number)?,
+                None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
+            },
+            Part::Bench => match &facts.bench {
+                Some(report) => bench(report, number, before)?,
+                None => "(The benchmark table is missing: no benchmark report was found.)".into(),
+            },
+        })
     };
-    let text = |parts: &[Part]| -> String { parts.iter().map(|p| part_text(p) + "\n\n").collect() };
-    let mut out = text(&notes.preamble) + &format!("## Summary\n\n{summary}\n\n");
-    if !fix.is_empty() {
-        out += &format!("## Fix\n\n{fix}\n\n");
-    }
-    out += &(text(&notes.sections) + "## Test plan\n\n");
-    for (file, tests) in added_tests(&entry.patch.bytes) {
-        out += &format!("Tests added to `{file}`: `{}`.\n\n", tests.join("`, `"));
-    }
-    match checks {
-        Some(checks) => {
-            out += "candle's CI commands, run on this branch for the crates it changes (clippy \
-                    also for the crates that use the changed modules):\n\n\
-                    | command | result | time |\n|---|---|---:|\n";
-            for check in checks {
-                let result = match (check.passed, check.command.cross_metal) {
-                    (true, true) => "pass (cross, not run)",
-                    (true, false) => "pass",
-                    (false, _) => "**fail**",
-                };
-                let (command, seconds) = (check.command.text(), check.seconds);
-                out += &format!("| `{command}` | {result} | {seconds:.0} s |\n");
-            }
-            out += "\nNot run: candle's macOS, CUDA and Windows jobs (Metal is checked for \
-                    aarch64-apple-darwin, cross, not run).\n\n";
-        }
-        None => out += "candle's CI commands have not been run on this branch yet.\n\n",
-    }
-    out += &text(&notes.test_plan);
+    let text = |parts: &[Part]| -> Result<String> {
+        parts.iter().map(|p| Ok(part_text(p)? + "\n\n")).collect()
+    };
+    let checks = checks.map(|checks| {
+        let row = |check: &Check| {
+            let result = match (check.passed, check.command.cross_metal) {
+                (true, true) => "pass (cross, not run)",
+                (true, false) => "pass",
+                (false, _) => "**fail**",
+            };
+            let seconds = format!("{:.0}", check.seconds);
+            minijinja::context! { command => check.command.text(), result, seconds }
+        };
+        checks.iter().map(row).collect::<Vec<_>>()
+    });
     let quoted = |i: usize| format!("\"{}\"", stack[i].message.subject);
     let ancestors = std::iter::successors(entry.parent, |&i| stack[i].parent);
     let mut titles: Vec<String> = ancestors.map(quoted).collect();
     titles.reverse();
-    if let [rest @ .., last] = titles.as_slice() {
-        let (titles, one, them) = match rest {
-            [] => (last.clone(), "that pull request", "its commit"),
-            _ => (
-                format!("{} and {last}", rest.join(", ")),
-                "those pull requests, in this order,",
-                "their commits",
-            ),
-        };
-        out += &format!(
-            "## Depends on\n\nThis pull request builds on {titles}: merge {one} first. Until then \
-             its diff also shows {them}; the change proposed here is the last commit, \"{}\".\n",
-            entry.message.subject
-        );
-    }
-    out.trim_end().to_string() + "\n"
+    let depends = match titles.as_slice() {
+        [] => None,
+        [one] => Some((one.clone(), "that pull request", "its commit")),
+        [rest @ .., last] => Some((
+            format!("{} and {last}", rest.join(", ")),
+            "those pull requests, in this order,",
+            "their commits",
+        )),
+    };
+    let context = minijinja::context! {
+        preamble => text(&notes.preamble)?,
+        summary,
+        fix,
+        sections => text(&notes.sections)?,
+        added_tests => added_tests(&entry.patch.bytes),
+        checks,
+        test_plan => text(&notes.test_plan)?,
+        depends => depends.map(|(titles, them, commits)| minijinja::context! { titles, them, commits }),
+        subject => entry.message.subject,
+    };
+    Ok(render("body", context)? + "\n")
 }
 
 /// The benchmark evidence for patch `number`: its step, against the branch it builds on.
-fn bench(report: &Report, number: &str, before: &str) -> String {
+fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
     let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
-        return format!(
+        return Ok(format!(
             "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
              bench-report`.)"
-        );
+        ));
     };
     if step.before != before {
         let (was, now) = (point(&step.before), point(before));
-        return format!(
+        return Ok(format!(
             "(The benchmark report measured {number} against {was}, but it builds on {now} now: \
              run `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)"
-        );
+        ));
     }
     let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
     // A branch that builds on another has 0001 on both sides: the published crates cannot run
@@ -115,16 +140,6 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         _ => Greedy::BothSides,
     };
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    let counted = counted.then(|| format!(" {}.", report::INSTRUCTIONS));
-    let (machine, date) = (&report.machine, &report.date);
-    let mut out = format!(
-        "This branch against {}: {}. {}.{} Measured on {machine} on {date}.\n\n{}",
-        point(before),
-        report::setting(report, greedy.then_some(greedy_sides)),
-        report::COLUMNS,
-        counted.unwrap_or_default(),
-        report::patch_table(step)
-    );
     // A difference at the same instructions was weighed against two builds of identical code:
     // what they showed is given, so that a reviewer can check the verdict.
     let pair = |r: &Step| {
@@ -137,36 +152,34 @@ fn bench(report: &Report, number: &str, before: &str) -> String {
         let counts = "so a difference at the same instructions counts only outside";
         Some(format!("`{}` {interval}, {counts} {range}", r.comparison))
     };
-    let pairs: Vec<String> = step.rows.iter().filter_map(pair).collect();
-    if !pairs.is_empty() {
-        out += &format!(
-            "\nTwo builds of identical code differ in time too, by where the code lands in memory. \
-             Against the published crates, the same crates compiled a second time, as a module of \
-             their own, and timed in the same rounds read: {}. The range runs {}.\n",
-            pairs.join("; "),
-            report::PLACEMENT_RULE
-        );
-    }
-    let (model, tokens, rounds) = (&report.model, report.decode_tokens, report.decode_rounds);
-    for decode in &step.decode {
-        let (from, to) = (decode.before_share * 100.0, decode.after_share * 100.0);
-        out += &format!(
-            "\nIn a decode loop, {model} generating {tokens} tokens on the CPU with `{}`, {rounds} \
-             paired rounds: the time in `sample`, measured in the loop, goes from {from:.1}% of a \
-             token's time to {to:.1}%; counting the sampler's time alone (a token's time before, \
-             less what the sampler saves), the ratio per token is {} ({}). Whole tokens took \
-             {:.2} ms before and {:.2} after (medians), a ratio of {}, which carries the forward \
-             pass's time: that varies from one generation to the next, even within a round, by far \
-             more than the sampler's share, so this ratio cannot show the change.\n",
-            decode.comparison,
-            decode.sampler_only.interval(),
-            decode.sampler_only.verdict_text(),
-            decode.before_ms,
-            decode.after_ms,
-            decode.per_token.interval(),
-        );
-    }
-    out.trim_end().to_string()
+    let decode = step.decode.iter().map(|d| {
+        minijinja::context! {
+            comparison => d.comparison,
+            from => format!("{:.1}", d.before_share * 100.0),
+            to => format!("{:.1}", d.after_share * 100.0),
+            sampler_only => d.sampler_only.interval(),
+            verdict => d.sampler_only.verdict_text(),
+            before_ms => format!("{:.2}", d.before_ms),
+            after_ms => format!("{:.2}", d.after_ms),
+            per_token => d.per_token.interval(),
+        }
+    });
+    let context = minijinja::context! {
+        before => point(before),
+        setting => report::setting(report, greedy.then_some(greedy_sides)),
+        columns => report::COLUMNS,
+        instructions => counted.then_some(report::INSTRUCTIONS),
+        machine => report.machine,
+        date => report.date,
+        table => report::patch_table(step),
+        pairs => step.rows.iter().filter_map(pair).collect::<Vec<_>>(),
+        placement_rule => report::PLACEMENT_RULE,
+        model => report.model,
+        tokens => report.decode_tokens,
+        rounds => report.decode_rounds,
+        decode => decode.collect::<Vec<_>>(),
+    };
+    render("bench", context)
 }
 
 fn call_sites(sites: &[CallSite]) -> String {
@@ -222,50 +235,35 @@ fn call_sites(sites: &[CallSite]) -> String {
 }
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
-fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> String {
-    let (model, prompt, seed) = (&table.model, &table.prompt, table.seed);
-    let computed = match table.logits.as_str() {
-        "model" => "computed with candle on the CPU",
-        _ => "as recorded from the model in the test fixture",
-    };
+fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> Result<String> {
     let mut outcomes = Vec::new();
     for row in &table.rows {
         let (Some(from), Some(to)) = (row.points.get(before), row.points.get(number)) else {
-            return format!(
+            return Ok(format!(
                 "(The real-model table has no column for {number} or {before}: run `cargo xtask \
                  vendor`, then this command again.)"
-            );
+            ));
         };
-        outcomes.push((&row.case, from, to));
+        outcomes.push((&row.case, cell(from), cell(to)));
     }
-    let before = match before {
-        shared::PUBLISHED_POINT => format!("{} as published", pin::label(pins)),
-        number => format!("the branch of {number}"),
-    };
     let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
-    if changed.is_empty() {
-        return format!(
-            "On a real model, {model}, none of the {} cases of the bug report changes from \
-             {before} to this branch (seed {seed}, the last-position logits after {prompt:?}, \
-             {computed}).",
-            outcomes.len()
-        );
-    }
-    let unchanged = match outcomes.len() - changed.len() {
-        0 => String::new(),
-        1 => " The one row that does not change is left out.".to_string(),
-        same => format!(" The {same} rows that do not change are left out."),
+    let context = minijinja::context! {
+        model => table.model,
+        prompt => format!("{:?}", table.prompt),
+        seed => table.seed,
+        computed => match table.logits.as_str() {
+            "model" => "computed with candle on the CPU",
+            _ => "as recorded from the model in the test fixture",
+        },
+        before => match before {
+            shared::PUBLISHED_POINT => format!("{} as published", pin::label(pins)),
+            number => format!("the branch of {number}"),
+        },
+        cases => outcomes.len(),
+        unchanged => outcomes.len() - changed.len(),
+        changed,
     };
-    let rows = changed
-        .iter()
-        .map(|(case, from, to)| format!("| `{case}` | {} | {} |", cell(from), cell(to)));
-    format!(
-        "On a real model, {model}: the last-position logits after {prompt:?} in the model's chat \
-         template, {computed}. Each row builds a `LogitsProcessor` with seed {seed} and samples \
-         one token; before is {before}, after is this branch.{unchanged}\n\n\
-         | call | before | after |\n|---|---|---|\n{}",
-        rows.collect::<Vec<_>>().join("\n")
-    )
+    render("real_model", context)
 }
 
 /// The tests a patch adds, per file: added `fn`s after a `#[test]`, which may be a context line.
