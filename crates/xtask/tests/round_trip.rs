@@ -383,6 +383,76 @@ fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -
     vendor_and_check(&trip)
 }
 
+/// A branch `name` on the series branch's base: its commits picked in the order of `order`
+/// (1 for the first patch's commit), `0` standing for a new commit that adds a file.
+fn picked(trip: &Trip, name: &str, order: &[usize]) -> Result<()> {
+    // A handle of its own: what `trip.repo` writes after `pr` may stay in memory.
+    let repo = &Repository::open(trip.repo.path())?;
+    let mut series = vec![repo.find_commit(branch_tip(repo, "series")?)?];
+    while series.len() < 4 {
+        let parent = series.last().unwrap().parent(0)?;
+        series.push(parent);
+    }
+    series.reverse();
+    let mut tip = series[0].clone();
+    for &n in order {
+        let tree = match n {
+            0 => {
+                let mut tree = repo.treebuilder(Some(&tip.tree()?))?;
+                tree.insert("NEW.md", repo.blob(b"new\n")?, 0o100644)?;
+                repo.find_tree(tree.write()?)?
+            }
+            n => {
+                let mut index = repo.cherrypick_commit(&series[n], &tip, 0, None)?;
+                repo.find_tree(index.write_tree_to(repo)?)?
+            }
+        };
+        let message = match n {
+            0 => "generation: Add a note\n",
+            n => series[n].message().unwrap_or_default(),
+        };
+        let me = contributor()?;
+        let id = repo.commit(None, &me, &me, message, &tree, &[&tip])?;
+        tip = repo.find_commit(id)?;
+    }
+    repo.branch(name, &tip, false)?;
+    Ok(())
+}
+
+/// The numbers are the order the series applies in: a branch that moves a patch's commit, or puts
+/// a new commit before a patch's, is refused with what to do, and `patches/` stays as it was.
+#[test]
+fn a_series_branch_that_moves_a_patch_or_puts_a_new_one_first_is_refused() -> Result<()> {
+    let trip = trip(STACK)?;
+    let before = patches_dir(&trip)?;
+    picked(&trip, "swapped", &[1, 3, 2])?;
+    let err = write_back(&trip, "swapped", &[]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "`swapped` puts 0003-generation-Test-argmax-on-ties.patch after \
+         0002-generation-Raise-it-again.patch: the numbers are the order the series applies in; \
+         put the commits back in that order"
+    );
+    picked(&trip, "inserted", &[1, 0, 2, 3])?;
+    let err = write_back(&trip, "inserted", &[]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "`inserted` has a new commit (generation: Add a note) before \
+         0002-generation-Raise-it-again.patch: a new patch takes the next free number, so its \
+         commit goes last on the branch"
+    );
+    assert_eq!(patches_dir(&trip)?, before);
+    // Last on the branch, the same commit is a new patch.
+    picked(&trip, "appended", &[1, 2, 3, 0])?;
+    write_back(&trip, "appended", &[])?;
+    let names: Vec<String> = patches_dir(&trip)?.into_iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"0004-generation-Add-a-note.patch".to_string()),
+        "{names:?}"
+    );
+    Ok(())
+}
+
 #[test]
 fn fixes_written_back_one_after_another_keep_the_patch_whole() -> Result<()> {
     let trip = trip(STACK)?;

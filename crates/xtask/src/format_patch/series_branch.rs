@@ -1,7 +1,11 @@
 //! A branch of the whole series written back: its commits matched to the patches.
+//!
+//! Each commit is matched to a patch that no earlier commit took, by the first of `MATCHES`
+//! that finds one; a commit that none matches is a new patch. Then each of `RULES` may refuse
+//! the branch, saying how to fix it, since writing it back would lose or renumber a patch.
 
 use anyhow::{bail, ensure, Result};
-use git2::{Oid, Repository};
+use git2::{Commit, Oid, Repository};
 
 use super::{commits_between, Options, Slot, Source};
 use crate::branches::StackFile;
@@ -9,8 +13,29 @@ use crate::git;
 use crate::pr::record;
 use crate::series::Patch;
 
-/// A branch of the whole series: each commit is matched to the patch with the same change or,
-/// failing that, the same subject; the commits after the last matched one are new patches.
+/// What a commit and a patch are compared by: their change (`git patch-id`), then their subject.
+type Key = (Oid, String);
+
+/// How a commit finds its patch, in order: by its change, so that a reworded commit keeps its
+/// patch, then by its subject, so that an amended one does.
+const MATCHES: [fn(&Key, &Key) -> bool; 2] = [|a, b| a.0 == b.0, |a, b| a.1 == b.1];
+
+/// The branch as matched: its commits, oldest first, each with its patch's position in
+/// `patches`, if it has one.
+struct Matching<'a> {
+    branch: &'a str,
+    base: &'a str,
+    repo: &'a Repository,
+    patches: &'a [Patch],
+    drop: &'a [String],
+    commits: Vec<(Oid, Option<usize>)>,
+}
+
+/// A rule a branch of the whole series must keep: why it refuses the branch, if it does.
+type Rule = fn(&Matching) -> Result<Option<String>>;
+
+const RULES: [Rule; 3] = [every_patch_kept, patches_in_order, new_patches_last];
+
 pub(super) fn whole_series(
     repo: &Repository,
     options: &Options,
@@ -21,119 +46,61 @@ pub(super) fn whole_series(
     let (branch, base) = (&options.branch, &options.base);
     let onto = git::resolve(repo, base)?;
     let commits = commits_between(repo, onto, tip)?;
-    if commits.is_empty() {
-        bail!("`{branch}` has no commits that `{base}` does not have");
-    }
+    ensure!(
+        !commits.is_empty(),
+        "`{branch}` has no commits that `{base}` does not have"
+    );
     for number in &options.drop {
         ensure!(
             patches.iter().any(|p| p.number() == number),
             "--drop {number}: no such patch in patches/"
         );
     }
-    let mut ids = Vec::new();
-    for patch in patches {
-        ids.push((patch.diff()?.patchid(None)?, patch.message()?.subject));
-    }
-    // Each commit's patch, by position in `patches`.
-    let mut matched: Vec<Option<usize>> = Vec::new();
-    for id in &commits {
-        let commit = repo.find_commit(*id)?;
+    let keys = (patches.iter())
+        .map(|p| Ok((p.diff()?.patchid(None)?, p.message()?.subject)))
+        .collect::<Result<Vec<Key>>>()?;
+    let mut matched: Vec<(Oid, Option<usize>)> = Vec::new();
+    for &id in &commits {
+        let commit = repo.find_commit(id)?;
         ensure!(
             commit.parent_count() == 1,
             "{id} is a merge: rebase `{branch}` onto `{base}` first"
         );
-        let diff = repo.diff_tree_to_tree(
-            Some(&commit.parent(0)?.tree()?),
-            Some(&commit.tree()?),
-            None,
-        )?;
-        let patchid = diff.patchid(None)?;
-        let subject = commit.summary()?.unwrap_or_default();
-        let free = |index: &usize| !matched.contains(&Some(*index));
-        let by_change = (0..patches.len())
-            .filter(free)
-            .find(|&i| ids[i].0 == patchid);
-        let by_subject = (0..patches.len())
-            .filter(free)
-            .find(|&i| ids[i].1 == subject);
-        matched.push(by_change.or(by_subject));
+        let key = key(repo, &commit)?;
+        let free = |i: &usize| !matched.iter().any(|(_, m)| *m == Some(*i));
+        let found = MATCHES.iter().find_map(|same| {
+            (0..patches.len())
+                .filter(free)
+                .find(|&i| same(&keys[i], &key))
+        });
+        matched.push((id, found));
     }
-    let lost: Vec<&Patch> = (0..patches.len())
-        .filter(|i| !matched.contains(&Some(*i)))
-        .map(|i| &patches[i])
-        .filter(|p| !options.drop.iter().any(|n| n == p.number()))
-        .collect();
-    if !lost.is_empty() {
-        let names = lost
-            .iter()
-            .map(|p| format!("\n    {}", p.file_name))
-            .collect::<String>();
-        bail!(
-            "`{branch}` holds {} on `{base}` and none of them is {}:{names}\nwriting it \
-             back would drop {}; if `{branch}` is a branch pr made for one patch, its record in \
-             {} is missing (run `cargo xtask pr --force-branch` again); to drop them, pass \
-             --drop {}",
-            commits.len(),
-            if lost.len() == 1 {
-                "this patch"
-            } else {
-                "these patches"
-            },
-            if lost.len() == 1 { "it" } else { "them" },
-            record::path(repo).display(),
-            lost.iter()
-                .map(|p| p.number())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-    }
-    // The numbers are the order the series applies in: no commit may move a patch, and a new one
-    // takes a number after every other.
-    let mut last = None;
-    let mut new_from = None;
-    for (position, found) in matched.iter().enumerate() {
-        match (found, new_from) {
-            (Some(index), None) => {
-                if last.is_some_and(|last| *index < last) {
-                    bail!(
-                        "`{branch}` puts {} after {}: the numbers are the order the series \
-                         applies in; put the commits back in that order",
-                        patches[last.unwrap_or_default()].file_name,
-                        patches[*index].file_name
-                    );
-                }
-                last = Some(*index);
-            }
-            (None, _) => {
-                new_from.get_or_insert(position);
-            }
-            (Some(index), Some(new)) => {
-                let subject = repo
-                    .find_commit(commits[new])?
-                    .summary()?
-                    .unwrap_or_default()
-                    .to_string();
-                bail!(
-                    "`{branch}` has a new commit ({subject}) before {}: a new patch takes the \
-                     next free number, so its commit goes last on the branch",
-                    patches[*index].file_name
-                );
-            }
+    let matching = Matching {
+        branch,
+        base,
+        repo,
+        patches,
+        drop: &options.drop,
+        commits: matched,
+    };
+    for rule in RULES {
+        if let Some(why) = rule(&matching)? {
+            bail!(why);
         }
     }
+    // Each patch from its commit, or dropped; then the new ones, each taking the next number.
+    let source = |id: Oid| -> Result<Source> {
+        let onto = repo.find_commit(id)?.parent_id(0)?;
+        Ok(Source {
+            commits: vec![id],
+            onto,
+            tip: id,
+        })
+    };
     let mut slots = Vec::new();
     for (index, patch) in patches.iter().enumerate() {
-        let source = matched
-            .iter()
-            .position(|m| *m == Some(index))
-            .map(|at| Source {
-                commits: vec![commits[at]],
-                onto: repo
-                    .find_commit(commits[at])
-                    .and_then(|c| c.parent_id(0))
-                    .unwrap_or(onto),
-                tip: commits[at],
-            });
+        let commit = matching.commits.iter().find(|(_, m)| *m == Some(index));
+        let source = commit.map(|(id, _)| source(*id)).transpose()?;
         slots.push(Slot {
             number: patch.number().to_string(),
             old: Some(patch.clone()),
@@ -141,22 +108,87 @@ pub(super) fn whole_series(
             source,
         });
     }
-    let mut next: u32 = stack_file.next_number(patches).parse()?;
-    for (at, found) in matched.iter().enumerate() {
-        if found.is_none() {
-            let parent = repo.find_commit(commits[at])?.parent_id(0)?;
-            slots.push(Slot {
-                number: format!("{next:04}"),
-                old: None,
-                drop: false,
-                source: Some(Source {
-                    commits: vec![commits[at]],
-                    onto: parent,
-                    tip: commits[at],
-                }),
-            });
-            next += 1;
-        }
+    let next: u32 = stack_file.next_number(patches).parse()?;
+    let new = matching.commits.iter().filter(|(_, m)| m.is_none());
+    for (number, (id, _)) in (next..).zip(new) {
+        slots.push(Slot {
+            number: format!("{number:04}"),
+            old: None,
+            drop: false,
+            source: Some(source(*id)?),
+        });
     }
     Ok(slots)
+}
+
+/// A commit's change and subject.
+fn key(repo: &Repository, commit: &Commit) -> Result<Key> {
+    let (parent, tree) = (commit.parent(0)?.tree()?, commit.tree()?);
+    let diff = repo.diff_tree_to_tree(Some(&parent), Some(&tree), None)?;
+    let subject = commit.summary()?.unwrap_or_default().to_string();
+    Ok((diff.patchid(None)?, subject))
+}
+
+/// Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
+fn every_patch_kept(m: &Matching) -> Result<Option<String>> {
+    let kept = |i: &usize| m.commits.iter().any(|(_, found)| *found == Some(*i));
+    let dropped = |p: &&Patch| m.drop.iter().any(|n| n == p.number());
+    let lost: Vec<&Patch> = (0..m.patches.len())
+        .filter(|i| !kept(i))
+        .map(|i| &m.patches[i])
+        .filter(|p| !dropped(p))
+        .collect();
+    if lost.is_empty() {
+        return Ok(None);
+    }
+    let (branch, base) = (m.branch, m.base);
+    let names: String = lost
+        .iter()
+        .map(|p| format!("\n    {}", p.file_name))
+        .collect();
+    let (these, them) = match lost.len() {
+        1 => ("this patch", "it"),
+        _ => ("these patches", "them"),
+    };
+    let numbers: Vec<&str> = lost.iter().map(|p| p.number()).collect();
+    Ok(Some(format!(
+        "`{branch}` holds {} on `{base}` and none of them is {these}:{names}\nwriting it back \
+         would drop {them}; if `{branch}` is a branch pr made for one patch, its record in {} is \
+         missing (run `cargo xtask pr --force-branch` again); to drop them, pass --drop {}",
+        m.commits.len(),
+        record::path(m.repo).display(),
+        numbers.join(",")
+    )))
+}
+
+/// The patches' commits come in the patches' order, since the numbers are the order the series
+/// applies in.
+fn patches_in_order(m: &Matching) -> Result<Option<String>> {
+    let found: Vec<usize> = m.commits.iter().filter_map(|(_, found)| *found).collect();
+    let Some(pair) = found.windows(2).find(|pair| pair[1] < pair[0]) else {
+        return Ok(None);
+    };
+    let (before, after) = (&m.patches[pair[0]], &m.patches[pair[1]]);
+    Ok(Some(format!(
+        "`{}` puts {} after {}: the numbers are the order the series applies in; put the \
+         commits back in that order",
+        m.branch, before.file_name, after.file_name
+    )))
+}
+
+/// A new commit comes after every patch's commit, since a new patch takes the next free number.
+fn new_patches_last(m: &Matching) -> Result<Option<String>> {
+    let Some(new) = m.commits.iter().position(|(_, found)| found.is_none()) else {
+        return Ok(None);
+    };
+    let Some(index) = m.commits[new..].iter().find_map(|(_, found)| *found) else {
+        return Ok(None);
+    };
+    let commit = m.repo.find_commit(m.commits[new].0)?;
+    let subject = commit.summary()?.unwrap_or_default();
+    Ok(Some(format!(
+        "`{}` has a new commit ({subject}) before {}: a new patch takes the next free number, \
+         so its commit goes last on the branch",
+        m.branch, m.patches[index].file_name
+    )))
 }
