@@ -11,13 +11,11 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        // `u` stays 2^-20 below 1: the noise -ln(-ln(u)) then reaches 13.9, and -ln(u) stays
-        // above 0 under a `log` with an absolute error of up to 2^-21 near 1, as fast math allows.
-        let minus_g = logits
-            .rand_like(1e-7, 1.0 - 2f64.powi(-20))?
-            .log()?
-            .neg()?
-            .log()?;
+        // On the CPU `u` stays below 1, as rand's `Uniform` leaves out its upper bound, and the
+        // noise -ln(-ln(u)) reaches 15.9. A GPU keeps 0.999: there `u` can reach its upper bound,
+        // and Metal's fast-math `log` may round to 0 near 1.
+        let up = if logits.device().is_cpu() { 1.0 } else { 0.999 };
+        let minus_g = logits.rand_like(1e-7, up)?.log()?.neg()?.log()?;
         if temperature == 1.0 {
             let sampled = (logits - minus_g)?.argmax(dim)?;
             Ok(sampled)
