@@ -21,8 +21,8 @@ fn gumbel_softmax_reaches_the_tail() -> Result<()> {
             tail += 1;
         }
     }
-    // The draws are not seeded: the bounds are the binomial mean, 86.9, plus or minus 6 standard
-    // deviations (9.1 each), which a sampler of the softmax leaves about once in 10^8 runs.
+    // The draws are not seeded: the bounds are the binomial mean, 86.9, plus or minus about 6
+    // standard deviations (9.1 each), which a sampler of the softmax leaves once in 10^8 runs.
     assert!(
         (32..=142).contains(&tail),
         "{tail} of {draws} draws below the top logit, expected about 87"

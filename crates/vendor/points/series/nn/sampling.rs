@@ -11,10 +11,14 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        // On the CPU `u` stays below 1, as rand's `Uniform` leaves out its upper bound, and the
-        // noise -ln(-ln(u)) reaches 15.9. A GPU keeps 0.999: there `u` can reach its upper bound,
-        // and Metal's fast-math `log` may round to 0 near 1.
-        let up = if logits.device().is_cpu() { 1.0 } else { 0.999 };
+        // rand's `Uniform` never samples above its upper bound, on the CPU the largest f32 below
+        // 1, so -ln(u) stays above 0 and the noise -ln(-ln(u)) reaches 15.5. A GPU keeps 0.999:
+        // its `u` can reach the bound, and Metal's fast-math `log` may round to 0 near 1.
+        let up = if logits.device().is_cpu() {
+            1.0 - f32::EPSILON as f64 / 2.0
+        } else {
+            0.999
+        };
         let minus_g = logits.rand_like(1e-7, up)?.log()?.neg()?.log()?;
         if temperature == 1.0 {
             let sampled = (logits - minus_g)?.argmax(dim)?;
