@@ -1,0 +1,10 @@
+//! The tests of single modules, through what each makes `pub`, in one binary.
+
+mod mail;
+mod merge;
+mod notes;
+mod resolutions;
+mod series;
+mod stats;
+mod summary;
+mod trees;

@@ -1,0 +1,61 @@
+//! The unit tests of `merge`.
+
+use anyhow::Result;
+use git2::{FileMode, Oid, Repository};
+use xtask::merge::*;
+
+fn tree(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (path, text) in files {
+        update.upsert(*path, repo.blob(text.as_bytes())?, FileMode::Blob);
+    }
+    let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+    Ok(update.create_updated(repo, &empty)?)
+}
+
+fn text(repo: &Repository, tree: Oid, path: &str) -> Result<String> {
+    let entry = repo.find_tree(tree)?.get_path(std::path::Path::new(path))?;
+    let blob = repo.find_blob(entry.id())?;
+    Ok(String::from_utf8_lossy(blob.content()).into_owned())
+}
+
+#[test]
+fn a_change_lands_where_its_lines_moved_and_conflicts_where_they_changed() -> Result<()> {
+    let scratch = xtask::trees::Scratch::new()?;
+    let repo = &scratch.repo;
+    let lines = "a\nb\nc\nd\ne\nf\ng\nh\n";
+    let before = tree(repo, &[("f.rs", lines)])?;
+    let after = tree(repo, &[("f.rs", &lines.replace("g\n", "G\n"))])?;
+    let change = changes(repo, before, after)?;
+    // Lines added at the top move `g` down: the change still lands on it.
+    let moved = tree(repo, &[("f.rs", &format!("new\n{lines}"))])?;
+    let Merged::Tree(merged) = merge(repo, moved, &change)? else {
+        panic!("a change whose lines moved merges");
+    };
+    assert_eq!(text(repo, merged, "f.rs")?, "new\na\nb\nc\nd\ne\nf\nG\nh\n");
+    // The tree holds the change already.
+    assert_eq!(merge(repo, after, &change)?, Merged::AlreadyThere);
+    // Someone else changed `g` too: a conflict that shows both sides.
+    let other = tree(repo, &[("f.rs", &lines.replace("g\n", "g2\n"))])?;
+    let Merged::Conflicts(conflicts) = merge(repo, other, &change)? else {
+        panic!("a change to the same line conflicts");
+    };
+    assert_eq!(conflicts.len(), 1);
+    assert_eq!(conflicts[0].path, "f.rs");
+    assert!(
+        conflicts[0].lines.contains("| g2"),
+        "{}",
+        conflicts[0].lines
+    );
+    assert!(conflicts[0].lines.contains("| G"), "{}", conflicts[0].lines);
+    // A change to a file that is not there.
+    let empty = tree(repo, &[("other.rs", "x\n")])?;
+    let Merged::Conflicts(conflicts) = merge(repo, empty, &change)? else {
+        panic!("a change to a missing file conflicts");
+    };
+    assert_eq!(
+        conflicts[0].lines,
+        "the change edits the file, which does not exist"
+    );
+    Ok(())
+}

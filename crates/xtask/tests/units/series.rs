@@ -1,0 +1,69 @@
+//! The unit tests of `series`.
+
+use anyhow::Result;
+use fs_err as fs;
+use xtask::series::*;
+
+#[test]
+fn file_name_follows_git_format_patch() {
+    assert_eq!(
+        file_name(1, "generation: Sample greedily at temperature 0"),
+        "0001-generation-Sample-greedily-at-temperature-0.patch"
+    );
+    // Names that git 2.47 `format-patch` gave these subjects.
+    assert_eq!(
+        file_name(
+            1,
+            "Treat a zero temperature as greedy in LogitsProcessor::from_sampling"
+        ),
+        "0001-Treat-a-zero-temperature-as-greedy-in-LogitsProcesso.patch"
+    );
+    assert_eq!(file_name(2, "..Fix...it.."), "0002-.Fix.it.patch");
+}
+
+#[test]
+fn an_email_keeps_the_authors_offset_for_git_am() -> Result<()> {
+    let scratch = xtask::trees::Scratch::new()?;
+    let repo = &scratch.repo;
+    let tree = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+    for offset in [-210, -30, -60, 0, 330] {
+        let time = git2::Time::new(1_795_993_288, offset);
+        let me = git2::Signature::new("Zoë", "zoe@example.com", &time)?;
+        let id = repo.commit(
+            None,
+            &me,
+            &me,
+            "generation: A subject\n\nA body.\n",
+            &tree,
+            &[],
+        )?;
+        let message = parse_message(&email(&repo.find_commit(id)?)?)?;
+        assert_eq!(message.time, (1_795_993_288, offset));
+        assert_eq!(message.subject, "generation: A subject");
+    }
+    Ok(())
+}
+
+#[test]
+fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
+    let temp = tempfile::tempdir()?;
+    fs::write(temp.path().join("upstream.toml"), "")?;
+    fs::write(temp.path().join("0002-b.patch"), "")?;
+    fs::write(temp.path().join("0001-a.patch"), "")?;
+    let names: Vec<String> = load(temp.path())?
+        .into_iter()
+        .map(|p| p.file_name)
+        .collect();
+    assert_eq!(names, ["0001-a.patch", "0002-b.patch"]);
+    fs::write(temp.path().join("0001-again.patch"), "")?;
+    let err = load(temp.path()).unwrap_err().to_string();
+    assert_eq!(err, "0001-a.patch and 0001-again.patch share a number");
+    fs::remove_file(temp.path().join("0001-again.patch"))?;
+    fs::write(temp.path().join("fix.patch"), "")?;
+    let err = load(temp.path()).unwrap_err().to_string();
+    assert!(
+        err.starts_with("fix.patch: a patch's name must start"),
+        "{err}"
+    );
+    Ok(())
+}
