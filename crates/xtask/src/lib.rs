@@ -19,6 +19,7 @@ pub mod published;
 pub mod rebase;
 pub mod resolutions;
 pub mod series;
+mod template;
 pub mod trees;
 pub mod vendor;
 

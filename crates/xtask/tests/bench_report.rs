@@ -235,9 +235,9 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     rows[0].floor_ns = Some(rows[0].series_ns / 4.0);
     let profile = [("argmax".to_string(), 30_000.0)];
     expect_test::expect_file!["snapshots/bench-report.md"]
-        .assert_eq(&bench_report::render::report(&rows, &report, &profile));
+        .assert_eq(&bench_report::render::report(&rows, &report, &profile)?);
     // Without the model the decode loop says why it is missing; the rest is the same.
-    let without = bench_report::render::report(&rows, &report_of(false)?, &profile);
+    let without = bench_report::render::report(&rows, &report_of(false)?, &profile)?;
     expect_test::expect_file!["snapshots/bench-report-without-the-model.md"].assert_eq(&without);
     assert!(
         !without.contains(bench_report::strip::SVG),
@@ -248,8 +248,8 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     let json = serde_json::to_string(&report)?;
     let back = Report::parse(&json)?;
     assert_eq!(
-        bench_report::render::report(&rows, &back, &profile),
-        bench_report::render::report(&rows, &report, &profile)
+        bench_report::render::report(&rows, &back, &profile)?,
+        bench_report::render::report(&rows, &report, &profile)?
     );
     Ok(())
 }

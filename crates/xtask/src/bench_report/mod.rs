@@ -267,7 +267,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), m.median_ns))
         .collect();
-    let markdown = render::report(&rows, &report, &profile);
+    let markdown = render::report(&rows, &report, &profile)?;
     let path = layout.target().join("bench-report.md");
     fs::write(&path, &markdown)?;
     let data = data_path(layout);

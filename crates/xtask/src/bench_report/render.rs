@@ -1,5 +1,6 @@
 //! The report as Markdown: the whole series, one table per patch, the decode loop, the profile.
 
+use anyhow::Result;
 use shared::bench::{TOP_K, TOP_P};
 
 use super::chart::point;
@@ -32,13 +33,6 @@ pub fn show_time(ns: f64) -> String {
         ns if ns >= 1e3 => format!("{:.1} µs", ns / 1e3),
         ns => format!("{ns:.0} ns"),
     }
-}
-
-/// A patch's heading and what its table sets against what, `what` added to that sentence.
-fn step_heading(step: &PatchStep, what: &str) -> String {
-    let heading = format!("\n#### {} {}\n\n", step.patch, step.subject);
-    let (patch, before) = (point(&step.patch), point(&step.before));
-    format!("{heading}This is {patch} against {before}{what}.\n\n")
 }
 
 /// How one `sample` call was measured and how to read a ratio, with what runs `temperature_0`.
@@ -118,27 +112,6 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
     table(&step.rows, &columns)
 }
 
-/// The A/A pair, the control against the published crates, laid out as a step: in place of a
-/// verdict, the range outside which a step's difference at the same instructions counts.
-fn control_section(control: &PatchStep) -> String {
-    let mut columns = step_columns(control);
-    columns.push(("same instructions count outside", "---", |r| {
-        Placement::of(&r.paired).range()
-    }));
-    format!(
-        "\n#### {}: {} (the A/A pair)\n\nThis is the published \
-         crates compiled a second time, as a module of their own, against the published crates, \
-         timed in the same rounds as every step: the code is identical, so whatever differs here \
-         is where the code lands in memory. The last column's range runs {PLACEMENT_RULE}. A step \
-         that leaves a variant's instructions as they were counts a time difference only where \
-         its interval lies wholly outside that range; inside it, the verdict says the difference \
-         is {PLACEMENT} and names no cost or gain.\n\n{}",
-        control.patch,
-        control.subject,
-        table(&control.rows, &columns)
-    )
-}
-
 /// candle's devices, as the benches prefix their groups, and what measures one.
 const DEVICES: [(&str, &str); 3] = [
     ("cpu", "`cargo bench`"),
@@ -149,30 +122,26 @@ const DEVICES: [(&str, &str); 3] = [
     ("metal", "`cargo bench --features metal` on a Mac"),
 ];
 
+/// A step as the report's template shows it: its heading's words and its tables.
+fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
+    minijinja::context! {
+        patch => step.patch,
+        subject => step.subject,
+        patch_point => point(&step.patch),
+        before_point => point(&step.before),
+        table,
+        decode_table => self::table(&step.decode, &DECODE_COLUMNS),
+    }
+}
+
 /// The whole report as Markdown; its devices line names each device the rows did not measure, so
 /// that a table without a device's rows never reads as complete.
-pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> String {
+pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Result<String> {
     let measured = |device| rows.iter().any(|row| row.device == device);
     let devices = DEVICES.map(|(device, how)| match measured(device) {
         true => format!("{device} measured"),
         false => format!("**{device} not run** ({how})"),
     });
-    let (crate_label, commit, date) = (&report.crate_label, &report.commit, &report.date);
-    let (machine, devices) = (&report.machine, devices.join("; "));
-    let mut out = format!(
-        "## Sampling cost\n\n{crate_label}; workspace commit {commit}; {date}. Machine: \
-         {machine}.\n\n### The whole series\n\nDevices: {devices}.\n\nThe published crates against \
-         all {patches} patches: {measured_as}, and on vocabularies drawn from those logits. \
-         published, series, floor: criterion's medians of one call; floor: what any implementation \
-         that returns the same tokens must compute, written plainly on logits already on the host \
-         (for `gumbel_softmax`, whose stream is new, one generator draw per logit and one pass). \
-         control / published: the A/A pair, the published crates compiled a second time, as a \
-         module of their own, against the published crates in the same rounds, two builds of \
-         identical code; a verdict at the same instructions weighs the row against it, as under \
-         Patch by patch. {INSTRUCTIONS}.\n\n",
-        patches = report.patches.len(),
-        measured_as = setting(report, Some(Greedy::After("the series"))),
-    );
     let columns: &[Column<Row>] = &[
         ("comparison", "---", |r| r.comparison.clone()),
         ("vocab", "---:", |r| r.vocab.clone()),
@@ -196,64 +165,54 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Strin
             or_blank(r.floor_ns, |f| format!("{:.1}", r.series_ns / f))
         }),
     ];
-    out += &table(rows, columns);
-    out += &format!(
-        "\n![Time per call against vocabulary on a log axis, a panel per comparison]({})\n",
-        super::chart::SVG
+    // The A/A pair, laid out as a step: in place of a verdict, the range outside which a step's
+    // difference at the same instructions counts.
+    let mut control_columns = step_columns(&report.control);
+    control_columns.push(("same instructions count outside", "---", |r| {
+        Placement::of(&r.paired).range()
+    }));
+    let control = step_context(
+        &report.control,
+        table(&report.control.rows, &control_columns),
     );
-    out += &format!(
-        "\n### Patch by patch\n\nEach patch's branch against the branch it builds on, or against \
-         the published crates: {}. {COLUMNS}. {INSTRUCTIONS}.\n",
-        setting(report, Some(Greedy::After("every branch that has 0001")))
-    );
-    out += &format!(
-        "\n![Each step's time ratio per variant with its 95% interval, on a log axis over the ±1% \
-         band and what two builds of identical code differ by, with the instruction ratio]({})\n",
-        super::forest::SVG
-    );
-    out += &control_section(&report.control);
-    for step in &report.patches {
-        out += &step_heading(step, "");
-        out += &patch_table(step);
-    }
-    out += "\n### In a generation loop\n\n";
-    if let Some(whole) = &report.decode {
-        out += &format!(
-            "{} decoding {} tokens after the report's prompt on the CPU, each picked by one \
-             side's `sample` from the model's logits; the prefill is not timed. Medians over \
-             {} paired rounds, each generating once per side, rotating which goes first; \
-             ratios per token with their 95% bootstrap interval. Each token costs its side one \
-             forward pass at the same position, so \"sampler's time only\" compares a token's \
-             time before with that time less what the sampler saves, which leaves out the \
-             forward pass, whose time varies from one generation to the next, even within a \
-             round, by far more than a sampler's share of a token; the verdict, by the same \
-             rule, is on that ratio. A cell reads: ms per token (tokens per second), the \
-             sampler's share of a token.\n\nThe published crates against the whole series:\n\n",
-            report.model, report.decode_tokens, report.decode_rounds
-        );
-        out += &table(whole, &DECODE_COLUMNS);
-        out += &format!(
-            "\n![Each round's ms per token on each side, a panel per comparison, with the \
-             sampler's ms per token as a bar hung from each side's median]({})\n",
-            super::strip::SVG
-        );
-        for step in report.patches.iter().filter(|s| !s.decode.is_empty()) {
-            out += &step_heading(step, ", for what it makes faster per call");
-            out += &table(&step.decode, &DECODE_COLUMNS);
+    let steps = report.patches.iter();
+    let decode = report.decode.as_ref().map(|whole| {
+        let measured = steps.clone().filter(|s| !s.decode.is_empty());
+        minijinja::context! {
+            model => report.model,
+            tokens => report.decode_tokens,
+            rounds => report.decode_rounds,
+            table => table(whole, &DECODE_COLUMNS),
+            steps => measured.map(|s| step_context(s, String::new())).collect::<Vec<_>>(),
         }
-    } else {
-        out += "Not run: the decode loop needs the model: bash ci/fetch-model.sh\n";
-    }
-    if !profile.is_empty() {
-        out += "\n### Upstream's cost profile (CPU, 49152 tokens)\n\nWhat each step of a `sample` \
-                call costs alone: the floor for the next performance work.\n\n";
-        let columns: &[Column<(String, f64)>] = &[
-            ("step", "---", |(step, _)| step.clone()),
-            ("median", "---:", |(_, ns)| show_time(*ns)),
-        ];
-        out += &table(profile, columns);
-    }
-    out
+    });
+    let profile_columns: &[Column<(String, f64)>] = &[
+        ("step", "---", |(step, _)| step.clone()),
+        ("median", "---:", |(_, ns)| show_time(*ns)),
+    ];
+    let context = minijinja::context! {
+        crate_label => report.crate_label,
+        commit => report.commit,
+        date => report.date,
+        machine => report.machine,
+        devices,
+        patches => report.patches.len(),
+        series_setting => setting(report, Some(Greedy::After("the series"))),
+        steps_setting => setting(report, Some(Greedy::After("every branch that has 0001"))),
+        instructions => INSTRUCTIONS,
+        columns => COLUMNS,
+        placement_rule => PLACEMENT_RULE,
+        placement => PLACEMENT,
+        rows_table => table(rows, columns),
+        chart => super::chart::SVG,
+        forest => super::forest::SVG,
+        strip => super::strip::SVG,
+        control,
+        steps => steps.map(|s| step_context(s, patch_table(s))).collect::<Vec<_>>(),
+        decode,
+        profile => (!profile.is_empty()).then(|| table(profile, profile_columns)),
+    };
+    Ok(crate::template::render("report", context)? + "\n")
 }
 
 /// A side of the decode loop: ms per token (tokens per second), the sampler's share of a token.

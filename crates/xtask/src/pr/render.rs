@@ -1,5 +1,5 @@
-//! Each pull request's body in candle's style: the words are the templates of `templates/`,
-//! what fills them is worked out here. `summary` writes the console.
+//! Each pull request's body in candle's style, from `templates/body.md` and the evidence's
+//! templates beside it; `summary` writes the console.
 
 use anyhow::Result;
 
@@ -12,32 +12,7 @@ use crate::bench_report::data::{Report, Step};
 use crate::bench_report::render::{self as report, Greedy};
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
-
-/// Renders the template `name` of `templates/` with `context`, its paragraphs one blank line
-/// apart: a template leaves blank lines where an optional paragraph is left out.
-fn render(name: &str, context: minijinja::Value) -> Result<String> {
-    let mut env = minijinja::Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    for (name, source) in TEMPLATES {
-        env.add_template(name, source)?;
-    }
-    let text = env.get_template(name)?.render(context)?;
-    let mut out = String::new();
-    for paragraph in text.split("\n\n").map(|p| p.trim_matches('\n')) {
-        if !paragraph.is_empty() {
-            out += &(paragraph.to_string() + "\n\n");
-        }
-    }
-    Ok(out.trim_end().to_string())
-}
-
-/// The templates of the body and of the evidence it takes from this workspace.
-const TEMPLATES: [(&str, &str); 3] = [
-    ("body", include_str!("templates/body.md")),
-    ("bench", include_str!("templates/bench.md")),
-    ("real_model", include_str!("templates/real_model.md")),
-];
+use crate::template::render;
 
 /// The body of `stack[index]`'s pull request: its message, its notes with the evidence they ask
 /// for, and candle's CI commands' results where `checks` has them.
