@@ -1,6 +1,7 @@
 use candle::{Result, Tensor};
 
-/// Sample according to the Gumbel-Softmax distribution.
+/// Sample according to the Gumbel-Softmax distribution. The noise is capped at 15.5 on the CPU
+/// and at 6.9 on other devices.
 pub fn gumbel_softmax<D: candle::shape::Dim>(
     logits: &Tensor,
     temperature: f64,
@@ -11,9 +12,8 @@ pub fn gumbel_softmax<D: candle::shape::Dim>(
     } else {
         // Cast to f32, doing the Gumbel softmax in bf16 is a bit unstable.
         let logits = logits.to_dtype(candle::DType::F32)?;
-        // rand's `Uniform` never samples above its upper bound, on the CPU the largest f32 below
-        // 1, so -ln(u) stays above 0 and the noise -ln(-ln(u)) reaches 15.5. A GPU keeps 0.999:
-        // its `u` can reach the bound, and Metal's fast-math `log` may round to 0 near 1.
+        // rand's `Uniform` never samples above its bound, so on the CPU -ln(u) stays above 0. A GPU
+        // uses 0.999: Metal's default fast-math `log` may round to 0 near 1; CUDA is untested.
         let up = if logits.device().is_cpu() {
             1.0 - f32::EPSILON as f64 / 2.0
         } else {
