@@ -9,6 +9,11 @@ pub fn open(path: &Path) -> Result<Repository> {
     Repository::open(path).with_context(|| format!("{} is not a git repository", path.display()))
 }
 
+/// A commit's subject: the first paragraph of its message, on one line.
+pub fn subject(commit: &git2::Commit) -> Result<String> {
+    Ok(commit.summary()?.unwrap_or_default().to_string())
+}
+
 /// The commit that `spec` (a branch, tag or commit) names.
 pub fn resolve(repo: &Repository, spec: &str) -> Result<Oid> {
     let object = repo.revparse_single(spec);

@@ -339,10 +339,10 @@ fn write_slot(
     let outcome = match unchanged {
         true => Outcome::Unchanged,
         false => {
-            let commits = source.commits.iter().map(|id| {
-                let commit = clone.find_commit(*id)?;
-                Ok((*id, commit.summary()?.unwrap_or_default().to_string()))
-            });
+            let commits = source
+                .commits
+                .iter()
+                .map(|id| Ok((*id, git::subject(&clone.find_commit(*id)?)?)));
             Outcome::Written {
                 commits: commits.collect::<Result<_>>()?,
             }
@@ -358,7 +358,7 @@ fn message_of(first: &git2::Commit<'_>) -> Result<Message> {
         author_name: author.name().unwrap_or_default().to_string(),
         author_email: author.email().unwrap_or_default().to_string(),
         time: (author.when().seconds(), author.when().offset_minutes()),
-        subject: first.summary()?.unwrap_or_default().to_string(),
+        subject: git::subject(first)?,
         body: first
             .body()?
             .unwrap_or_default()

@@ -11,7 +11,7 @@ use fs_err as fs;
 use git2::Repository;
 
 use super::{message_of, Slot};
-use crate::git::short;
+use crate::git::{self, short};
 use crate::resolutions;
 use crate::series;
 
@@ -50,11 +50,7 @@ pub(super) fn write_back(
     }
     resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
     let commits = source.commits.iter().map(|id| {
-        let subject = clone
-            .find_commit(*id)?
-            .summary()?
-            .unwrap_or_default()
-            .to_string();
+        let subject = git::subject(&clone.find_commit(*id)?)?;
         Ok(format!("{} {subject}", short(&id.to_string())))
     });
     let commits = commits.collect::<Result<Vec<_>>>()?.join(", ");

@@ -125,8 +125,7 @@ pub(super) fn whole_series(
 fn key(repo: &Repository, commit: &Commit) -> Result<Key> {
     let (parent, tree) = (commit.parent(0)?.tree()?, commit.tree()?);
     let diff = repo.diff_tree_to_tree(Some(&parent), Some(&tree), None)?;
-    let subject = commit.summary()?.unwrap_or_default().to_string();
-    Ok((diff.patchid(None)?, subject))
+    Ok((diff.patchid(None)?, git::subject(commit)?))
 }
 
 /// Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
@@ -184,8 +183,7 @@ fn new_patches_last(m: &Matching) -> Result<Option<String>> {
     let Some(index) = m.commits[new..].iter().find_map(|(_, found)| *found) else {
         return Ok(None);
     };
-    let commit = m.repo.find_commit(m.commits[new].0)?;
-    let subject = commit.summary()?.unwrap_or_default();
+    let subject = git::subject(&m.repo.find_commit(m.commits[new].0)?)?;
     Ok(Some(format!(
         "`{}` has a new commit ({subject}) before {}: a new patch takes the next free number, \
          so its commit goes last on the branch",

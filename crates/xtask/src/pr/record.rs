@@ -124,12 +124,7 @@ pub fn hand_made(
     let mut commits = Vec::new();
     for id in walk {
         let id = id?;
-        let summary = repo
-            .find_commit(id)?
-            .summary()?
-            .unwrap_or_default()
-            .to_string();
-        commits.push((id, summary));
+        commits.push((id, crate::git::subject(&repo.find_commit(id)?)?));
     }
     Ok(commits)
 }

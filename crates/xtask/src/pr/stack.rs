@@ -215,8 +215,7 @@ fn first_parent_where(
             break;
         };
         if found(&parent, &commit)? {
-            let subject = commit.summary()?.unwrap_or_default().to_string();
-            return Ok(Some((commit.id(), subject)));
+            return Ok(Some((commit.id(), crate::git::subject(&commit)?)));
         }
         commit = parent;
     }
