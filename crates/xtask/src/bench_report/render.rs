@@ -122,7 +122,7 @@ const DEVICES: [(&str, &str); 3] = [
     ("metal", "`cargo bench --features metal` on a Mac"),
 ];
 
-/// A step as the report's template shows it: its heading's words and its tables.
+/// A step as the report's template shows it: its heading's words and `table`.
 fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
     minijinja::context! {
         patch => step.patch,
@@ -130,7 +130,6 @@ fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
         patch_point => point(&step.patch),
         before_point => point(&step.before),
         table,
-        decode_table => self::table(&step.decode, &DECODE_COLUMNS),
     }
 }
 
@@ -183,7 +182,9 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
             tokens => report.decode_tokens,
             rounds => report.decode_rounds,
             table => table(whole, &DECODE_COLUMNS),
-            steps => measured.map(|s| step_context(s, String::new())).collect::<Vec<_>>(),
+            steps => measured
+                .map(|s| step_context(s, table(&s.decode, &DECODE_COLUMNS)))
+                .collect::<Vec<_>>(),
         }
     });
     let profile_columns: &[Column<(String, f64)>] = &[

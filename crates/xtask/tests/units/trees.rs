@@ -4,10 +4,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use xtask::trees::*;
 
+use crate::common::file;
 use anyhow::Result;
 use fs_err as fs;
 use git2::{FileMode, Repository};
-use xtask::published::CrateFile;
 
 #[test]
 fn a_written_tree_hashes_back_to_itself() -> Result<()> {
@@ -65,13 +65,4 @@ fn writing_a_tree_of_a_repository_leaves_its_work_tree_and_index() -> Result<()>
     assert_eq!(readme, "old\n");
     assert_eq!(fs::read(repo.path().join("index"))?, index_file);
     Ok(())
-}
-
-/// A plain, non-executable file of a crate.
-fn file(path: &str, data: &str) -> CrateFile {
-    CrateFile {
-        path: path.into(),
-        data: data.as_bytes().to_vec(),
-        executable: false,
-    }
 }
