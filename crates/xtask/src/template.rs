@@ -2,25 +2,31 @@
 //! live there, and the code that fills them works out only what goes in the slots.
 
 use anyhow::Result;
+use minijinja::{Environment, Value};
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("body", include_str!("../templates/body.md")),
     ("bench", include_str!("../templates/bench.md")),
     ("real_model", include_str!("../templates/real_model.md")),
     ("report", include_str!("../templates/report.md")),
+    ("summary", include_str!("../templates/summary.txt")),
 ];
 
-/// Renders the template `name` with `context`, its paragraphs one blank line apart: a template
-/// leaves blank lines where an optional paragraph is left out.
-pub(crate) fn render(name: &str, context: minijinja::Value) -> Result<String> {
-    let mut env = minijinja::Environment::new();
+fn environment() -> Result<Environment<'static>> {
+    let mut env = Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     for (name, source) in TEMPLATES {
         env.add_template(name, source)?;
     }
-    let text = env.get_template(name)?.render(context)?;
+    Ok(env)
+}
+
+/// Renders the template `name` with `context`, its paragraphs one blank line apart: a template
+/// leaves blank lines where an optional paragraph is left out.
+pub(crate) fn render(name: &str, context: Value) -> Result<String> {
+    let text = environment()?.get_template(name)?.render(context)?;
     let mut out = String::new();
     for paragraph in text.split("\n\n").map(|p| p.trim_matches('\n')) {
         if !paragraph.is_empty() {
@@ -28,4 +34,16 @@ pub(crate) fn render(name: &str, context: minijinja::Value) -> Result<String> {
         }
     }
     Ok(out.trim_end().to_string())
+}
+
+/// The text of the macro `name` of the template `template` called with `args`, line for line
+/// as the macro writes it. The templates are built in and the tests call every macro, so an
+/// error here is a bug in a template, not something a run can meet.
+pub(crate) fn call(template: &str, name: &str, args: &[Value]) -> String {
+    let called = || -> Result<String> {
+        let env = environment()?;
+        let captured = env.get_template(template)?.render_captured(())?;
+        Ok(captured.state().call_macro(name, args)?)
+    };
+    called().unwrap_or_else(|err| panic!("the macro {name} of templates/{template}: {err:#}"))
 }

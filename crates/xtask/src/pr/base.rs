@@ -4,12 +4,15 @@ use std::path::Path;
 
 use anyhow::Result;
 use git2::{Oid, Repository};
+use serde::Serialize;
 
 use crate::published::Published;
 use crate::series::Patch;
 
-/// The base against the commit the pinned crate was published from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The base against the commit the pinned crate was published from; `kind` names the variant
+/// for `templates/summary.txt`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind")]
 pub enum BaseRelation {
     Pinned,
     After { commits: usize },
@@ -18,7 +21,8 @@ pub enum BaseRelation {
 }
 
 /// A file the patches change, in the base against the published crate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind")]
 pub enum FileState {
     AsPublished,
     Changed { added: usize, removed: usize },
