@@ -2,16 +2,17 @@
 
 use anyhow::Result;
 use git2::{Oid, Repository};
+use serde::Serialize;
 
 /// Who guards a call against temperature <= 0: the call itself, nobody, or its caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Guard {
     Itself,
     None,
     Caller,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CallSite {
     pub path: String,
     pub line: usize,

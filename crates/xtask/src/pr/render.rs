@@ -12,7 +12,8 @@ use crate::bench_report::data::{Report, Step};
 use crate::bench_report::render::{self as report, Greedy};
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
-use crate::template::render;
+use crate::template::{self, render};
+use minijinja::Value;
 
 /// The body of `stack[index]`'s pull request: its message, its notes with the evidence they ask
 /// for, and candle's CI commands' results where `checks` has them.
@@ -55,29 +56,18 @@ pub fn body(
     };
     let checks = checks.map(|checks| {
         let row = |check: &Check| {
-            let result = match (check.passed, check.command.cross_metal) {
-                (true, true) => "pass (cross, not run)",
-                (true, false) => "pass",
-                (false, _) => "**fail**",
-            };
             let seconds = format!("{:.0}", check.seconds);
-            minijinja::context! { command => check.command.text(), result, seconds }
+            let (passed, cross_metal) = (check.passed, check.command.cross_metal);
+            minijinja::context! { command => check.command.text(), passed, cross_metal, seconds }
         };
         checks.iter().map(row).collect::<Vec<_>>()
     });
-    let quoted = |i: usize| format!("\"{}\"", stack[i].message.subject);
+    // The subjects of the branches this one builds on, the first to merge first.
     let ancestors = std::iter::successors(entry.parent, |&i| stack[i].parent);
-    let mut titles: Vec<String> = ancestors.map(quoted).collect();
-    titles.reverse();
-    let depends = match titles.as_slice() {
-        [] => None,
-        [one] => Some((one.clone(), "that pull request", "its commit")),
-        [rest @ .., last] => Some((
-            format!("{} and {last}", rest.join(", ")),
-            "those pull requests, in this order,",
-            "their commits",
-        )),
-    };
+    let mut depends: Vec<&str> = ancestors
+        .map(|i| stack[i].message.subject.as_str())
+        .collect();
+    depends.reverse();
     let context = minijinja::context! {
         preamble => text(&notes.preamble)?,
         summary,
@@ -86,7 +76,7 @@ pub fn body(
         added_tests => added_tests(&entry.patch.bytes),
         checks,
         test_plan => text(&notes.test_plan)?,
-        depends => depends.map(|(titles, them, commits)| minijinja::context! { titles, them, commits }),
+        depends,
         subject => entry.message.subject,
     };
     Ok(render("body", context)? + "\n")
@@ -157,56 +147,17 @@ fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
     render("bench", context)
 }
 
+/// The calls of `from_sampling` in the base, counted in words and listed by who guards them.
 fn call_sites(sites: &[CallSite]) -> String {
-    let of = |guard| -> Vec<&CallSite> { sites.iter().filter(|s| s.guard == guard).collect() };
-    let (itself, none, caller) = (of(Guard::Itself), of(Guard::None), of(Guard::Caller));
-    // Each group's clause, for one call and for several.
-    let clauses: Vec<String> = [
-        (
-            &itself,
-            "maps temperature <= 0 to `ArgMax` itself and no longer needs to",
-            "map temperature <= 0 to `ArgMax` themselves and no longer need to",
-        ),
-        (
-            &none,
-            "builds its `Sampling` with no such guard and now decodes greedily at temperature 0 \
-             where it failed",
-            "build their `Sampling` with no such guard and now decode greedily at temperature 0 \
-             where they failed",
-        ),
-        (
-            &caller,
-            "takes its `Sampling` from a caller and follows it",
-            "take their `Sampling` from a caller and follow it",
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(group, one, many)| match group.len() {
-        0 => None,
-        1 => Some(format!("1 {one}")),
-        n => Some(format!("{n} {many}")),
-    })
-    .collect();
-    let mut out = format!(
-        "Of the {} calls of `LogitsProcessor::from_sampling` outside the module and its tests, {}.\n",
-        sites.len(),
-        clauses.join("; ")
-    );
-    let line = |site: &&CallSite| format!("- `{}:{}`\n", site.path, site.line);
-    let list = |sites: &[&CallSite]| sites.iter().map(line).collect::<String>();
-    for (group, heading) in [(&none, "Without a guard"), (&caller, "From a caller")] {
-        if !group.is_empty() {
-            out += &format!("\n{heading}:\n\n{}", list(group));
-        }
-    }
-    if !itself.is_empty() {
-        out += &format!(
-            "\n<details><summary>The {} calls that guard it themselves</summary>\n\n{}\n</details>\n",
-            itself.len(),
-            list(&itself)
-        );
-    }
-    out.trim_end().to_string()
+    let of = |guard| {
+        let group = sites.iter().filter(|s| s.guard == guard);
+        Value::from_serialize(group.collect::<Vec<_>>())
+    };
+    let groups = [Guard::Itself, Guard::None, Guard::Caller].map(of);
+    let args = [&[Value::from(sites.len())], &groups[..]].concat();
+    template::call("body", "call_sites", &args)
+        .trim_end()
+        .to_string()
 }
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
