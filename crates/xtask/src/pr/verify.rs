@@ -201,29 +201,5 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn modules_are_read() {
-        assert_eq!(
-            module_of("candle-nn/src/sampling.rs", "candle-nn").as_deref(),
-            Some("sampling::")
-        );
-        assert_eq!(
-            module_of(
-                "candle-transformers/src/generation/mod.rs",
-                "candle-transformers"
-            )
-            .as_deref(),
-            Some("generation::")
-        );
-        assert_eq!(
-            module_of(
-                "candle-transformers/tests/generation_tests.rs",
-                "candle-transformers"
-            ),
-            None
-        );
-    }
-}
+#[path = "../../tests/private/pr_verify.rs"]
+mod tests;
