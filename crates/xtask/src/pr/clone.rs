@@ -48,13 +48,15 @@ pub fn prepare(
         let list = hand_made
             .iter()
             .map(|(id, subject)| format!("\n    {} {subject}", short(&id.to_string())));
+        let (commits, them) = match hand_made.len() {
+            1 => ("1 commit".to_string(), "it"),
+            n => (format!("{n} commits"), "them"),
+        };
         bail!(
-            "branch `{branch}` holds {} that pr did not make:{}\nwrite {} back into patches/ \
-             first (`cargo xtask format-patch --candle {clone} --branch {branch}`), or pass \
-             --discard-commits to move the branch all the same; {clone} is as it was",
-            plural(hand_made.len(), "commit"),
+            "branch `{branch}` holds {commits} that pr did not make:{}\nwrite {them} back into \
+             patches/ first (`cargo xtask format-patch --candle {clone} --branch {branch}`), or \
+             pass --discard-commits to move the branch all the same; {clone} is as it was",
             list.collect::<String>(),
-            if hand_made.len() == 1 { "it" } else { "them" },
         );
     }
     let base_report = base::relate(repo, base, published, &series.patches)?;
@@ -82,12 +84,6 @@ pub fn prepare(
         );
     }
     let call_sites = audit::audit(repo, base)?;
-    // Not the whole mempack: its dump packs every tree and blob the commits reach.
-    let on_disk = Repository::open(repo.path())?;
-    let disk = on_disk.odb()?;
-    for entry in &stack {
-        write_missing(repo, &disk, entry.commit)?;
-    }
     // The series branch holds every patch: with one that conflicts, it is not made.
     let series_tip = match &series.series_branch {
         Some(name) if stopped.is_empty() => Some((
@@ -96,33 +92,29 @@ pub fn prepare(
         )),
         _ => None,
     };
-    if let Some((_, tip)) = series_tip {
-        write_missing(repo, &disk, tip)?;
+    // Each branch to make: its name, the patch it proposes, its resolution and its tip.
+    let branches = stack.iter().map(|entry| {
+        let patch = Some(entry.patch.number().to_string());
+        (&entry.branch, patch, entry.resolution.clone(), entry.commit)
+    });
+    let whole = series_tip.map(|(name, tip)| (name, None, None, tip));
+    let branches: Vec<_> = branches.chain(whole).collect();
+    // Not the whole mempack: its dump packs every tree and blob the commits reach.
+    let on_disk = Repository::open(repo.path())?;
+    let disk = on_disk.odb()?;
+    for (_, _, _, tip) in &branches {
+        write_missing(repo, &disk, *tip)?;
     }
     let force = existing != Existing::Refuse;
-    for entry in &stack {
-        let commit = on_disk.find_commit(entry.commit)?;
-        on_disk.branch(&entry.branch, &commit, force)?;
-        let patch = Some(entry.patch.number().to_string());
+    for (name, patch, resolution, tip) in branches {
+        on_disk.branch(name, &on_disk.find_commit(tip)?, force)?;
         let made = Made {
             patch,
-            resolution: entry.resolution.clone(),
-            tip: entry.commit,
+            resolution,
+            tip,
             written: None,
         };
-        record.branches.insert(entry.branch.clone(), made);
-    }
-    if let Some((name, tip)) = series_tip {
-        on_disk.branch(name, &on_disk.find_commit(tip)?, force)?;
-        record.branches.insert(
-            name.clone(),
-            Made {
-                patch: None,
-                resolution: None,
-                tip,
-                written: None,
-            },
-        );
+        record.branches.insert(name.clone(), made);
     }
     memory.reset()?;
     record::write(&on_disk, &record)?;
@@ -134,13 +126,6 @@ pub fn prepare(
         base: base_report,
         call_sites,
     })
-}
-
-fn plural(count: usize, noun: &str) -> String {
-    match count {
-        1 => format!("1 {noun}"),
-        _ => format!("{count} {noun}s"),
-    }
 }
 
 /// Copies object `id` and what it refers to into `disk`, children first, skipping what it has.
