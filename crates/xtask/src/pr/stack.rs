@@ -56,7 +56,7 @@ pub struct Landed {
     pub commit: Option<(Oid, String)>,
 }
 
-/// How far back `landed_in` looks for the commit that brought a patch's change.
+/// How far back `build` looks for the commit that brought a patch's change.
 const LANDED_SEARCH: usize = 1000;
 
 /// The stack: the branches to make, the patches the base holds already, and those that get no
@@ -126,10 +126,8 @@ pub fn build(
         let at = patches.iter().position(|p| p.number() == patch.number());
         let branch = &series.branches[at.context("a branch for a patch not proposed")?];
         let (message, parent) = (patch.message()?, branch_tree.parent);
-        let author = author(contributor, &message)?;
-        let (text, tree) = (message.text(), repo.find_tree(branch_tree.tree)?);
-        let onto = repo.find_commit(parent.map_or(base, |index| entries[index].commit))?;
-        let commit = repo.commit(None, &author, contributor, &text, &tree, &[&onto])?;
+        let onto = parent.map_or(base, |index| entries[index].commit);
+        let commit = commit(repo, contributor, &message, branch_tree.tree, onto)?;
         let resolution = resolutions::resolve(&patch, &rewrites)
             .1
             .map(str::to_string);
@@ -149,9 +147,14 @@ pub fn build(
     }
     let mut landed = Vec::new();
     for patch in trees.landed {
+        // Else the first-parent commit of the base whose tree holds the change and whose
+        // parent's tree does not.
         let commit = match merged.remove(patch.number()) {
             Some(commit) => Some(commit),
-            None => landed_in(repo, base, &patch, known)?,
+            None => first_parent_where(repo, base, |parent, _| {
+                let applied = series::apply_three_way(repo, parent.tree_id(), &patch, known);
+                Ok(!matches!(applied, Ok(series::Applied::AlreadyThere)))
+            })?,
         };
         let subject = patch.message()?.subject;
         landed.push(Landed {
@@ -165,20 +168,6 @@ pub fn build(
         landed,
         stopped: trees.stopped,
         rewrites,
-    })
-}
-
-/// The first-parent commit of `base` that brought `patch`'s change: the oldest of those whose
-/// tree holds it, going back from `base`, whose parent's tree does not.
-fn landed_in(
-    repo: &Repository,
-    base: Oid,
-    patch: &Patch,
-    known: &[Oid],
-) -> Result<Option<(Oid, String)>> {
-    first_parent_where(repo, base, |parent, _| {
-        let applied = series::apply_three_way(repo, parent.tree_id(), patch, known);
-        Ok(!matches!(applied, Ok(series::Applied::AlreadyThere)))
     })
 }
 
@@ -251,28 +240,24 @@ pub fn series_commits(
         if applied == series::Applied::AlreadyThere {
             continue;
         }
-        let tree = repo.find_tree(applied.tree(parent.tree_id()))?;
-        let author = author(contributor, &message)?;
-        tip = repo.commit(
-            None,
-            &author,
-            contributor,
-            &message.text(),
-            &tree,
-            &[&parent],
-        )?;
+        let tree = applied.tree(parent.tree_id());
+        tip = commit(repo, contributor, &message, tree, tip)?;
     }
     Ok(tip)
 }
 
-/// The contributor's identity, at the time the patch records.
-fn author(
+/// Commits `tree` on `parent` with `message`, by the contributor at the time the patch records.
+fn commit(
+    repo: &Repository,
     contributor: &git2::Signature<'_>,
     message: &Message,
-) -> Result<git2::Signature<'static>> {
-    Ok(git2::Signature::new(
-        contributor.name().unwrap_or_default(),
-        contributor.email().unwrap_or_default(),
-        &git2::Time::new(message.time.0, message.time.1),
-    )?)
+    tree: Oid,
+    parent: Oid,
+) -> Result<Oid> {
+    let (name, email) = (contributor.name(), contributor.email());
+    let time = git2::Time::new(message.time.0, message.time.1);
+    let author = git2::Signature::new(name.unwrap_or_default(), email.unwrap_or_default(), &time)?;
+    let (tree, parent) = (repo.find_tree(tree)?, repo.find_commit(parent)?);
+    let text = message.text();
+    Ok(repo.commit(None, &author, contributor, &text, &tree, &[&parent])?)
 }
