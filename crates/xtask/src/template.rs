@@ -27,13 +27,9 @@ fn environment() -> Result<Environment<'static>> {
 /// leaves blank lines where an optional paragraph is left out.
 pub(crate) fn render(name: &str, context: Value) -> Result<String> {
     let text = environment()?.get_template(name)?.render(context)?;
-    let mut out = String::new();
-    for paragraph in text.split("\n\n").map(|p| p.trim_matches('\n')) {
-        if !paragraph.is_empty() {
-            out += &(paragraph.to_string() + "\n\n");
-        }
-    }
-    Ok(out.trim_end().to_string())
+    let paragraphs = text.split("\n\n").map(|p| p.trim_matches('\n'));
+    let paragraphs: Vec<&str> = paragraphs.filter(|p| !p.is_empty()).collect();
+    Ok(paragraphs.join("\n\n").trim_end().to_string())
 }
 
 /// The text of the macro `name` of the template `template` called with `args`, line for line

@@ -213,7 +213,7 @@ pub fn make(
         None => {
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
-            let base = published_commit(&scratch, published)?;
+            let base = published_commit(&scratch.repo, published, &pins)?;
             let built = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
             (scratch.repo, built, None, None)
         }
@@ -224,10 +224,8 @@ pub fn make(
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
     };
-    let checks = match options.verify {
-        true => Some(verify_stack(layout, &repo, stack)?),
-        false => None,
-    };
+    let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
+    let checks = verified.transpose()?;
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
     fs::create_dir_all(&target)?;
@@ -332,13 +330,11 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
 }
 
 /// A commit holding the published crates at their paths in candle's repository.
-fn published_commit(scratch: &trees::Scratch, published: &[Published]) -> Result<Oid> {
-    let repo = &scratch.repo;
+fn published_commit(repo: &Repository, published: &[Published], pins: &[Pin]) -> Result<Oid> {
     let tree = repo.find_tree(expected::published_tree(repo, published)?)?;
-    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let time = git2::Time::new(0, 0);
     let signature = git2::Signature::new("published", "published@crates.io", &time)?;
-    let message = format!("{} as published", pin::label(&pins));
+    let message = format!("{} as published", pin::label(pins));
     Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
 }
 
