@@ -5,12 +5,13 @@ use anyhow::Result;
 use minijinja::{Environment, Value};
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 5] = [
+const TEMPLATES: [(&str, &str); 6] = [
     ("body", include_str!("../templates/body.md")),
     ("bench", include_str!("../templates/bench.md")),
     ("real_model", include_str!("../templates/real_model.md")),
     ("report", include_str!("../templates/report.md")),
     ("summary", include_str!("../templates/summary.txt")),
+    ("record", include_str!("../templates/record.toml")),
 ];
 
 fn environment() -> Result<Environment<'static>> {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use fs_err as fs;
 use git2::{Oid, Repository};
+use minijinja::context;
 
 use crate::fsutil::read_if_exists;
 
@@ -73,27 +74,14 @@ pub fn read(repo: &Repository) -> Result<Record> {
     Ok(record)
 }
 
-/// Writes `record` into the clone's git folder.
+/// Writes `record` into the clone's git folder, from `templates/record.toml`.
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
-    let mut text = String::from(
-        "# Written by `cargo xtask pr`: the branches it made in this clone, the patch each \
-         proposes\n# (none: the whole series), the base whose resolution it was made from (if \
-         any), the commit it\n# made at the tip, and the tip `format-patch` last wrote back. `pr \
-         --force-branch` refuses to\n# move a branch that holds other commits.\n",
-    );
-    for (name, made) in &record.branches {
-        text += &format!("\n[branch.\"{name}\"]\n");
-        if let Some(patch) = &made.patch {
-            text += &format!("patch = \"{patch}\"\n");
-        }
-        if let Some(resolution) = &made.resolution {
-            text += &format!("resolution = \"{resolution}\"\n");
-        }
-        text += &format!("made = \"{}\"\n", made.tip);
-        if let Some(written) = made.written {
-            text += &format!("written = \"{written}\"\n");
-        }
-    }
+    let branches = record.branches.iter().map(|(name, made)| {
+        let (tip, written) = (made.tip.to_string(), made.written.map(|id| id.to_string()));
+        context! { name, patch => made.patch, resolution => made.resolution, tip, written }
+    });
+    let branches: Vec<_> = branches.collect();
+    let text = crate::template::render("record", context! { branches })? + "\n";
     let path = path(repo);
     fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
 }
