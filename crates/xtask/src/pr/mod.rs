@@ -65,10 +65,9 @@ pub struct Options {
 
 /// The patches of `patches/` that `numbers` names, in series order; all if it is empty.
 pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
-    for number in numbers {
-        if !patches.iter().any(|p| p.number() == number) {
-            bail!("no patch numbered {number} in patches/");
-        }
+    let known = |number: &&String| patches.iter().any(|p| p.number() == *number);
+    if let Some(number) = numbers.iter().find(|n| !known(n)) {
+        bail!("no patch numbered {number} in patches/");
     }
     let named = |p: &Patch| numbers.is_empty() || numbers.iter().any(|n| p.number() == n);
     Ok(patches.into_iter().filter(named).collect())
@@ -266,23 +265,13 @@ pub fn make(
     write!(console, "{}", summary(base.as_ref())?)?;
     let next = summary::next_steps(options, stack, stopped, &out, &facts);
     write!(console, "{next}")?;
-    let mut failed = Vec::new();
-    for (entry, checks) in stack.iter().zip(checks.iter().flatten()) {
-        let checks = checks.iter().filter(|c| !c.passed);
-        failed.extend(checks.map(|c| format!("{}: {}", entry.branch, c.command.text())));
-    }
     // Only now, with every branch that applies made and written out: a conflict stops one
     // branch, not the stack.
-    let conflicts = summary::conflicts(stopped);
-    let failed = (!failed.is_empty()).then(|| {
-        format!(
-            "--verify failed: {}\nfix each on its branch in the clone and commit, write it back \
-             with `cargo xtask format-patch --candle <clone> --branch <branch>`, then run pr \
-             --verify again",
-            failed.join("; ")
-        )
-    });
-    let problems: Vec<String> = conflicts.into_iter().chain(failed).collect();
+    let failed = checks.and_then(|checks| summary::failed(stack, &checks));
+    let problems: Vec<String> = summary::conflicts(stopped)
+        .into_iter()
+        .chain(failed)
+        .collect();
     ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())
 }
@@ -369,8 +358,7 @@ fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<V
             stack.len(),
             commands.len()
         );
-        let checks = verify::run(&export, &dir.join("target"), &commands)?;
-        all.push(checks);
+        all.push(verify::run(&export, &dir.join("target"), &commands)?);
     }
     Ok(all)
 }

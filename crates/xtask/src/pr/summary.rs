@@ -11,6 +11,7 @@ use minijinja::{context, Value};
 use super::base::BaseReport;
 use super::notes::Facts;
 use super::stack::{pull_request, Entry, Landed};
+use super::verify::Check;
 use crate::branches::{Carried, Stop, Stopped};
 use crate::git::short;
 use crate::pin::{self, Pin};
@@ -140,6 +141,17 @@ pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
         .filter(|s| matches!(s.why, Stop::Conflict(_)));
     let names: Vec<&str> = conflicting.map(|s| s.patch.file_name.as_str()).collect();
     let text = part("conflicts", &[Value::from_serialize(names)]);
+    (!text.is_empty()).then_some(text)
+}
+
+/// The error `pr` ends with when a command of `--verify` failed, naming each with its branch;
+/// `None` when none did. `checks` holds each branch's, in the stack's order.
+pub fn failed(stack: &[Entry], checks: &[Vec<Check>]) -> Option<String> {
+    let failed = stack.iter().zip(checks).flat_map(|(entry, checks)| {
+        let failed = checks.iter().filter(|c| !c.passed);
+        failed.map(|c| format!("{}: {}", entry.branch, c.command.text()))
+    });
+    let text = part("failed", &[failed.map(Value::from).collect()]);
     (!text.is_empty()).then_some(text)
 }
 
