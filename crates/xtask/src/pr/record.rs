@@ -51,10 +51,8 @@ pub fn read(repo: &Repository) -> Result<Record> {
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;
     let mut record = Record::default();
-    let Some(branches) = document.get("branch").and_then(|b| b.as_table_like()) else {
-        return Ok(record);
-    };
-    for (name, made) in branches.iter() {
+    let branches = document.get("branch").and_then(|b| b.as_table_like());
+    for (name, made) in branches.into_iter().flat_map(|b| b.iter()) {
         let field = |key: &str| made.get(key).and_then(|v| v.as_str());
         let tip = field("made").and_then(|id| Oid::from_str(id).ok());
         let Some(tip) = tip else {
