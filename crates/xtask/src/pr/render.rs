@@ -155,9 +155,8 @@ fn call_sites(sites: &[CallSite]) -> String {
     };
     let groups = [Guard::Itself, Guard::None, Guard::Caller].map(of);
     let args = [&[Value::from(sites.len())], &groups[..]].concat();
-    template::call("body", "call_sites", &args)
-        .trim_end()
-        .to_string()
+    let text = template::call("body", "call_sites", &args);
+    text.trim_end().to_string()
 }
 
 /// The cases whose outcome this branch changes, against the branch it builds on.

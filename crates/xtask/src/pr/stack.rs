@@ -128,16 +128,14 @@ pub fn build(
         let (message, parent) = (patch.message()?, branch_tree.parent);
         let onto = parent.map_or(base, |index| entries[index].commit);
         let commit = commit(repo, contributor, &message, branch_tree.tree, onto)?;
-        let resolution = resolutions::resolve(&patch, &rewrites)
-            .1
-            .map(str::to_string);
+        let (_, resolution) = resolutions::resolve(&patch, &rewrites);
         entries.push(Entry {
+            resolution: resolution.map(str::to_string),
             patch,
             message,
             branch: branch.clone(),
             parent,
             commit,
-            resolution,
         });
     }
     // A patch that landed was not taken from a resolution, though the base has its rewrite.

@@ -68,26 +68,21 @@ pub fn console(
             files => files.collect::<Vec<_>>(),
         }
     });
-    let args = [
-        rows.collect(),
-        Value::from(!stopped.is_empty()),
-        base.into(),
-    ];
-    part("console", &args)
+    let stopped = Value::from(!stopped.is_empty());
+    part("console", &[rows.collect(), stopped, base.into()])
 }
 
 /// The patches the base already holds, each with the commit that brought it.
 pub fn landed(landed: &[Landed]) -> String {
     let rows = landed.iter().map(|landed| {
-        let (commit, merged) = landed
-            .commit
-            .as_ref()
-            .map(|(id, subject)| (short(&id.to_string()).to_string(), subject.as_str()))
-            .unzip();
+        let (id, merged) = match &landed.commit {
+            Some((id, subject)) => (Some(id.to_string()), Some(subject.as_str())),
+            None => (None, None),
+        };
         context! {
             number => landed.patch.number(),
             subject => landed.subject,
-            commit,
+            commit => id.as_deref().map(short),
             merged,
             pull => merged.and_then(pull_request),
         }
