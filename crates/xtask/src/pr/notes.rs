@@ -45,9 +45,8 @@ pub fn file_name(patch_file: &str) -> String {
 /// The notes of `patch`, from its file name with `.md` for `.patch`; empty without that file.
 pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     let path = dir.join(file_name(&patch.file_name));
-    let Some(text) = read_if_exists(&path)? else {
-        return Ok(Notes::default());
-    };
+    // No file reads as an empty one: no notes.
+    let text = read_if_exists(&path)?.unwrap_or_default();
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 

@@ -45,9 +45,8 @@ pub fn path(repo: &Repository) -> PathBuf {
 pub fn read(repo: &Repository) -> Result<Record> {
     let path = path(repo);
     let shown = path.display();
-    let Some(text) = read_if_exists(&path)? else {
-        return Ok(Record::default());
-    };
+    // No file reads as an empty one: no branch.
+    let text = read_if_exists(&path)?.unwrap_or_default();
     let document = text.parse::<toml_edit::DocumentMut>();
     let document = document.with_context(|| format!("{shown} is not TOML"))?;
     let mut record = Record::default();
