@@ -17,11 +17,7 @@ use crate::git::short;
 use crate::pin::{self, Pin};
 use crate::resolutions::{self, Resolutions};
 use crate::series::Patch;
-
-/// The macro `name` of `templates/summary.txt`, called with `args`.
-fn part(name: &str, args: &[Value]) -> String {
-    crate::template::call("summary", name, args)
-}
+use crate::template::call;
 
 /// The patches left out of the stack because they are carried here, each with why and the
 /// upstream pull request that does its job; nothing when there are none.
@@ -33,7 +29,7 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
             rows.push(context! { number => patch.number(), subject, why, upstream });
         }
     }
-    Ok(part("carried", &[Value::from(rows)]))
+    Ok(call("summary", "carried", &[Value::from(rows)]))
 }
 
 /// The console report: the order to open the pull requests in, and how the base relates to the
@@ -68,8 +64,8 @@ pub fn console(
             files => files.collect::<Vec<_>>(),
         }
     });
-    let stopped = Value::from(!stopped.is_empty());
-    part("console", &[rows.collect(), stopped, base.into()])
+    let (stopped, base) = (Value::from(!stopped.is_empty()), Value::from(base));
+    call("summary", "console", &[rows.collect(), stopped, base])
 }
 
 /// The patches the base already holds, each with the commit that brought it.
@@ -87,7 +83,7 @@ pub fn landed(landed: &[Landed]) -> String {
             pull => merged.and_then(pull_request),
         }
     });
-    part("landed", &[rows.collect()])
+    call("summary", "landed", &[rows.collect()])
 }
 
 /// What was made and what is left to do, for the contributor.
@@ -110,7 +106,7 @@ pub fn next_steps(
         bench => facts.bench.is_some(),
         verify => options.verify,
     };
-    part("next_steps", &[context])
+    call("summary", "next_steps", &[context])
 }
 
 /// The patches that get no branch, each with its conflict in full or the patch it builds on,
@@ -126,7 +122,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
         let subject = patch.message()?.subject;
         rows.push(context! { number => patch.number(), subject, why, detail });
     }
-    Ok(part("stopped", &[Value::from(rows)]))
+    Ok(call("summary", "stopped", &[Value::from(rows)]))
 }
 
 /// The error `pr` ends with when a patch conflicts, naming each one; `None` when none does.
@@ -135,7 +131,7 @@ pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
         .iter()
         .filter(|s| matches!(s.why, Stop::Conflict(_)));
     let names: Vec<&str> = conflicting.map(|s| s.patch.file_name.as_str()).collect();
-    let text = part("conflicts", &[Value::from_serialize(names)]);
+    let text = call("summary", "conflicts", &[Value::from_serialize(names)]);
     (!text.is_empty()).then_some(text)
 }
 
@@ -146,7 +142,7 @@ pub fn failed(stack: &[Entry], checks: &[Vec<Check>]) -> Option<String> {
         let failed = checks.iter().filter(|c| !c.passed);
         failed.map(|c| format!("{}: {}", entry.branch, c.command.text()))
     });
-    let text = part("failed", &[failed.map(Value::from).collect()]);
+    let text = call("summary", "failed", &[failed.map(Value::from).collect()]);
     (!text.is_empty()).then_some(text)
 }
 
@@ -158,5 +154,5 @@ pub fn rewrites(rewrites: &[Resolutions]) -> String {
         let (pull, why) = (resolutions::shown(&r.name), &r.rewrite.why);
         context! { pull, why, name => r.name, numbers }
     });
-    part("rewrites", &[rows.collect()])
+    call("summary", "rewrites", &[rows.collect()])
 }
