@@ -64,9 +64,8 @@ pub fn body(
     });
     // The subjects of the branches this one builds on, the first to merge first.
     let ancestors = std::iter::successors(entry.parent, |&i| stack[i].parent);
-    let mut depends: Vec<&str> = ancestors
-        .map(|i| stack[i].message.subject.as_str())
-        .collect();
+    let subject = |i: usize| stack[i].message.subject.as_str();
+    let mut depends: Vec<&str> = ancestors.map(subject).collect();
     depends.reverse();
     let context = minijinja::context! {
         preamble => text(&notes.preamble)?,
@@ -161,6 +160,9 @@ fn call_sites(sites: &[CallSite]) -> String {
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
 fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> Result<String> {
+    // An outcome in a table's cell: an error with its context on lines of their own, as candle
+    // writes it, keeps them apart with `<br>`.
+    let cell = |outcome: &String| outcome.replace('\n', "<br>");
     let mut outcomes = Vec::new();
     for row in &table.rows {
         let (Some(from), Some(to)) = (row.points.get(before), row.points.get(number)) else {
@@ -213,12 +215,6 @@ fn added_tests(patch: &[u8]) -> Vec<(String, Vec<String>)> {
     }
     files.retain(|(_, tests)| !tests.is_empty());
     files
-}
-
-/// An outcome in a table's cell: an error with its context on lines of their own, as candle
-/// writes it, keeps them apart with `<br>`.
-fn cell(outcome: &str) -> String {
-    outcome.replace('\n', "<br>")
 }
 
 #[cfg(test)]

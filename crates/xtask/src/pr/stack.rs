@@ -154,10 +154,9 @@ pub fn build(
                 Ok(!matches!(applied, Ok(series::Applied::AlreadyThere)))
             })?,
         };
-        let subject = patch.message()?.subject;
         landed.push(Landed {
+            subject: patch.message()?.subject,
             patch,
-            subject,
             commit,
         });
     }
