@@ -84,20 +84,19 @@ pub fn prepare(
         );
     }
     let call_sites = audit::audit(repo, base)?;
-    // The series branch holds every patch: with one that conflicts, it is not made.
-    let series_tip = match &series.series_branch {
-        Some(name) if stopped.is_empty() => Some((
-            name,
-            stack::series_commits(repo, base, series, contributor, &known)?,
-        )),
-        _ => None,
-    };
     // Each branch to make: its name, the patch it proposes, its resolution and its tip.
     let branches = stack.iter().map(|entry| {
         let patch = Some(entry.patch.number().to_string());
         (&entry.branch, patch, entry.resolution.clone(), entry.commit)
     });
-    let whole = series_tip.map(|(name, tip)| (name, None, None, tip));
+    // The series branch holds every patch: with one that conflicts, it is not made.
+    let whole = match &series.series_branch {
+        Some(name) if stopped.is_empty() => {
+            let tip = stack::series_commits(repo, base, series, contributor, &known)?;
+            Some((name, None, None, tip))
+        }
+        _ => None,
+    };
     let branches: Vec<_> = branches.chain(whole).collect();
     // Not the whole mempack: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
