@@ -198,17 +198,18 @@ impl StackFile {
 
 /// `stack.toml`'s `text` with each of `retiring` under `[retired]`, and gone from `[builds-on]` and
 /// `[carried]`: a patch that built on one now builds on the base. Comments and order stay.
-pub(crate) fn retire(text: &str, retiring: &[(String, Retired)]) -> Result<String> {
+pub(crate) fn retire(text: &str, retiring: &[(&Patch, Retired)]) -> Result<String> {
     use toml_edit::{DocumentMut, Item, Table};
     let mut document: DocumentMut = text.parse().context("patches/stack.toml is not TOML")?;
-    for (number, retired) in retiring {
+    for (patch, retired) in retiring {
+        let number = patch.number();
         if let Some(table) = document
             .get_mut("builds-on")
             .and_then(Item::as_table_like_mut)
         {
             let named = table
                 .iter()
-                .filter(|(key, value)| key == number || value.as_str() == Some(number.as_str()));
+                .filter(|(key, value)| *key == number || value.as_str() == Some(number));
             let named: Vec<String> = named.map(|(key, _)| key.to_string()).collect();
             for key in named {
                 table.remove(&key);
@@ -336,17 +337,18 @@ pub(crate) fn branches(
     let mut made = Branches::default();
     for patch in patches {
         let file = &patch.file_name;
+        // A patch that gets no branch: a carried one is proposed nowhere, whatever stops it.
+        let stop = |why| {
+            let why = if proposed(patch) { why } else { Stop::Carried };
+            Stopped {
+                patch: patch.clone(),
+                why,
+            }
+        };
         let wanted = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);
         if let Some(wanted) = wanted.filter(|wanted| stopped(wanted)) {
-            let why = match proposed(patch) {
-                true => Stop::BuildsOn(wanted.clone()),
-                false => Stop::Carried,
-            };
-            made.stopped.push(Stopped {
-                patch: patch.clone(),
-                why,
-            });
+            made.stopped.push(stop(Stop::BuildsOn(wanted.clone())));
             continue;
         }
         // Merged upstream, as its own commit: the base holds its change, though a later one may
@@ -358,14 +360,7 @@ pub(crate) fn branches(
                 Err(err) => {
                     // The patches after it go on without it, as `git am --skip` would.
                     let conflict = err.downcast::<DoesNotApply>()?;
-                    let why = match proposed(patch) {
-                        true => Stop::Conflict(conflict.0),
-                        false => Stop::Carried,
-                    };
-                    made.stopped.push(Stopped {
-                        patch: patch.clone(),
-                        why,
-                    });
+                    made.stopped.push(stop(Stop::Conflict(conflict.0)));
                     continue;
                 }
             },
@@ -414,10 +409,7 @@ pub(crate) fn branches(
                     paths.join(", "),
                     merge::show(&conflicts)
                 );
-                made.stopped.push(Stopped {
-                    patch: patch.clone(),
-                    why: Stop::Conflict(conflict),
-                });
+                made.stopped.push(stop(Stop::Conflict(conflict)));
                 continue;
             }
         };

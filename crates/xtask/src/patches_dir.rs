@@ -35,25 +35,41 @@ pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {
     Ok(())
 }
 
-/// Writes `patches/` again: `patches`, each with the file name of the patch it replaces, whose
-/// notes and resolutions (`on-*/`) take its new name; and without the patches of `retiring`,
-/// whose notes and resolutions go and whose numbers go to `[retired]` in `stack.toml`.
+/// Writes `patches/` again from `series`, each entry an old patch, the new patch that takes its
+/// place, or both. A new patch takes the old one's notes and resolutions (`on-*/`) under its own
+/// name. An old patch with no new one retires: its notes and resolutions go, and its number goes
+/// to `[retired]` in `stack.toml` as `retired` says, with the patch's subject after its `why`.
 /// Everything else in the folder stays.
 pub(crate) fn rewrite(
     layout: &Layout,
-    patches: &[(Option<String>, Patch)],
-    retiring: &[(&Patch, Retired)],
+    series: &[(Option<&Patch>, Option<&Patch>)],
+    retired: &Retired,
 ) -> Result<()> {
     let dir = layout.patches();
     let temp = temp_in(&layout.root, "patches")?;
     let new = temp.path().join("patches");
     fs::create_dir(&new)?;
     let (mut renamed, mut resolutions) = (BTreeMap::new(), BTreeMap::new());
-    for (replaces, patch) in patches {
-        fs::write(new.join(&patch.file_name), &patch.bytes)?;
-        if let Some(old) = replaces {
-            renamed.insert(notes::file_name(old), notes::file_name(&patch.file_name));
-            resolutions.insert(old.clone(), patch.file_name.clone());
+    let mut retiring = Vec::new();
+    for &(old, patch) in series {
+        match (old, patch) {
+            (old, Some(patch)) => {
+                fs::write(new.join(&patch.file_name), &patch.bytes)?;
+                if let Some(old) = old {
+                    let notes = notes::file_name(&old.file_name);
+                    renamed.insert(notes, notes::file_name(&patch.file_name));
+                    resolutions.insert(old.file_name.clone(), patch.file_name.clone());
+                }
+            }
+            (Some(old), None) => {
+                let why = format!("{}: {}", retired.why, old.message()?.subject);
+                let retired = Retired {
+                    why,
+                    ..retired.clone()
+                };
+                retiring.push((old, retired));
+            }
+            (None, None) => {}
         }
     }
     let listing = fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
@@ -80,10 +96,6 @@ pub(crate) fn rewrite(
     }
     if !retiring.is_empty() {
         let stack = read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
-        let retiring: Vec<(String, Retired)> = retiring
-            .iter()
-            .map(|(patch, retired)| (patch.number().to_string(), retired.clone()))
-            .collect();
         fs::write(
             new.join("stack.toml"),
             crate::branches::retire(&stack, &retiring)?,

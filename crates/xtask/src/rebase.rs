@@ -57,25 +57,14 @@ pub fn rebase(
         return Ok(moved);
     }
     patches_dir::refuse_uncommitted(layout)?;
-    let version = &new[0].pin.version;
-    let kept: Vec<(Option<String>, Patch)> = moved
-        .iter()
-        .filter(|(_, outcome)| *outcome != Moved::Released)
-        .map(|(patch, _)| (Some(patch.file_name.clone()), patch.clone()))
+    let series: Vec<_> = (moved.iter())
+        .map(|(patch, outcome)| (Some(patch), (*outcome != Moved::Released).then_some(patch)))
         .collect();
-    let mut retiring = Vec::new();
-    for (patch, _) in moved
-        .iter()
-        .filter(|(_, outcome)| *outcome == Moved::Released)
-    {
-        let subject = patch.message()?.subject;
-        let retired = Retired {
-            why: format!("released in {label}: {subject}"),
-            version: Some(version.clone()),
-            ..Retired::default()
-        };
-        retiring.push((patch, retired));
-    }
-    patches_dir::rewrite(layout, &kept, &retiring)?;
+    let retired = Retired {
+        why: format!("released in {label}"),
+        version: Some(new[0].pin.version.clone()),
+        ..Retired::default()
+    };
+    patches_dir::rewrite(layout, &series, &retired)?;
     Ok(moved)
 }

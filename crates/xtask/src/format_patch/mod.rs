@@ -51,6 +51,37 @@ struct Source {
     tip: Oid,
 }
 
+impl Source {
+    /// The trees the change goes from and to, and the message and author of its first commit,
+    /// which the patch that squashes the commits takes.
+    fn change(&self, clone: &Repository) -> Result<(Oid, Oid, Message)> {
+        let first = clone.find_commit(self.commits[0])?;
+        let author = first.author();
+        let message = Message {
+            author_name: author.name().unwrap_or_default().to_string(),
+            author_email: author.email().unwrap_or_default().to_string(),
+            time: (author.when().seconds(), author.when().offset_minutes()),
+            subject: git::subject(&first)?,
+            body: first
+                .body()?
+                .unwrap_or_default()
+                .trim_matches('\n')
+                .to_string(),
+        };
+        let tree = |id| clone.find_commit(id).map(|commit| commit.tree_id());
+        Ok((tree(self.onto)?, tree(self.tip)?, message))
+    }
+
+    /// The commits, each as its short id and subject, as the summary names them.
+    fn shown(&self, clone: &Repository) -> Result<String> {
+        let shown = self.commits.iter().map(|id| {
+            let subject = git::subject(&clone.find_commit(*id)?)?;
+            Ok(format!("{} {subject}", short(&id.to_string())))
+        });
+        Ok(shown.collect::<Result<Vec<_>>>()?.join(", "))
+    }
+}
+
 /// One patch of the new series: its number, the patch it replaces if any, and its source if the
 /// branch holds it (otherwise the patch is carried over as it is).
 struct Slot {
@@ -71,9 +102,8 @@ struct Written<'a> {
 /// What happened to one patch, as the summary shows it.
 enum Outcome {
     Unchanged,
-    Written {
-        commits: Vec<(Oid, String)>,
-    },
+    /// From these commits (`Source::shown`), this many.
+    Written(String, usize),
     /// Not on the branch, but its index lines or context moved with a change before it.
     Followed,
     Dropped,
@@ -128,48 +158,24 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let scratch = Scratch::new()?;
     let start = crate::expected::published_tree(&scratch.repo, published)?;
     let known = series::blobs(&scratch.repo, start, &patches)?;
-    let (mut tree, mut written) = (start, Vec::new());
-    for slot in &slots {
-        let (patch, outcome, after) = write_slot(&scratch.repo, &repo, tree, slot, &known)?;
-        tree = after;
-        written.push(Written {
-            slot,
-            patch,
-            outcome,
-        });
-    }
-    let kept: Vec<(Option<String>, Patch)> = written
+    let mut tree = start;
+    let written = slots
         .iter()
-        .filter_map(|w| {
-            Some((
-                w.slot.old.as_ref().map(|p| p.file_name.clone()),
-                w.patch.clone()?,
-            ))
-        })
-        .collect();
-    let retiring = written.iter().filter_map(|w| {
-        let old = w.slot.old.as_ref().filter(|_| w.patch.is_none())?;
-        Some(old.message().map(|message| {
-            let why = format!("dropped by format-patch: {}", message.subject);
-            (
-                old,
-                Retired {
-                    why,
-                    ..Retired::default()
-                },
-            )
-        }))
-    });
-    let retiring = retiring.collect::<Result<Vec<_>>>()?;
+        .map(|slot| write_slot(&scratch.repo, &repo, &mut tree, slot, &known));
+    let written = written.collect::<Result<Vec<_>>>()?;
 
     // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
     // series written back would stop them, so nothing is written. A dropped patch leaves
     // `[builds-on]`: what built on it builds on the base.
-    let dropped: Vec<&str> = retiring.iter().map(|(p, _)| p.number()).collect();
+    let dropped: Vec<&str> = slots
+        .iter()
+        .filter(|s| s.drop)
+        .map(|s| s.number.as_str())
+        .collect();
     let builds_on = stack_file.builds_on_without(&dropped);
-    let patches: Vec<Patch> = kept.iter().map(|(_, patch)| patch.clone()).collect();
-    let all = |_: &Patch| true;
+    let patches: Vec<Patch> = written.iter().filter_map(|w| w.patch.clone()).collect();
     let base = "the published crates";
+    let all = |_: &Patch| true;
     branches::branches(
         &scratch.repo,
         start,
@@ -181,7 +187,18 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     )
     .and_then(branches::Branches::all_made)
     .context("written back, the series would no longer make every branch; patches/ is as it was")?;
-    patches_dir::rewrite(layout, &kept, &retiring)?;
+    let series: Vec<_> = (written.iter())
+        .map(|w| (w.slot.old.as_ref(), w.patch.as_ref()))
+        .collect();
+    let why = "dropped by format-patch".to_string();
+    patches_dir::rewrite(
+        layout,
+        &series,
+        &Retired {
+            why,
+            ..Retired::default()
+        },
+    )?;
 
     record_written(&repo, record, branch, made, tip)?;
     eprint!("{}", summary(&written));
@@ -284,43 +301,48 @@ pub(super) fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<
     Ok(walk.collect::<Result<Vec<_>, _>>()?)
 }
 
-/// One slot's new patch (`None` when dropped), what happened to it, and the tree after it.
-fn write_slot(
+/// One slot written back onto `tree`, which becomes the tree after it.
+fn write_slot<'a>(
     scratch: &Repository,
     clone: &Repository,
-    tree: Oid,
-    slot: &Slot,
+    tree: &mut Oid,
+    slot: &'a Slot,
     known: &[Oid],
-) -> Result<(Option<Patch>, Outcome, Oid)> {
-    let named = |bytes: Vec<u8>| -> Result<Patch> {
+) -> Result<Written<'a>> {
+    let written = |bytes: Vec<u8>, outcome| -> Result<Written<'a>> {
         let subject = series::parse_message(&bytes)?.subject;
         let file_name = series::file_name(slot.number.parse()?, &subject);
-        Ok(Patch { file_name, bytes })
+        let patch = Some(Patch { file_name, bytes });
+        Ok(Written {
+            slot,
+            patch,
+            outcome,
+        })
     };
     let Some(source) = &slot.source else {
-        let old = slot
-            .old
-            .as_ref()
-            .context("a slot with neither patch nor commits")?;
+        let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;
         if slot.drop {
-            return Ok((None, Outcome::Dropped, tree));
+            return Ok(Written {
+                slot,
+                patch: None,
+                outcome: Outcome::Dropped,
+            });
         }
-        let (after, carried) = series::carry(scratch, tree, old, known)?;
-        let (bytes, outcome) = match carried {
+        let (after, carried) = series::carry(scratch, *tree, old, known)?;
+        *tree = after;
+        return match carried {
             Carried::AlreadyThere => bail!(
                 "{}: the patches before it already make its change, which is then empty",
                 old.file_name
             ),
-            Carried::Unchanged => (old.bytes.clone(), Outcome::Unchanged),
-            Carried::Rewritten(bytes) => (bytes, Outcome::Followed),
+            Carried::Unchanged => written(old.bytes.clone(), Outcome::Unchanged),
+            Carried::Rewritten(bytes) => written(bytes, Outcome::Followed),
         };
-        return Ok((Some(named(bytes)?), outcome, after));
     };
-    let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
-    let (onto, tip) = (onto?, tip?);
-    let changes = merge::changes(clone, onto.tree_id(), tip.tree_id())?;
+    let (onto, tip, message) = source.change(clone)?;
+    let changes = merge::changes(clone, onto, tip)?;
     merge::copy_blobs(clone, scratch, &changes)?;
-    let after = match merge::merge(scratch, tree, &changes)? {
+    let after = match merge::merge(scratch, *tree, &changes)? {
         Merged::Tree(after) => after,
         Merged::AlreadyThere => bail!(
             "{} changes nothing that the patches before it do not already change",
@@ -333,38 +355,15 @@ fn write_slot(
             merge::show(&conflicts)
         ),
     };
-    let message = message_of(&clone.find_commit(source.commits[0])?)?;
-    let bytes = series::email_of(scratch, tree, after, &message)?;
-    let unchanged = slot.old.as_ref().is_some_and(|old| old.bytes == bytes);
-    let outcome = match unchanged {
-        true => Outcome::Unchanged,
+    let bytes = series::email_of(scratch, *tree, after, &message)?;
+    *tree = after;
+    match slot.old.as_ref().is_some_and(|old| old.bytes == bytes) {
+        true => written(bytes, Outcome::Unchanged),
         false => {
-            let commits = source
-                .commits
-                .iter()
-                .map(|id| Ok((*id, git::subject(&clone.find_commit(*id)?)?)));
-            Outcome::Written {
-                commits: commits.collect::<Result<_>>()?,
-            }
+            let outcome = Outcome::Written(source.shown(clone)?, source.commits.len());
+            written(bytes, outcome)
         }
-    };
-    Ok((Some(named(bytes)?), outcome, after))
-}
-
-/// A commit's message and author, as the patch that squashes commits from it takes them.
-fn message_of(first: &git2::Commit<'_>) -> Result<Message> {
-    let author = first.author();
-    Ok(Message {
-        author_name: author.name().unwrap_or_default().to_string(),
-        author_email: author.email().unwrap_or_default().to_string(),
-        time: (author.when().seconds(), author.when().offset_minutes()),
-        subject: git::subject(first)?,
-        body: first
-            .body()?
-            .unwrap_or_default()
-            .trim_matches('\n')
-            .to_string(),
-    })
+    }
 }
 
 /// One line per patch: what happened to it.
@@ -381,13 +380,9 @@ fn summary(written: &[Written<'_>]) -> String {
         let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
         match outcome {
             Outcome::Unchanged => unchanged.push(slot.number.clone()),
-            Outcome::Written { commits } => {
+            Outcome::Written(from, commits) => {
                 let new = if old.is_none() { " (new)" } else { "" };
-                let from = commits
-                    .iter()
-                    .map(|(id, subject)| format!("{} {subject}", short(&id.to_string())));
-                let from = from.collect::<Vec<_>>().join(", ");
-                let squashed = match commits.len() {
+                let squashed = match commits {
                     1 => String::new(),
                     n => format!(" ({n} commits, squashed)"),
                 };

@@ -10,8 +10,7 @@ use anyhow::{Context, Result};
 use fs_err as fs;
 use git2::Repository;
 
-use super::{message_of, Slot};
-use crate::git::{self, short};
+use super::Slot;
 use crate::resolutions;
 use crate::series;
 
@@ -36,23 +35,19 @@ pub(super) fn write_back(
     let old = fs::read(&path).with_context(|| {
         format!("the branch was made from {shown}, which is gone: run pr again")
     })?;
-    let [onto, tip] = [source.onto, source.tip].map(|id| clone.find_commit(id));
-    let (onto, tip) = (onto?, tip?);
-    let message = message_of(&clone.find_commit(source.commits[0])?)?;
+    let (onto, tip, message) = source.change(clone)?;
     // The two commits `email_of` makes go to memory, never into the clone.
     let odb = clone.odb()?;
     let memory = odb.add_new_mempack_backend(1000)?;
-    let bytes = series::email_of(clone, onto.tree_id(), tip.tree_id(), &message);
+    let bytes = series::email_of(clone, onto, tip, &message);
     memory.reset()?;
     let bytes = bytes?;
     if bytes == old {
         return Ok(format!("[format-patch] unchanged: {shown}\n"));
     }
     resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
-    let commits = source.commits.iter().map(|id| {
-        let subject = git::subject(&clone.find_commit(*id)?)?;
-        Ok(format!("{} {subject}", short(&id.to_string())))
-    });
-    let commits = commits.collect::<Result<Vec<_>>>()?.join(", ");
-    Ok(format!("[format-patch] {shown} <- {commits}\n"))
+    Ok(format!(
+        "[format-patch] {shown} <- {}\n",
+        source.shown(clone)?
+    ))
 }

@@ -1,7 +1,7 @@
 //! A branch of the whole series written back: its commits matched to the patches.
 //!
 //! Each commit is matched to a patch that no earlier commit took, by the first of `MATCHES`
-//! that finds one; a commit that none matches is a new patch. Then each of `RULES` may refuse
+//! that finds one; a commit that none matches is a new patch. Then each of three rules may refuse
 //! the branch, saying how to fix it, since writing it back would lose or renumber a patch.
 
 use anyhow::{bail, ensure, Result};
@@ -30,11 +30,6 @@ struct Matching<'a> {
     drop: &'a [String],
     commits: Vec<(Oid, Option<usize>)>,
 }
-
-/// A rule a branch of the whole series must keep: why it refuses the branch, if it does.
-type Rule = fn(&Matching) -> Result<Option<String>>;
-
-const RULES: [Rule; 3] = [every_patch_kept, patches_in_order, new_patches_last];
 
 pub(super) fn whole_series(
     repo: &Repository,
@@ -83,11 +78,9 @@ pub(super) fn whole_series(
         drop: &options.drop,
         commits: matched,
     };
-    for rule in RULES {
-        if let Some(why) = rule(&matching)? {
-            bail!(why);
-        }
-    }
+    every_patch_kept(&matching)?;
+    patches_in_order(&matching)?;
+    new_patches_last(&matching)?;
     // Each patch from its commit, or dropped; then the new ones, each taking the next number.
     let source = |id: Oid| -> Result<Source> {
         let onto = repo.find_commit(id)?.parent_id(0)?;
@@ -129,16 +122,17 @@ fn key(repo: &Repository, commit: &Commit) -> Result<Key> {
 }
 
 /// Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
-fn every_patch_kept(m: &Matching) -> Result<Option<String>> {
-    let kept = |i: &usize| m.commits.iter().any(|(_, found)| *found == Some(*i));
-    let dropped = |p: &&Patch| m.drop.iter().any(|n| n == p.number());
-    let lost: Vec<&Patch> = (0..m.patches.len())
-        .filter(|i| !kept(i))
-        .map(|i| &m.patches[i])
-        .filter(|p| !dropped(p))
-        .collect();
+fn every_patch_kept(m: &Matching) -> Result<()> {
+    let kept = |i| m.commits.iter().any(|(_, found)| *found == Some(i));
+    let dropped = |p: &Patch| m.drop.iter().any(|n| n == p.number());
+    let lost = m
+        .patches
+        .iter()
+        .enumerate()
+        .filter(|&(i, p)| !kept(i) && !dropped(p));
+    let lost: Vec<&Patch> = lost.map(|(_, p)| p).collect();
     if lost.is_empty() {
-        return Ok(None);
+        return Ok(());
     }
     let (branch, base) = (m.branch, m.base);
     let names: String = lost
@@ -150,43 +144,45 @@ fn every_patch_kept(m: &Matching) -> Result<Option<String>> {
         _ => ("these patches", "them"),
     };
     let numbers: Vec<&str> = lost.iter().map(|p| p.number()).collect();
-    Ok(Some(format!(
+    bail!(
         "`{branch}` holds {} on `{base}` and none of them is {these}:{names}\nwriting it back \
          would drop {them}; if `{branch}` is a branch pr made for one patch, its record in {} is \
          missing (run `cargo xtask pr --force-branch` again); to drop them, pass --drop {}",
         m.commits.len(),
         record::path(m.repo).display(),
         numbers.join(",")
-    )))
+    )
 }
 
 /// The patches' commits come in the patches' order, since the numbers are the order the series
 /// applies in.
-fn patches_in_order(m: &Matching) -> Result<Option<String>> {
+fn patches_in_order(m: &Matching) -> Result<()> {
     let found: Vec<usize> = m.commits.iter().filter_map(|(_, found)| *found).collect();
     let Some(pair) = found.windows(2).find(|pair| pair[1] < pair[0]) else {
-        return Ok(None);
+        return Ok(());
     };
     let (before, after) = (&m.patches[pair[0]], &m.patches[pair[1]]);
-    Ok(Some(format!(
+    bail!(
         "`{}` puts {} after {}: the numbers are the order the series applies in; put the \
          commits back in that order",
-        m.branch, before.file_name, after.file_name
-    )))
+        m.branch,
+        before.file_name,
+        after.file_name
+    )
 }
 
 /// A new commit comes after every patch's commit, since a new patch takes the next free number.
-fn new_patches_last(m: &Matching) -> Result<Option<String>> {
-    let Some(new) = m.commits.iter().position(|(_, found)| found.is_none()) else {
-        return Ok(None);
-    };
+fn new_patches_last(m: &Matching) -> Result<()> {
+    let new = m.commits.iter().position(|(_, found)| found.is_none());
+    let Some(new) = new else { return Ok(()) };
     let Some(index) = m.commits[new..].iter().find_map(|(_, found)| *found) else {
-        return Ok(None);
+        return Ok(());
     };
     let subject = git::subject(&m.repo.find_commit(m.commits[new].0)?)?;
-    Ok(Some(format!(
+    bail!(
         "`{}` has a new commit ({subject}) before {}: a new patch takes the next free number, \
          so its commit goes last on the branch",
-        m.branch, m.patches[index].file_name
-    )))
+        m.branch,
+        m.patches[index].file_name
+    )
 }
