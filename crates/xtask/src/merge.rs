@@ -12,7 +12,7 @@ pub struct FileChange {
     pub before: Option<Oid>,
     pub after: Option<Oid>,
     /// The mode the file has after the change (a plain or an executable file).
-    pub mode: i32,
+    pub mode: FileMode,
 }
 
 /// A file whose change does not merge into the tree: its path, and the conflicting lines, with
@@ -44,7 +44,10 @@ pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<FileChange>>
             path: path.to_string_lossy().into_owned(),
             before: present(delta.old_file()),
             after: present(delta.new_file()),
-            mode: u32::from(delta.new_file().mode()) as i32,
+            mode: match delta.new_file().mode() {
+                FileMode::BlobExecutable => FileMode::BlobExecutable,
+                _ => FileMode::Blob,
+            },
         })
     });
     changes.collect()
@@ -111,7 +114,7 @@ pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Mer
             }
         };
         match merged {
-            Some(blob) => update.upsert(path, blob, mode(change.mode)),
+            Some(blob) => update.upsert(path, blob, change.mode),
             None => update.remove(path),
         };
         changed = true;
@@ -139,19 +142,12 @@ fn input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
     input
 }
 
-fn mode(raw: i32) -> FileMode {
-    match raw {
-        0o100755 => FileMode::BlobExecutable,
-        _ => FileMode::Blob,
-    }
-}
-
 /// The first conflict of a merged file: git's markers, and up to `SHOWN` lines of each side with
 /// the number of lines left out.
 fn conflicting_lines(content: &[u8]) -> String {
     const SHOWN: usize = 8;
     let text = String::from_utf8_lossy(content);
-    let mut lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
+    let lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
     let mut shown = Vec::new();
     let mut side: Vec<&str> = Vec::new();
     let flush = |side: &mut Vec<&str>, shown: &mut Vec<String>| {
@@ -161,8 +157,10 @@ fn conflicting_lines(content: &[u8]) -> String {
         }
         side.clear();
     };
-    for line in lines.by_ref() {
-        if line.starts_with("<<<<<<<") || line.starts_with("=======") || line.starts_with(">>>>>>>")
+    for line in lines {
+        if ["<<<<<<<", "=======", ">>>>>>>"]
+            .iter()
+            .any(|m| line.starts_with(m))
         {
             flush(&mut side, &mut shown);
             shown.push(format!("    | {line}"));

@@ -11,7 +11,7 @@ use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::branches::{Rewrite, StackFile};
-use crate::series::Patch;
+use crate::series::{self, Patch};
 
 /// The folder of the resolutions for `[base."<name>"]`.
 pub fn dir(patches_dir: &Path, name: &str) -> PathBuf {
@@ -124,14 +124,8 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
     let mut blobs = Vec::new();
     for patch in found.iter().flat_map(|r| &r.patches) {
         // One that does not apply as written goes through the usual three-way path and its error.
-        let Ok(after) = crate::series::apply(repo, tree, patch) else {
-            continue;
-        };
-        let after = repo.find_tree(after)?;
-        for path in crate::git::paths(&patch.diff()?) {
-            if let Ok(entry) = after.get_path(path) {
-                blobs.push(entry.id());
-            }
+        if let Ok(known) = series::blobs(repo, tree, std::slice::from_ref(patch)) {
+            blobs.extend(known);
         }
     }
     Ok(blobs)
@@ -142,11 +136,8 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
 pub fn resolve<'a>(patch: &'a Patch, found: &'a [Resolutions]) -> (&'a Patch, Option<&'a str>) {
     let taken = found
         .iter()
-        .find_map(|r| Some((r.of(patch)?, r.name.as_str())));
-    match taken {
-        Some((resolution, name)) => (resolution, Some(name)),
-        None => (patch, None),
-    }
+        .find_map(|r| Some((r.of(patch)?, Some(r.name.as_str()))));
+    taken.unwrap_or((patch, None))
 }
 
 /// Writes `bytes` into the resolution `file_name` of `[base."<name>"]`, whole or not at all.

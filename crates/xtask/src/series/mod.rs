@@ -107,18 +107,12 @@ pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
         // The first line that differs, marked `>` on both sides.
         let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i].as_str()));
         let differs = differs.unwrap_or(expected.len());
-        let show = |(i, line): (usize, &str)| match i == differs {
-            true => format!("\n    > {line}"),
-            false => format!("\n    | {line}"),
-        };
-        let line = start + 1;
-        let first = line + differs;
-        let expected = expected.iter().map(String::as_str).enumerate().map(show);
-        let (expected, found) = (
-            expected.collect::<String>(),
-            found.into_iter().enumerate().map(show),
-        );
-        let found = found.collect::<String>();
+        let mark = |i| if i == differs { '>' } else { '|' };
+        let show = |(i, line): (usize, &str)| format!("\n    {} {line}", mark(i));
+        let (line, first) = (start + 1, start + 1 + differs);
+        let expected = expected.iter().map(String::as_str).enumerate();
+        let expected: String = expected.map(show).collect();
+        let found: String = found.into_iter().enumerate().map(show).collect();
         Ok(format!(
             "{file}: hunk {number} ({header}) differs first at line {first} (>); it expected, \
              from line {line}:{expected}\nbut the file has:{found}"
@@ -250,12 +244,11 @@ pub fn apply_three_way(
         let (Some(before), Some(after)) = (find(&line.before), find(&line.after)) else {
             return Err(strict);
         };
-        let mode = if after.is_some() { 0o100644 } else { 0 };
         changes.push(merge::FileChange {
             path: line.path,
             before,
             after,
-            mode,
+            mode: git2::FileMode::Blob,
         });
     }
     match merge::merge(repo, tree, &changes)? {
