@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::branches::{self, Retired};
+use crate::branches::{self, Retired, StackFile};
 use crate::git::{self, short};
 use crate::merge::{self, Merged};
 use crate::patches_dir;
@@ -132,95 +132,25 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let patches = series::load(&dir)?;
     let stack_file = branches::read(&dir)?;
     let tip = git::resolve(&repo, branch)?;
-    let record = record::read(&repo)?;
+    let mut record = record::read(&repo)?;
     let made = record.branches.get(branch.as_str()).cloned();
-    let slots = match made
-        .as_ref()
-        .and_then(|made| Some((made.patch.clone()?, made.tip)))
-    {
-        Some((number, made)) => one_patch(&repo, options, &patches, &number, made, tip)?,
+    let slots = match made.as_ref().and_then(|m| Some((m.patch.as_ref()?, m.tip))) {
+        Some((number, made)) => one_patch(&repo, options, &patches, number, made, tip)?,
         None => series_branch::whole_series(&repo, options, &patches, &stack_file, tip)?,
     };
     // A branch made from a resolution goes back into it, and the series stays as it is.
-    if let Some((made, name)) = made
-        .as_ref()
-        .and_then(|m| Some((m, m.resolution.as_ref()?)))
-    {
-        let said = resolution::write_back(&dir, &repo, name, &slots)?;
-        record_written(&repo, record, branch, Some(made.clone()), tip)?;
-        eprint!("{said}");
-        eprintln!("now run `cargo xtask check`");
-        return Ok(());
-    }
-
-    // The series again, on the published crates: the old one first, whose blobs the index lines
-    // of the patches carried over name, then the new one.
-    let scratch = Scratch::new()?;
-    let start = crate::expected::published_tree(&scratch.repo, published)?;
-    let known = series::blobs(&scratch.repo, start, &patches)?;
-    let mut tree = start;
-    let written = slots
-        .iter()
-        .map(|slot| write_slot(&scratch.repo, &repo, &mut tree, slot, &known));
-    let written = written.collect::<Result<Vec<_>>>()?;
-
-    // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
-    // series written back would stop them, so nothing is written. A dropped patch leaves
-    // `[builds-on]`: what built on it builds on the base.
-    let dropped: Vec<&str> = slots
-        .iter()
-        .filter(|s| s.drop)
-        .map(|s| s.number.as_str())
-        .collect();
-    let builds_on = stack_file.builds_on_without(&dropped);
-    let patches: Vec<Patch> = written.iter().filter_map(|w| w.patch.clone()).collect();
-    let base = "the published crates";
-    let all = |_: &Patch| true;
-    branches::branches(
-        &scratch.repo,
-        start,
-        base,
-        &patches,
-        &builds_on,
-        &all,
-        &Default::default(),
-    )
-    .and_then(branches::Branches::all_made)
-    .context("written back, the series would no longer make every branch; patches/ is as it was")?;
-    let series: Vec<_> = (written.iter())
-        .map(|w| (w.slot.old.as_ref(), w.patch.as_ref()))
-        .collect();
-    let why = "dropped by format-patch".to_string();
-    patches_dir::rewrite(
-        layout,
-        &series,
-        &Retired {
-            why,
-            ..Retired::default()
-        },
-    )?;
-
-    record_written(&repo, record, branch, made, tip)?;
-    eprint!("{}", summary(&written));
-    eprintln!("now run `cargo xtask vendor`, then `cargo xtask check`");
-    Ok(())
-}
-
-/// Records in the clone that `branch`'s commits up to `tip` are in `patches/` now, so that
-/// `pr --force-branch` may move it again.
-fn record_written(
-    repo: &Repository,
-    mut record: record::Record,
-    branch: &str,
-    made: Option<record::Made>,
-    tip: Oid,
-) -> Result<()> {
-    let written_back = match made {
+    let said = match made.as_ref().and_then(|m| m.resolution.as_ref()) {
+        Some(name) => resolution::write_back(&dir, &repo, name, &slots)?,
+        None => write_series(layout, published, &repo, &patches, &stack_file, &slots)?,
+    };
+    // The clone's record: `branch`'s commits up to `tip` are in `patches/` now, so that
+    // `pr --force-branch` may move it again. Those of a branch `pr` did not make are in
+    // patches/ from now on all the same.
+    let written = match made {
         Some(made) => record::Made {
             written: Some(tip),
             ..made
         },
-        // Not a branch `pr` made: its commits are in patches/ from now on all the same.
         None => record::Made {
             patch: None,
             resolution: None,
@@ -228,8 +158,56 @@ fn record_written(
             written: None,
         },
     };
-    record.branches.insert(branch.to_string(), written_back);
-    record::write(repo, &record)
+    record.branches.insert(branch.to_string(), written);
+    record::write(&repo, &record)?;
+    eprint!("{said}");
+    Ok(())
+}
+
+/// `slots` written back into `patches/` as the series rebuilt on the crates `published`, unless
+/// that would stop a branch or point. Returns the summary, and what to run next.
+fn write_series(
+    layout: &Layout,
+    published: &[Published],
+    clone: &Repository,
+    patches: &[Patch],
+    stack_file: &StackFile,
+    slots: &[Slot],
+) -> Result<String> {
+    // The series again, on the published crates: the old one first, whose blobs the index lines
+    // of the patches carried over name, then the new one.
+    let scratch = Scratch::new()?;
+    let repo = &scratch.repo;
+    let start = crate::expected::published_tree(repo, published)?;
+    let known = series::blobs(repo, start, patches)?;
+    let mut tree = start;
+    let written = slots
+        .iter()
+        .map(|slot| write_slot(repo, clone, &mut tree, slot, &known));
+    let written = written.collect::<Result<Vec<_>>>()?;
+
+    // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
+    // series written back would stop them, so nothing is written. A dropped patch leaves
+    // `[builds-on]`: what built on it builds on the base.
+    let dropped = slots.iter().filter(|s| s.drop).map(|s| s.number.as_str());
+    let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
+    let new: Vec<Patch> = written.iter().filter_map(|w| w.patch.clone()).collect();
+    let base = "the published crates";
+    let (all, upstream) = (|_: &Patch| true, Default::default());
+    branches::branches(repo, start, base, &new, &builds_on, &all, &upstream)
+        .and_then(branches::Branches::all_made)
+        .context(
+            "written back, the series would no longer make every branch; patches/ is as it was",
+        )?;
+    let series = written
+        .iter()
+        .map(|w| (w.slot.old.as_ref(), w.patch.as_ref()));
+    let retired = Retired {
+        why: "dropped by format-patch".to_string(),
+        ..Retired::default()
+    };
+    patches_dir::rewrite(layout, &series.collect::<Vec<_>>(), &retired)?;
+    Ok(summary(&written) + "now run `cargo xtask vendor`, then `cargo xtask check`\n")
 }
 
 /// The branch `pr` made for patch `number`: its commits above the commit `pr` built it on.
@@ -251,17 +229,12 @@ fn one_patch(
         "`{branch}` proposes {number}, which is no patch in patches/ now"
     );
     // The commit `pr` built the branch on; after `git rebase` onto a newer base, that base.
-    let recorded = repo
-        .find_commit(made)
-        .ok()
-        .map(|c| c.parent_id(0))
-        .transpose()?;
+    let recorded = repo.find_commit(made).ok().map(|c| c.parent_id(0));
     let base = git::resolve(repo, &options.base).ok();
-    let candidates = recorded
-        .into_iter()
-        .chain(base.map(|b| repo.merge_base(b, tip)).transpose()?);
+    let rebased = base.map(|b| repo.merge_base(b, tip));
+    let candidates = [recorded.transpose()?, rebased.transpose()?];
     let mut onto = None;
-    for candidate in candidates {
+    for candidate in candidates.into_iter().flatten() {
         if candidate == tip || repo.graph_descendant_of(tip, candidate)? {
             onto = Some(candidate);
             break;
@@ -279,17 +252,15 @@ fn one_patch(
         !commits.is_empty(),
         "`{branch}` has no commit above the one it was made on"
     );
-    let source = Source { commits, onto, tip };
+    // Its patch's slot takes the commits; the others carry their patches over.
+    let mut source = Some(Source { commits, onto, tip });
     let slots = patches.iter().map(|patch| Slot {
         number: patch.number().to_string(),
         old: Some(patch.clone()),
-        source: None,
+        source: source.take_if(|_| patch.number() == number),
         drop: false,
     });
-    let mut slots: Vec<Slot> = slots.collect();
-    let slot = slots.iter_mut().find(|s| s.number == number);
-    slot.context("no slot for the patch")?.source = Some(source);
-    Ok(slots)
+    Ok(slots.collect())
 }
 
 /// The commits reachable from `tip` and not from `onto`, oldest first.
@@ -370,16 +341,11 @@ fn write_slot<'a>(
 fn summary(written: &[Written<'_>]) -> String {
     let mut lines = String::new();
     let mut unchanged = Vec::new();
-    for Written {
-        slot,
-        patch,
-        outcome,
-    } in written
-    {
-        let old = slot.old.as_ref();
-        let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
-        match outcome {
-            Outcome::Unchanged => unchanged.push(slot.number.clone()),
+    for written in written {
+        let old = written.slot.old.as_ref();
+        let name = (written.patch.as_ref().or(old)).map_or("", |p| p.file_name.as_str());
+        match &written.outcome {
+            Outcome::Unchanged => unchanged.push(written.slot.number.as_str()),
             Outcome::Written(from, commits) => {
                 let new = if old.is_none() { " (new)" } else { "" };
                 let squashed = match commits {

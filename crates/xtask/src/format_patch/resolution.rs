@@ -15,21 +15,19 @@ use crate::resolutions;
 use crate::series;
 
 /// Writes the branch's change, the one slot with commits, into its resolution for `[base.name]`
-/// in `patches_dir`, leaving every other file as it is. Returns the summary's line.
+/// in `patches_dir`, leaving every other file as it is. Returns the summary's line, and what to
+/// run next.
 pub(super) fn write_back(
     patches_dir: &Path,
     clone: &Repository,
     name: &str,
     slots: &[Slot],
 ) -> Result<String> {
-    let (slot, source) = slots
+    let found = slots
         .iter()
-        .find_map(|slot| Some((slot, slot.source.as_ref()?)))
-        .context("a branch of one patch without its commits")?;
-    let patch = slot
-        .old
-        .as_ref()
-        .context("a branch for a patch not in patches/")?;
+        .find_map(|slot| Some((slot, slot.source.as_ref()?)));
+    let (slot, source) = found.context("a branch of one patch without its commits")?;
+    let patch = (slot.old.as_ref()).context("a branch for a patch not in patches/")?;
     let shown = format!("patches/on-{name}/{}", patch.file_name);
     let path = resolutions::dir(patches_dir, name).join(&patch.file_name);
     let old = fs::read(&path).with_context(|| {
@@ -42,12 +40,14 @@ pub(super) fn write_back(
     let bytes = series::email_of(clone, onto, tip, &message);
     memory.reset()?;
     let bytes = bytes?;
-    if bytes == old {
-        return Ok(format!("[format-patch] unchanged: {shown}\n"));
-    }
-    resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
+    let said = match bytes == old {
+        true => format!("unchanged: {shown}"),
+        false => {
+            resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
+            format!("{shown} <- {}", source.shown(clone)?)
+        }
+    };
     Ok(format!(
-        "[format-patch] {shown} <- {}\n",
-        source.shown(clone)?
+        "[format-patch] {said}\nnow run `cargo xtask check`\n"
     ))
 }

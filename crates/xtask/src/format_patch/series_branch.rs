@@ -5,7 +5,7 @@
 //! the branch, saying how to fix it, since writing it back would lose or renumber a patch.
 
 use anyhow::{bail, ensure, Result};
-use git2::{Commit, Oid, Repository};
+use git2::{Oid, Repository};
 
 use super::{commits_between, Options, Slot, Source};
 use crate::branches::StackFile;
@@ -23,11 +23,9 @@ const MATCHES: [fn(&Key, &Key) -> bool; 2] = [|a, b| a.0 == b.0, |a, b| a.1 == b
 /// The branch as matched: its commits, oldest first, each with its patch's position in
 /// `patches`, if it has one.
 struct Matching<'a> {
-    branch: &'a str,
-    base: &'a str,
+    options: &'a Options,
     repo: &'a Repository,
     patches: &'a [Patch],
-    drop: &'a [String],
     commits: Vec<(Oid, Option<usize>)>,
 }
 
@@ -61,7 +59,9 @@ pub(super) fn whole_series(
             commit.parent_count() == 1,
             "{id} is a merge: rebase `{branch}` onto `{base}` first"
         );
-        let key = key(repo, &commit)?;
+        let (parent, tree) = (commit.parent(0)?.tree()?, commit.tree()?);
+        let diff = repo.diff_tree_to_tree(Some(&parent), Some(&tree), None)?;
+        let key = (diff.patchid(None)?, git::subject(&commit)?);
         let free = |i: &usize| !matched.iter().any(|(_, m)| *m == Some(*i));
         let found = MATCHES.iter().find_map(|same| {
             (0..patches.len())
@@ -71,11 +71,9 @@ pub(super) fn whole_series(
         matched.push((id, found));
     }
     let matching = Matching {
-        branch,
-        base,
+        options,
         repo,
         patches,
-        drop: &options.drop,
         commits: matched,
     };
     every_patch_kept(&matching)?;
@@ -114,31 +112,18 @@ pub(super) fn whole_series(
     Ok(slots)
 }
 
-/// A commit's change and subject.
-fn key(repo: &Repository, commit: &Commit) -> Result<Key> {
-    let (parent, tree) = (commit.parent(0)?.tree()?, commit.tree()?);
-    let diff = repo.diff_tree_to_tree(Some(&parent), Some(&tree), None)?;
-    Ok((diff.patchid(None)?, git::subject(commit)?))
-}
-
 /// Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
 fn every_patch_kept(m: &Matching) -> Result<()> {
     let kept = |i| m.commits.iter().any(|(_, found)| *found == Some(i));
-    let dropped = |p: &Patch| m.drop.iter().any(|n| n == p.number());
-    let lost = m
-        .patches
-        .iter()
-        .enumerate()
-        .filter(|&(i, p)| !kept(i) && !dropped(p));
-    let lost: Vec<&Patch> = lost.map(|(_, p)| p).collect();
+    let dropped = |p: &&Patch| m.options.drop.iter().any(|n| n == p.number());
+    let lost = m.patches.iter().enumerate().filter(|&(i, _)| !kept(i));
+    let lost: Vec<&Patch> = lost.map(|(_, p)| p).filter(|p| !dropped(p)).collect();
     if lost.is_empty() {
         return Ok(());
     }
-    let (branch, base) = (m.branch, m.base);
-    let names: String = lost
-        .iter()
-        .map(|p| format!("\n    {}", p.file_name))
-        .collect();
+    let (branch, base) = (&m.options.branch, &m.options.base);
+    let names = lost.iter().map(|p| format!("\n    {}", p.file_name));
+    let names = names.collect::<String>();
     let (these, them) = match lost.len() {
         1 => ("this patch", "it"),
         _ => ("these patches", "them"),
@@ -165,7 +150,7 @@ fn patches_in_order(m: &Matching) -> Result<()> {
     bail!(
         "`{}` puts {} after {}: the numbers are the order the series applies in; put the \
          commits back in that order",
-        m.branch,
+        m.options.branch,
         before.file_name,
         after.file_name
     )
@@ -182,7 +167,7 @@ fn new_patches_last(m: &Matching) -> Result<()> {
     bail!(
         "`{}` has a new commit ({subject}) before {}: a new patch takes the next free number, \
          so its commit goes last on the branch",
-        m.branch,
+        m.options.branch,
         m.patches[index].file_name
     )
 }
