@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::fsutil::read_if_exists;
@@ -68,65 +68,52 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
         let Some(table) = item.as_table_like() else {
             bail!("{shown}: `{key}` must be a table, [builds-on], [carried], [retired] or [base]");
         };
-        match key {
-            "builds-on" => {
-                for (patch, parent) in table.iter() {
-                    let Some(parent) = parent.as_str().filter(|parent| *parent < patch) else {
+        ensure!(
+            ["builds-on", "carried", "retired", "base"].contains(&key),
+            "{shown}: unknown table [{key}]: use [builds-on], [carried], [retired] or [base]"
+        );
+        for (name, value) in table.iter() {
+            let entry = match key {
+                "base" => format!("base.\"{name}\""),
+                _ => format!("{key}.{name}"),
+            };
+            let text = |field: &str| Some(value.get(field)?.as_str()?.to_string());
+            let needed = |field: &str| {
+                let needs = || format!("{shown}: [{entry}] needs `{field} = \"...\"`");
+                text(field).with_context(needs)
+            };
+            match key {
+                "builds-on" => {
+                    let Some(parent) = value.as_str().filter(|parent| *parent < name) else {
                         bail!(
-                            "{shown}: [builds-on] `{patch}` must name an earlier patch's number, \
+                            "{shown}: [builds-on] `{name}` must name an earlier patch's number, \
                              as in \"0001\""
                         );
                     };
-                    file.builds_on.insert(patch.into(), parent.into());
+                    file.builds_on.insert(name.into(), parent.into());
                 }
-            }
-            "carried" => {
-                for (patch, value) in table.iter() {
-                    let why = needed(&shown, &format!("carried.{patch}"), value, "why")?;
-                    let upstream = field_text(value, "upstream");
-                    file.carried.insert(patch.into(), Carried { why, upstream });
+                "carried" => {
+                    let (why, upstream) = (needed("why")?, text("upstream"));
+                    file.carried.insert(name.into(), Carried { why, upstream });
                 }
-            }
-            "retired" => {
-                for (patch, value) in table.iter() {
+                "retired" => {
                     let retired = Retired {
-                        why: needed(&shown, &format!("retired.{patch}"), value, "why")?,
-                        version: field_text(value, "version"),
-                        commit: field_text(value, "commit"),
-                        pull: field_text(value, "pull"),
+                        why: needed("why")?,
+                        version: text("version"),
+                        commit: text("commit"),
+                        pull: text("pull"),
                     };
-                    file.retired.insert(patch.into(), retired);
+                    file.retired.insert(name.into(), retired);
                 }
-            }
-            "base" => {
-                for (name, value) in table.iter() {
-                    let entry = format!("base.\"{name}\"");
-                    let field = |field: &str| needed(&shown, &entry, value, field);
-                    let (why, path, holds) = (field("why")?, field("path")?, field("holds")?);
+                // `base`, the last of the tables.
+                _ => {
+                    let (why, path, holds) = (needed("why")?, needed("path")?, needed("holds")?);
                     file.bases.insert(name.into(), Rewrite { why, path, holds });
                 }
             }
-            _ => bail!(
-                "{shown}: unknown table [{key}]: use [builds-on], [carried], [retired] or [base]"
-            ),
         }
     }
     Ok(file)
-}
-
-/// The text of the field `name` of a `stack.toml` entry, if it has one.
-fn field_text(value: &toml_edit::Item, name: &str) -> Option<String> {
-    value.get(name).and_then(|v| v.as_str()).map(str::to_string)
-}
-
-/// The text of the field `name` of the entry `[entry]` of `shown`, or an error that names both.
-fn needed(
-    shown: &impl std::fmt::Display,
-    entry: &str,
-    value: &toml_edit::Item,
-    name: &str,
-) -> Result<String> {
-    field_text(value, name).with_context(|| format!("{shown}: [{entry}] needs `{name} = \"...\"`"))
 }
 
 impl StackFile {
@@ -140,26 +127,17 @@ impl StackFile {
     /// `[builds-on]` less every entry that names one of `numbers`, as `retire` leaves it.
     pub fn builds_on_without(&self, numbers: &[&str]) -> BTreeMap<String, String> {
         let named = |n: &String| numbers.contains(&n.as_str());
-        let entries = self
-            .builds_on
-            .iter()
-            .filter(|(patch, parent)| !named(patch) && !named(parent));
-        entries
-            .map(|(patch, parent)| (patch.clone(), parent.clone()))
-            .collect()
+        let mut builds_on = self.builds_on.clone();
+        builds_on.retain(|patch, parent| !named(patch) && !named(parent));
+        builds_on
     }
 
     /// The number a new patch takes: one past every patch's and every retired one's.
     pub fn next_number(&self, patches: &[Patch]) -> String {
-        let numbers = patches
-            .iter()
-            .map(|p| p.number())
-            .chain(self.retired.keys().map(|k| &**k));
-        let last = numbers
-            .filter_map(|n| n.parse::<u32>().ok())
-            .max()
-            .unwrap_or(0);
-        format!("{:04}", last + 1)
+        let numbers = patches.iter().map(Patch::number);
+        let numbers = numbers.chain(self.retired.keys().map(String::as_str));
+        let last = numbers.filter_map(|n| n.parse::<u32>().ok()).max();
+        format!("{:04}", last.unwrap_or(0) + 1)
     }
 
     /// Fails on a number that names no patch of `patches`, and on a proposed patch that builds
@@ -171,16 +149,15 @@ impl StackFile {
         if let Some(number) = named.into_iter().find(|n| !known(n)) {
             bail!("patches/stack.toml names {number}, which is no patch in patches/");
         }
-        if let Some(patch) = patches
+        let retired = patches
             .iter()
-            .find(|p| self.retired.contains_key(p.number()))
-        {
+            .find(|p| self.retired.contains_key(p.number()));
+        if let Some(patch) = retired {
+            let number = patch.number();
             bail!(
-                "{} takes the number {}, which patches/stack.toml retired ([retired.{}]): give \
-                 it the next free number, {}",
+                "{} takes the number {number}, which patches/stack.toml retired \
+                 ([retired.{number}]): give it the next free number, {}",
                 patch.file_name,
-                patch.number(),
-                patch.number(),
                 self.next_number(patches)
             );
         }
@@ -203,10 +180,11 @@ pub(crate) fn retire(text: &str, retiring: &[(&Patch, Retired)]) -> Result<Strin
     let mut document: DocumentMut = text.parse().context("patches/stack.toml is not TOML")?;
     for (patch, retired) in retiring {
         let number = patch.number();
-        if let Some(table) = document
-            .get_mut("builds-on")
-            .and_then(Item::as_table_like_mut)
-        {
+        // Its entries go: in `[builds-on]` where it is the key or the value, in `[carried]` where it
+        // is the key (whose value is a table).
+        for name in ["builds-on", "carried"] {
+            let table = document.get_mut(name).and_then(Item::as_table_like_mut);
+            let Some(table) = table else { continue };
             let named = table
                 .iter()
                 .filter(|(key, value)| *key == number || value.as_str() == Some(number));
@@ -214,12 +192,6 @@ pub(crate) fn retire(text: &str, retiring: &[(&Patch, Retired)]) -> Result<Strin
             for key in named {
                 table.remove(&key);
             }
-        }
-        if let Some(table) = document
-            .get_mut("carried")
-            .and_then(Item::as_table_like_mut)
-        {
-            table.remove(number);
         }
         let table = document.entry("retired").or_insert_with(|| {
             let mut table = Table::new();
@@ -302,17 +274,14 @@ impl Branches {
     /// Fails on the first conflict, for the callers whose base every patch must go onto: the
     /// published crates, which the series is written for.
     pub(crate) fn all_made(self) -> Result<Self> {
-        match self.stopped.first() {
-            Some(Stopped {
-                why: Stop::Conflict(conflict),
-                ..
-            }) => bail!("{conflict}"),
-            Some(Stopped {
-                patch,
-                why: Stop::Carried,
-            }) => bail!("{} does not apply", patch.file_name),
-            Some(Stopped { patch, .. }) => bail!("{} got no branch", patch.file_name),
-            None => Ok(self),
+        let Some(stopped) = self.stopped.first() else {
+            return Ok(self);
+        };
+        let file = &stopped.patch.file_name;
+        match &stopped.why {
+            Stop::Conflict(conflict) => bail!("{conflict}"),
+            Stop::Carried => bail!("{file} does not apply"),
+            Stop::BuildsOn(_) => bail!("{file} got no branch"),
         }
     }
 }
