@@ -2,6 +2,7 @@
 //! swapped in, and never over changes that are not committed.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{ensure, Context, Result};
 use fs_err as fs;
@@ -49,57 +50,50 @@ pub(crate) fn rewrite(
     let temp = temp_in(&layout.root, "patches")?;
     let new = temp.path().join("patches");
     fs::create_dir(&new)?;
-    let (mut renamed, mut resolutions) = (BTreeMap::new(), BTreeMap::new());
-    let mut retiring = Vec::new();
+    // Where the notes and resolutions of each old patch go: to the new patch's name, or nowhere
+    // (`None`) when it retires. A resolution keeps the file name of its patch.
+    let (mut moved, mut retiring) = (BTreeMap::new(), Vec::new());
     for &(old, patch) in series {
-        match (old, patch) {
-            (old, Some(patch)) => {
-                fs::write(new.join(&patch.file_name), &patch.bytes)?;
-                if let Some(old) = old {
-                    let notes = notes::file_name(&old.file_name);
-                    renamed.insert(notes, notes::file_name(&patch.file_name));
-                    resolutions.insert(old.file_name.clone(), patch.file_name.clone());
-                }
-            }
-            (Some(old), None) => {
-                let why = format!("{}: {}", retired.why, old.message()?.subject);
-                let retired = Retired {
-                    why,
-                    ..retired.clone()
-                };
-                retiring.push((old, retired));
-            }
-            (None, None) => {}
+        if let Some(patch) = patch {
+            fs::write(new.join(&patch.file_name), &patch.bytes)?;
+        }
+        let Some(old) = old else { continue };
+        let name = patch.map(|p| p.file_name.as_str());
+        moved.insert(old.file_name.clone(), name.map(str::to_string));
+        moved.insert(notes::file_name(&old.file_name), name.map(notes::file_name));
+        if patch.is_none() {
+            let mut its = retired.clone();
+            its.why = format!("{}: {}", retired.why, old.message()?.subject);
+            retiring.push((old, its));
         }
     }
+    let copy = |from: &Path, to: &Path, name: String| -> Result<()> {
+        let target = match moved.get(&name) {
+            Some(None) => return Ok(()),
+            Some(Some(target)) => target,
+            None => &name,
+        };
+        fs::copy(from.join(&name), to.join(target))?;
+        Ok(())
+    };
     let listing = fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
     for entry in listing? {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        let gone = retiring
-            .iter()
-            .any(|(p, _)| notes::file_name(&p.file_name) == name);
-        if name.starts_with("on-") && dir.join(&name).is_dir() {
-            // A resolution keeps the file name of its patch, and leaves with it.
+        let folder = dir.join(&name);
+        if name.starts_with("on-") && folder.is_dir() {
             fs::create_dir(new.join(&name))?;
-            for entry in fs::read_dir(dir.join(&name))? {
+            for entry in fs::read_dir(&folder)? {
                 let file = entry?.file_name().to_string_lossy().into_owned();
-                if retiring.iter().any(|(p, _)| p.file_name == file) {
-                    continue;
-                }
-                let target = resolutions.get(&file).unwrap_or(&file);
-                fs::copy(dir.join(&name).join(&file), new.join(&name).join(target))?;
+                copy(&folder, &new.join(&name), file)?;
             }
-        } else if !name.ends_with(".patch") && !gone {
-            let target = renamed.get(&name).unwrap_or(&name);
-            fs::copy(dir.join(&name), new.join(target))?;
+        } else if !name.ends_with(".patch") {
+            copy(&dir, &new, name)?;
         }
     }
     if !retiring.is_empty() {
         let stack = read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
-        fs::write(
-            new.join("stack.toml"),
-            crate::branches::retire(&stack, &retiring)?,
-        )?;
+        let stack = crate::branches::retire(&stack, &retiring)?;
+        fs::write(new.join("stack.toml"), stack)?;
     }
     swap_in(&[(new, dir)])
 }
