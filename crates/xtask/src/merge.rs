@@ -75,8 +75,9 @@ pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Mer
             continue;
         }
         let content = |id: Oid| repo.find_blob(id).map(|blob| blob.content().to_vec());
+        // The file's new blob (`None`: it goes), or the lines that conflict.
         let merged = match (change.before, ours, change.after) {
-            (before, ours, after) if ours == before => after,
+            (before, ours, after) if ours == before => Ok(after),
             (Some(before), Some(ours), Some(after)) => {
                 let [before, ours, after] = [before, ours, after].map(content);
                 let [before, ours, after] = [before?, ours?, after?];
@@ -88,34 +89,25 @@ pub fn merge(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Mer
                     .their_label("the change");
                 let result = git2::merge_file(&a, &o, &t, Some(&mut options))?;
                 if !result.is_automergeable() {
-                    let lines = conflicting_lines(result.content());
-                    conflicts.push(Conflict {
-                        path: change.path.clone(),
-                        lines,
-                    });
+                    Err(conflicting_lines(result.content()))
+                } else if result.content() == ours.as_slice() {
                     continue;
+                } else {
+                    Ok(Some(repo.blob(result.content())?))
                 }
-                if result.content() == ours.as_slice() {
-                    continue;
-                }
-                Some(repo.blob(result.content())?)
             }
-            (before, ours, _) => {
-                let lines = match (before, ours) {
-                    (None, _) => "the change adds the file, which exists with other content",
-                    (_, None) => "the change edits the file, which does not exist",
-                    _ => "the change deletes the file, whose content differs",
-                };
-                conflicts.push(Conflict {
-                    path: change.path.clone(),
-                    lines: lines.to_string(),
-                });
-                continue;
-            }
+            (None, _, _) => Err("the change adds the file, which exists with other content".into()),
+            (_, None, _) => Err("the change edits the file, which does not exist".into()),
+            _ => Err("the change deletes the file, whose content differs".into()),
         };
         match merged {
-            Some(blob) => update.upsert(path, blob, change.mode),
-            None => update.remove(path),
+            Ok(Some(blob)) => update.upsert(path, blob, change.mode),
+            Ok(None) => update.remove(path),
+            Err(lines) => {
+                let path = change.path.clone();
+                conflicts.push(Conflict { path, lines });
+                continue;
+            }
         };
         changed = true;
     }
