@@ -15,6 +15,15 @@ use crate::pr::notes;
 use crate::project::Layout;
 use crate::series::Patch;
 
+/// The names of the entries of the folder `dir` (`patches/` or one of its folders), sorted.
+pub(crate) fn names(dir: &Path) -> Result<Vec<String>> {
+    let listing = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let names = listing.map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()));
+    let mut names = names.collect::<Result<Vec<_>>>()?;
+    names.sort();
+    Ok(names)
+}
+
 /// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
 pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {
     let root = layout.root.display();
@@ -76,14 +85,11 @@ pub(crate) fn rewrite(
         fs::copy(from.join(&name), to.join(target))?;
         Ok(())
     };
-    let listing = fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()));
-    for entry in listing? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
+    for name in names(&dir)? {
         let folder = dir.join(&name);
         if name.starts_with("on-") && folder.is_dir() {
             fs::create_dir(new.join(&name))?;
-            for entry in fs::read_dir(&folder)? {
-                let file = entry?.file_name().to_string_lossy().into_owned();
+            for file in names(&folder)? {
                 copy(&folder, &new.join(&name), file)?;
             }
         } else if !name.ends_with(".patch") {

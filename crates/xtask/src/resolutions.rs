@@ -63,9 +63,7 @@ pub fn load(
     stack_file: &StackFile,
     patches: &[Patch],
 ) -> Result<Vec<Resolutions>> {
-    let listing = fs::read_dir(patches_dir)?;
-    for entry in listing {
-        let name = entry?.file_name().to_string_lossy().into_owned();
+    for name in crate::patches_dir::names(patches_dir)? {
         if let Some(base) = name.strip_prefix("on-") {
             if !stack_file.bases.contains_key(base) {
                 bail!(
@@ -80,8 +78,7 @@ pub fn load(
         let folder = dir(patches_dir, name);
         let mut resolutions = Vec::new();
         if folder.is_dir() {
-            for entry in fs::read_dir(&folder)? {
-                let file_name = entry?.file_name().to_string_lossy().into_owned();
+            for file_name in crate::patches_dir::names(&folder)? {
                 let shown = format!("patches/on-{name}/{file_name}");
                 if !patches.iter().any(|p| p.file_name == file_name) {
                     bail!(
@@ -96,7 +93,6 @@ pub fn load(
                 resolutions.push(patch);
             }
         }
-        resolutions.sort_by(|a, b| a.file_name.cmp(&b.file_name));
         all.push(Resolutions {
             name: name.clone(),
             rewrite: rewrite.clone(),

@@ -23,9 +23,7 @@ pub struct Patch {
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
     let mut patches = Vec::new();
-    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let entry = entry?;
-        let file_name = entry.file_name().to_string_lossy().into_owned();
+    for file_name in crate::patches_dir::names(dir)? {
         if !file_name.ends_with(".patch") {
             continue;
         }
@@ -34,10 +32,9 @@ pub fn load(dir: &Path) -> Result<Vec<Patch>> {
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
             bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = fs::read(entry.path())?;
+        let bytes = fs::read(dir.join(&file_name))?;
         patches.push(Patch { file_name, bytes });
     }
-    patches.sort_by(|a, b| a.file_name.cmp(&b.file_name));
     if let Some([a, b]) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
         bail!("{} and {} share a number", a.file_name, b.file_name);
     }
@@ -57,6 +54,29 @@ impl Patch {
 
     pub fn message(&self) -> Result<Message> {
         parse_message(&self.bytes).with_context(|| format!("in {}", self.file_name))
+    }
+
+    /// The patch's `index` lines, in order.
+    pub fn index_lines(&self) -> Vec<IndexLine> {
+        let text = String::from_utf8_lossy(&self.bytes);
+        let mut path = None;
+        let mut lines = Vec::new();
+        for line in text.lines() {
+            if let Some(names) = line.strip_prefix("diff --git a/") {
+                path = names.split_once(" b/").map(|(_, new)| new.to_string());
+            } else if let (Some(ids), Some(path)) = (line.strip_prefix("index "), path.take()) {
+                let ids = ids.split(' ').next().unwrap_or_default();
+                if let Some((before, after)) = ids.split_once("..") {
+                    let (before, after) = (before.to_string(), after.to_string());
+                    lines.push(IndexLine {
+                        path,
+                        before,
+                        after,
+                    });
+                }
+            }
+        }
+        lines
     }
 }
 
@@ -156,31 +176,6 @@ pub struct IndexLine {
     pub after: String,
 }
 
-impl Patch {
-    /// The patch's `index` lines, in order.
-    pub fn index_lines(&self) -> Vec<IndexLine> {
-        let text = String::from_utf8_lossy(&self.bytes);
-        let mut path = None;
-        let mut lines = Vec::new();
-        for line in text.lines() {
-            if let Some(names) = line.strip_prefix("diff --git a/") {
-                path = names.split_once(" b/").map(|(_, new)| new.to_string());
-            } else if let (Some(ids), Some(path)) = (line.strip_prefix("index "), path.take()) {
-                let ids = ids.split(' ').next().unwrap_or_default();
-                if let Some((before, after)) = ids.split_once("..") {
-                    let (before, after) = (before.to_string(), after.to_string());
-                    lines.push(IndexLine {
-                        path,
-                        before,
-                        after,
-                    });
-                }
-            }
-        }
-        lines
-    }
-}
-
 /// Fails unless each `index` line of `patch` names the blobs its file has in `before` and
 /// `after`, the trees just before and after the patch in the series.
 pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Patch) -> Result<()> {
@@ -255,10 +250,7 @@ pub fn apply_three_way(
         merge::Merged::Tree(after) => Ok(Applied::ThreeWay(after)),
         merge::Merged::AlreadyThere => Ok(Applied::AlreadyThere),
         merge::Merged::Conflicts(conflicts) => {
-            let paths = conflicts
-                .iter()
-                .map(|c| c.path.as_str())
-                .collect::<Vec<_>>();
+            let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
             let text = format!(
                 "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
                 patch.file_name,
