@@ -62,11 +62,7 @@ impl Source {
             author_email: author.email().unwrap_or_default().to_string(),
             time: (author.when().seconds(), author.when().offset_minutes()),
             subject: git::subject(&first)?,
-            body: first
-                .body()?
-                .unwrap_or_default()
-                .trim_matches('\n')
-                .to_string(),
+            body: first.body()?.unwrap_or_default().trim_matches('\n').into(),
         };
         let tree = |id| clone.find_commit(id).map(|commit| commit.tree_id());
         Ok((tree(self.onto)?, tree(self.tip)?, message))
@@ -90,13 +86,6 @@ struct Slot {
     source: Option<Source>,
     /// `--drop` names it: it leaves the series.
     drop: bool,
-}
-
-/// One slot written back: its new patch (`None`: dropped), and what happened to it.
-struct Written<'a> {
-    slot: &'a Slot,
-    patch: Option<Patch>,
-    outcome: Outcome,
 }
 
 /// What happened to one patch, as the summary shows it.
@@ -191,7 +180,10 @@ fn write_series(
     // `[builds-on]`: what built on it builds on the base.
     let dropped = slots.iter().filter(|s| s.drop).map(|s| s.number.as_str());
     let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
-    let new: Vec<Patch> = written.iter().filter_map(|w| w.patch.clone()).collect();
+    let new: Vec<Patch> = written
+        .iter()
+        .filter_map(|(patch, _)| patch.clone())
+        .collect();
     let base = "the published crates";
     let (all, upstream) = (|_: &Patch| true, Default::default());
     branches::branches(repo, start, base, &new, &builds_on, &all, &upstream)
@@ -199,15 +191,14 @@ fn write_series(
         .context(
             "written back, the series would no longer make every branch; patches/ is as it was",
         )?;
-    let series = written
-        .iter()
-        .map(|w| (w.slot.old.as_ref(), w.patch.as_ref()));
+    let series = slots.iter().zip(&written);
+    let series = series.map(|(slot, (patch, _))| (slot.old.as_ref(), patch.as_ref()));
     let retired = Retired {
         why: "dropped by format-patch".to_string(),
         ..Retired::default()
     };
     patches_dir::rewrite(layout, &series.collect::<Vec<_>>(), &retired)?;
-    Ok(summary(&written) + "now run `cargo xtask vendor`, then `cargo xtask check`\n")
+    Ok(summary(slots, &written) + "now run `cargo xtask vendor`, then `cargo xtask check`\n")
 }
 
 /// The branch `pr` made for patch `number`: its commits above the commit `pr` built it on.
@@ -272,32 +263,24 @@ pub(super) fn commits_between(repo: &Repository, onto: Oid, tip: Oid) -> Result<
     Ok(walk.collect::<Result<Vec<_>, _>>()?)
 }
 
-/// One slot written back onto `tree`, which becomes the tree after it.
-fn write_slot<'a>(
+/// One slot written back onto `tree`, which becomes the tree after it: its new patch (`None`:
+/// dropped), and what happened to it.
+fn write_slot(
     scratch: &Repository,
     clone: &Repository,
     tree: &mut Oid,
-    slot: &'a Slot,
+    slot: &Slot,
     known: &[Oid],
-) -> Result<Written<'a>> {
-    let written = |bytes: Vec<u8>, outcome| -> Result<Written<'a>> {
+) -> Result<(Option<Patch>, Outcome)> {
+    let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, Outcome)> {
         let subject = series::parse_message(&bytes)?.subject;
         let file_name = series::file_name(slot.number.parse()?, &subject);
-        let patch = Some(Patch { file_name, bytes });
-        Ok(Written {
-            slot,
-            patch,
-            outcome,
-        })
+        Ok((Some(Patch { file_name, bytes }), outcome))
     };
     let Some(source) = &slot.source else {
         let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;
         if slot.drop {
-            return Ok(Written {
-                slot,
-                patch: None,
-                outcome: Outcome::Dropped,
-            });
+            return Ok((None, Outcome::Dropped));
         }
         let (after, carried) = series::carry(scratch, *tree, old, known)?;
         *tree = after;
@@ -337,15 +320,15 @@ fn write_slot<'a>(
     }
 }
 
-/// One line per patch: what happened to it.
-fn summary(written: &[Written<'_>]) -> String {
+/// One line per patch: what happened to it, as `write_slot` said for each of `slots`.
+fn summary(slots: &[Slot], written: &[(Option<Patch>, Outcome)]) -> String {
     let mut lines = String::new();
     let mut unchanged = Vec::new();
-    for written in written {
-        let old = written.slot.old.as_ref();
-        let name = (written.patch.as_ref().or(old)).map_or("", |p| p.file_name.as_str());
-        match &written.outcome {
-            Outcome::Unchanged => unchanged.push(written.slot.number.as_str()),
+    for (slot, (patch, outcome)) in slots.iter().zip(written) {
+        let old = slot.old.as_ref();
+        let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
+        match outcome {
+            Outcome::Unchanged => unchanged.push(slot.number.as_str()),
             Outcome::Written(from, commits) => {
                 let new = if old.is_none() { " (new)" } else { "" };
                 let squashed = match commits {
