@@ -50,10 +50,7 @@ pub fn rebase(
         moved.push((Patch { file_name, bytes }, outcome));
         tree = after;
     }
-    if moved
-        .iter()
-        .all(|(_, outcome)| *outcome == Moved::Unchanged)
-    {
+    if moved.iter().all(|(_, moved)| *moved == Moved::Unchanged) {
         return Ok(moved);
     }
     patches_dir::refuse_uncommitted(layout)?;

@@ -328,17 +328,10 @@ impl Applied {
 pub fn email_of(repo: &Repository, before: Oid, after: Oid, message: &Message) -> Result<Vec<u8>> {
     let time = git2::Time::new(message.time.0, message.time.1);
     let author = git2::Signature::new(&message.author_name, &message.author_email, &time)?;
-    let parent = repo.commit(
-        None,
-        &author,
-        &author,
-        "before",
-        &repo.find_tree(before)?,
-        &[],
-    )?;
+    let [before, after] = [before, after].map(|id| repo.find_tree(id));
+    let parent = repo.commit(None, &author, &author, "before", &before?, &[])?;
     let parent = repo.find_commit(parent)?;
-    let tree = repo.find_tree(after)?;
-    let id = repo.commit(None, &author, &author, &message.text(), &tree, &[&parent])?;
+    let id = repo.commit(None, &author, &author, &message.text(), &after?, &[&parent])?;
     email(&repo.find_commit(id)?)
 }
 
