@@ -19,15 +19,19 @@ pub struct Carried {
     pub upstream: Option<String>,
 }
 
-/// A number that no patch may take again: its patch left the series.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A number that no patch may take again: its patch left the series. `retire` writes it as its
+/// `[retired.NNNN]` entry, each field that it has in this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Retired {
     /// Where it went, in a sentence.
     pub why: String,
     /// Where candle holds it, when it landed there: the published version, the commit on
     /// candle's main, the pull request, as in `0.11.2`, `9c7435e` and `#3900`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pull: Option<String>,
 }
 
@@ -199,19 +203,8 @@ pub(crate) fn retire(text: &str, retiring: &[(&Patch, Retired)]) -> Result<Strin
             Item::Table(table)
         });
         let table = table.as_table_mut().context("[retired] must be a table")?;
-        let mut entry = Table::new();
-        entry["why"] = toml_edit::value(&retired.why);
-        let fields = [
-            ("version", &retired.version),
-            ("commit", &retired.commit),
-            ("pull", &retired.pull),
-        ];
-        for (key, value) in fields {
-            if let Some(value) = value {
-                entry[key] = toml_edit::value(value);
-            }
-        }
-        table.insert(number, Item::Table(entry));
+        let entry = toml_edit::ser::to_document(retired)?;
+        table.insert(number, Item::Table(entry.as_table().clone()));
     }
     Ok(document.to_string())
 }
@@ -346,14 +339,11 @@ pub(crate) fn branches(
             continue;
         }
         let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
-        let parent = wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
-            let found = made
-                .branches
-                .iter()
-                .position(|b| b.patch.number() == wanted);
+        let parent = wanted.filter(|wanted| !landed(wanted)).map(|on| {
+            let found = made.branches.iter().position(|b| b.patch.number() == on);
             found.with_context(|| {
                 format!(
-                    "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
+                    "{file} builds on {on} (patches/stack.toml), which is not in the series \
                      before it"
                 )
             })
