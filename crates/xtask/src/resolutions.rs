@@ -39,14 +39,10 @@ impl Resolutions {
     /// Whether the tree `tree` of `repo` has the pull request: its file `path` holds `holds`.
     pub fn in_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
         let tree = repo.find_tree(tree)?;
-        let Ok(entry) = tree.get_path(Path::new(&self.rewrite.path)) else {
-            return Ok(false);
-        };
-        let Ok(blob) = repo.find_blob(entry.id()) else {
-            return Ok(false);
-        };
+        let entry = tree.get_path(Path::new(&self.rewrite.path));
+        let blob = entry.ok().and_then(|entry| repo.find_blob(entry.id()).ok());
         let holds = self.rewrite.holds.as_bytes();
-        Ok(blob.content().windows(holds.len()).any(|w| w == holds))
+        Ok(blob.is_some_and(|blob| blob.content().windows(holds.len()).any(|w| w == holds)))
     }
 
     /// The resolution of `patch`, if this folder holds one.
