@@ -300,12 +300,9 @@ pub(crate) fn branches(
     for patch in patches {
         let file = &patch.file_name;
         // A patch that gets no branch: a carried one is proposed nowhere, whatever stops it.
-        let stop = |why| {
-            let why = if proposed(patch) { why } else { Stop::Carried };
-            Stopped {
-                patch: patch.clone(),
-                why,
-            }
+        let stop = |why| Stopped {
+            patch: patch.clone(),
+            why: if proposed(patch) { why } else { Stop::Carried },
         };
         let wanted = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);

@@ -170,20 +170,16 @@ fn write_series(
     let start = crate::expected::published_tree(repo, published)?;
     let known = series::blobs(repo, start, patches)?;
     let mut tree = start;
-    let written = slots
-        .iter()
-        .map(|slot| write_slot(repo, clone, &mut tree, slot, &known));
-    let written = written.collect::<Result<Vec<_>>>()?;
+    let write = |slot| write_slot(repo, clone, &mut tree, slot, &known);
+    let written = slots.iter().map(write).collect::<Result<Vec<_>>>()?;
 
     // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
     // series written back would stop them, so nothing is written. A dropped patch leaves
     // `[builds-on]`: what built on it builds on the base.
     let dropped = slots.iter().filter(|s| s.drop).map(|s| s.number.as_str());
     let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
-    let new: Vec<Patch> = written
-        .iter()
-        .filter_map(|(patch, _)| patch.clone())
-        .collect();
+    let new = written.iter().filter_map(|(patch, _)| patch.clone());
+    let new: Vec<Patch> = new.collect();
     let base = "the published crates";
     let (all, upstream) = (|_: &Patch| true, Default::default());
     branches::branches(repo, start, base, &new, &builds_on, &all, &upstream)
@@ -327,28 +323,27 @@ fn summary(slots: &[Slot], written: &[(Option<Patch>, Outcome)]) -> String {
     for (slot, (patch, outcome)) in slots.iter().zip(written) {
         let old = slot.old.as_ref();
         let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
-        match outcome {
-            Outcome::Unchanged => unchanged.push(slot.number.as_str()),
+        let said = match outcome {
+            Outcome::Unchanged => {
+                unchanged.push(slot.number.as_str());
+                continue;
+            }
             Outcome::Written(from, commits) => {
                 let new = if old.is_none() { " (new)" } else { "" };
                 let squashed = match commits {
                     1 => String::new(),
                     n => format!(" ({n} commits, squashed)"),
                 };
-                lines += &format!("[format-patch] {name}{new} <- {from}{squashed}\n");
+                format!("{new} <- {from}{squashed}")
             }
             Outcome::Followed => {
-                lines += &format!(
-                    "[format-patch] {name}: its context and index lines follow the change \
-                     before it; its own change is the same\n"
-                );
+                ": its context and index lines follow the change before it; its own change is \
+                 the same"
+                    .into()
             }
-            Outcome::Dropped => {
-                lines += &format!(
-                    "[format-patch] {name}: dropped; its number is retired in patches/stack.toml\n"
-                );
-            }
-        }
+            Outcome::Dropped => ": dropped; its number is retired in patches/stack.toml".into(),
+        };
+        lines += &format!("[format-patch] {name}{said}\n");
     }
     if !unchanged.is_empty() {
         lines += &format!("[format-patch] unchanged: {}\n", unchanged.join(", "));
