@@ -22,11 +22,9 @@ pub struct Patch {
 
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
+    let names = crate::patches_dir::names(dir)?;
     let mut patches = Vec::new();
-    for file_name in crate::patches_dir::names(dir)? {
-        if !file_name.ends_with(".patch") {
-            continue;
-        }
+    for file_name in names.into_iter().filter(|name| name.ends_with(".patch")) {
         // `Patch::number` relies on this.
         let name = file_name.as_bytes();
         if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
