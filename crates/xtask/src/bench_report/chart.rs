@@ -112,9 +112,7 @@ fn draw_panel(area: &Area, comparison: &str, points: &[(f64, &Row)]) -> Result<(
     let values = points
         .iter()
         .flat_map(|(_, r)| LINES.iter().filter_map(|(_, _, _, value)| value(r)));
-    let (fastest, slowest) = values.fold((f64::INFINITY, 0.0f64), |(low, high), v| {
-        (low.min(v), high.max(v))
-    });
+    let (fastest, slowest) = frame::bounds(values);
     if !(fastest > 0.0 && slowest.is_finite()) {
         return Ok(());
     }
@@ -126,17 +124,14 @@ fn draw_panel(area: &Area, comparison: &str, points: &[(f64, &Row)]) -> Result<(
         .caption(comparison, ("sans-serif", 16))
         .margin(8)
         .x_label_area_size(30)
-        .y_label_area_size(52)
+        .y_label_area_size(60)
         .build_cartesian_2d(VOCAB, time)?;
-    chart
-        .configure_mesh()
+    frame::mesh(&mut chart)
         .x_desc("vocabulary (thousands)")
         .y_desc("time per call")
         .x_labels(4)
         .x_label_formatter(&|thousands| format!("{thousands:.0}"))
         .y_label_formatter(&|ns| tick_label(*ns))
-        // The ticks' lines alone: the log axis's lines between them would crowd the marks.
-        .light_line_style(TRANSPARENT)
         .draw()?;
     let corners = [(VOCAB.start, low), (VOCAB.end, high)];
     chart.draw_series([Rectangle::new(corners, FRAME)])?;

@@ -4,19 +4,23 @@
 //! and the range that two builds of identical code differ by (the A/A pair's, as
 //! `Placement` draws it), with the instruction ratio beside it where callgrind counted.
 //!
-//! The plot is drawn as SVG, in pixels laid out here, and rendered to PNG by resvg with a font
+//! The plot is drawn as SVG, its columns laid out here in pixels, and rendered to PNG by resvg with a font
 //! of its own, so that a pull request's description can show a step's panel on any machine.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use fs_err as fs;
+use plotters::coord::combinators::WithKeyPoints;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::CoordTranslate;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::chart::point;
 use super::data::{PatchStep, Report, Step};
-use super::frame::{self, key_words, text, Area, GRID};
+use super::frame::{self, key_words, text, Area, FRAME};
 use super::stats::{Placement, Verdict, Work};
 
 /// Where `bench-report` writes every step's panel, beside the report.
@@ -118,58 +122,43 @@ pub fn png(svg: &str) -> Result<Vec<u8>> {
         .context("cannot encode the chart as PNG")
 }
 
-/// A log axis of ratios across the plotting area: where a ratio lies, in pixels.
-#[derive(Clone, Copy, Debug)]
-struct Axis {
-    low: f64,
-    high: f64,
+/// The ratio axis: from every value a panel draws, with 1.0 and ±1% always in view, and a margin
+/// beyond the outermost so that no mark lies on the frame.
+fn extent(values: impl IntoIterator<Item = f64>) -> Range<f64> {
+    let (low, high) = values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((0.98f64, 1.02f64), |(l, h), v| (l.min(v), h.max(v)));
+    let margin = (high / low).ln() * 0.06;
+    low * (-margin).exp()..high * margin.exp()
 }
 
-impl Axis {
-    /// From every value a panel draws, with 1.0 and ±1% always in view, and a margin beyond the
-    /// outermost so that no mark lies on the frame.
-    fn of(values: impl IntoIterator<Item = f64>) -> Axis {
-        let (low, high) = values
-            .into_iter()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .fold((0.98f64, 1.02f64), |(l, h), v| (l.min(v), h.max(v)));
-        let margin = (high / low).ln() * 0.06;
-        Axis {
-            low: low * (-margin).exp(),
-            high: high * margin.exp(),
-        }
-    }
-
-    fn x(&self, ratio: f64) -> i32 {
-        let share = (ratio / self.low).ln() / (self.high / self.low).ln();
-        NAMES + (share * PLOT as f64).round() as i32
-    }
-
-    /// Round ratios within the axis, 1.0 first and then outwards, each far enough from the last
-    /// that their labels do not touch.
-    fn ticks(&self) -> Vec<f64> {
-        // 0.85 and 1.15 too: a step at 0.854 on an axis from 0.82 had no label near it.
-        const ROUND: [f64; 29] = [
-            0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01,
-            1.02, 1.05, 1.1, 1.15, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0,
-        ];
-        const APART: i32 = 46;
-        let within = |v: &&f64| (self.low..=self.high).contains(*v);
-        let mut ticks = vec![1.0];
-        let below = ROUND.iter().rev().filter(|v| **v < 1.0).filter(within);
-        let above = ROUND.iter().filter(|v| **v > 1.0).filter(within);
-        for side in [below.collect::<Vec<_>>(), above.collect()] {
-            let mut last = self.x(1.0);
-            for &v in side {
-                if (self.x(v) - last).abs() >= APART {
-                    ticks.push(v);
-                    last = self.x(v);
-                }
+/// Round ratios within `axis`, 1.0 first and then outwards, each far enough from the last that
+/// their labels do not touch.
+fn ticks(axis: &Range<f64>) -> Vec<f64> {
+    // 0.85 and 1.15 too: a step at 0.854 on an axis from 0.82 had no label near it.
+    const ROUND: [f64; 29] = [
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99, 1.0, 1.01,
+        1.02, 1.05, 1.1, 1.15, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+    ];
+    const APART: f64 = 46.0;
+    // Where a ratio lies across the plotting area, in pixels.
+    let x = |v: f64| (v / axis.start).ln() / (axis.end / axis.start).ln() * PLOT as f64;
+    let within = |v: &&f64| axis.contains(*v);
+    let mut ticks = vec![1.0];
+    let below = ROUND.iter().rev().filter(|v| **v < 1.0).filter(within);
+    let above = ROUND.iter().filter(|v| **v > 1.0).filter(within);
+    for side in [below.collect::<Vec<_>>(), above.collect()] {
+        let mut last = x(1.0);
+        for &v in side {
+            if (x(v) - last).abs() >= APART {
+                ticks.push(v);
+                last = x(v);
             }
         }
-        ticks.sort_by(f64::total_cmp);
-        ticks
     }
+    ticks.sort_by(f64::total_cmp);
+    ticks
 }
 
 /// The colour of a row's marks: green where the step is faster, red where slower, blue where
@@ -191,7 +180,8 @@ fn title(step: &PatchStep) -> (String, String) {
     }
 }
 
-/// One step's panel: its title, then a row per variant over the bands, then the axis.
+/// One step's panel: its title, then a row per variant over the bands, then the axis. The
+/// plotting area's height is in pixels from its top, so that a row's marks sit at its middle.
 fn draw_panel(area: &Area, step: &PatchStep, control: &PatchStep) -> Result<()> {
     let placement = |row: &Step| control.paired(&row.comparison).map(Placement::of);
     let values = step.rows.iter().flat_map(|row| {
@@ -202,89 +192,95 @@ fn draw_panel(area: &Area, step: &PatchStep, control: &PatchStep) -> Result<()> 
             .chain(instructions)
             .chain(band.into_iter().flatten())
     });
-    let axis = Axis::of(values);
+    let axis = extent(values);
     let (heading, against) = title(step);
     frame::heading(area, &heading, &[against + ", after / before"])?;
-    let (top, bottom) = (TITLE, TITLE + ROW * step.rows.len() as i32);
-    let (left, right) = (NAMES, NAMES + PLOT);
-    let ticks = axis.ticks();
-    for &tick in &ticks {
-        let x = axis.x(tick);
-        area.draw(&PathElement::new([(x, top), (x, bottom)], GRID))?;
-    }
-    let band = [(axis.x(0.99), top), (axis.x(1.01), bottom)];
-    area.draw(&Rectangle::new(band, WITHIN_ONE_PERCENT.filled()))?;
+    let height = (ROW * step.rows.len() as i32) as f64;
+    // The axis's name 10 pixels above the panel's foot.
+    let plot = area.margin(TITLE, 10, NAMES, WIDTH - NAMES - PLOT);
+    let ratio = axis.clone().log_scale().with_key_points(ticks(&axis));
+    let mut chart = ChartBuilder::on(&plot)
+        .x_label_area_size(AXIS - 10)
+        .build_cartesian_2d(ratio, height..0.0)?;
+    frame::mesh(&mut chart)
+        .y_labels(0)
+        .x_desc("after / before, log scale")
+        .x_label_formatter(&|tick| format!("{tick}"))
+        .draw()?;
+    let plot = chart.plotting_area();
+    let band = [(0.99, 0.0), (1.01, height)];
+    plot.draw(&Rectangle::new(band, WITHIN_ONE_PERCENT.filled()))?;
     for (i, row) in step.rows.iter().enumerate() {
-        let row_top = top + ROW * i as i32;
+        let row_top = f64::from(ROW * i as i32);
         if let Some(p) = placement(row) {
-            let corners = [
-                (axis.x(p.low), row_top + 5),
-                (axis.x(p.high), row_top + ROW - 5),
+            let band = [
+                (p.low, row_top + 5.0),
+                (p.high, row_top + f64::from(ROW) - 5.0),
             ];
-            area.draw(&Rectangle::new(corners, PLACEMENT_BAND.filled()))?;
+            plot.draw(&Rectangle::new(band, PLACEMENT_BAND.filled()))?;
         }
     }
-    let one = axis.x(1.0);
-    area.draw(&PathElement::new([(one, top), (one, bottom)], ONE))?;
+    plot.draw(&PathElement::new([(1.0, 0.0), (1.0, height)], ONE))?;
     for (i, row) in step.rows.iter().enumerate() {
-        draw_row(area, &axis, row, top + ROW * i as i32 + ROW / 2)?;
+        draw_row(area, plot, row, ROW * i as i32 + ROW / 2)?;
     }
-    frame::frame(area, (left, top), (right, bottom))?;
-    for tick in ticks {
-        let label = text(13.0, HPos::Center, VPos::Top);
-        area.draw(&Text::new(
-            format!("{tick}"),
-            (axis.x(tick), bottom + 6),
-            label,
-        ))?;
-    }
-    let name = text(13.0, HPos::Center, VPos::Top);
-    let middle = (left + right) / 2;
-    let axis_name = "after / before, log scale";
-    area.draw(&Text::new(axis_name, (middle, bottom + 26), name))?;
+    let corners = [(axis.start, 0.0), (axis.end, height)];
+    plot.draw(&Rectangle::new(corners, FRAME))?;
     Ok(())
 }
 
-/// One variant: its name, its interval with the ratio, the instruction ratio as a diamond below
-/// them, and the numbers.
-fn draw_row(area: &Area, axis: &Axis, row: &Step, y: i32) -> Result<()> {
+/// The plotting area of a panel: ratios across, pixels down.
+type Plot<'a> =
+    DrawingArea<SVGBackend<'a>, Cartesian2d<WithKeyPoints<LogCoord<f64>>, RangedCoordf64>>;
+
+/// One variant, `y` pixels down the plotting area: its name, its interval with the ratio, the
+/// instruction ratio as a diamond below them, and the numbers.
+fn draw_row(area: &Area, plot: &Plot, row: &Step, y: i32) -> Result<()> {
+    let (at, y_px) = (|ratio: f64| (ratio, f64::from(y)), TITLE + y);
     let name = text(14.0, HPos::Right, VPos::Center);
     area.draw(&Text::new(
         row.comparison.clone(),
-        (NAMES - 10, y - 1),
+        (NAMES - 10, y_px - 1),
         name,
     ))?;
     let (paired, color) = (&row.paired, tone(row));
-    draw_interval(area, (axis.x(paired.low), axis.x(paired.high)), y, color)?;
-    area.draw(&Circle::new((axis.x(paired.ratio), y), 4, color.filled()))?;
+    draw_interval(plot, at(paired.low), at(paired.high), color)?;
+    plot.draw(&Circle::new(at(paired.ratio), 4, color.filled()))?;
     let numbers = text(13.0, HPos::Left, VPos::Center);
     let Some(instructions) = row.instructions else {
-        area.draw(&Text::new(paired.interval(), (NUMBERS, y), numbers))?;
+        area.draw(&Text::new(paired.interval(), (NUMBERS, y_px), numbers))?;
         return Ok(());
     };
-    draw_diamond(area, (axis.x(instructions), y + 9))?;
-    area.draw(&Text::new(paired.interval(), (NUMBERS, y - 7), numbers))?;
+    plot.draw(&(EmptyElement::at(at(instructions)) + diamond((0, 9))))?;
+    area.draw(&Text::new(paired.interval(), (NUMBERS, y_px - 7), numbers))?;
     let counted = format!("instructions {instructions:.4}");
     let counted_style = text(12.0, HPos::Left, VPos::Center).color(&INSTRUCTIONS);
-    area.draw(&Text::new(counted, (NUMBERS, y + 8), counted_style))?;
+    area.draw(&Text::new(counted, (NUMBERS, y_px + 8), counted_style))?;
     Ok(())
 }
 
-/// A horizontal bar from `x.0` to `x.1` at `y`, with a short cap at each end.
-fn draw_interval(area: &Area, (low, high): (i32, i32), y: i32, color: RGBColor) -> Result<()> {
+/// A horizontal bar from `low` to `high`, with a short cap at each end.
+fn draw_interval<CT: CoordTranslate>(
+    area: &DrawingArea<SVGBackend, CT>,
+    low: CT::From,
+    high: CT::From,
+    color: RGBColor,
+) -> Result<()>
+where
+    CT::From: Clone,
+{
     let stroke = color.stroke_width(2);
-    area.draw(&PathElement::new([(low, y), (high, y)], stroke))?;
-    for x in [low, high] {
-        area.draw(&PathElement::new([(x, y - 5), (x, y + 5)], stroke))?;
+    area.draw(&PathElement::new([low.clone(), high.clone()], stroke))?;
+    for end in [low, high] {
+        area.draw(&(EmptyElement::at(end) + PathElement::new([(0, -5), (0, 5)], stroke)))?;
     }
     Ok(())
 }
 
-/// An open diamond centred on `(x, y)`: the instruction ratio.
-fn draw_diamond(area: &Area, (x, y): (i32, i32)) -> Result<()> {
+/// An open diamond centred `(x, y)` pixels from where it is drawn: the instruction ratio.
+fn diamond((x, y): (i32, i32)) -> PathElement<(i32, i32)> {
     let corners = [(x, y - 4), (x + 4, y), (x, y + 4), (x - 4, y), (x, y - 4)];
-    area.draw(&PathElement::new(corners, INSTRUCTIONS.stroke_width(2)))?;
-    Ok(())
+    PathElement::new(corners, INSTRUCTIONS.stroke_width(2))
 }
 
 /// What the bands and marks mean, in two lines below the panels.
@@ -303,11 +299,11 @@ fn draw_key(area: &Area) -> Result<()> {
         "what two builds of identical code differ by (A/A)",
         (right, first),
     )?;
-    draw_interval(area, (left + 2, left + 22), second, NEUTRAL)?;
+    draw_interval(area, (left + 2, second), (left + 22, second), NEUTRAL)?;
     let time = "time, 95% interval: green faster, red slower, blue no change counted";
     label(time, (left, second))?;
     let right = WIDTH * 2 / 3 + 20;
-    draw_diamond(area, (right + 12, second))?;
+    area.draw(&diamond((right + 12, second)))?;
     label("instructions (callgrind)", (right, second))?;
     Ok(())
 }

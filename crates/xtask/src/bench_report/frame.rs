@@ -1,9 +1,13 @@
 //! What the three pictures share: a white figure of areas stacked top to bottom, a panel's
-//! heading, the plotting area's frame, and the key's words. Every mark a picture draws is a
+//! heading, the axes' mesh, the plotting area's frame colour, and the key's words. Every mark a picture draws is a
 //! measurement's circle or a key's bar, line or diamond, never a circle, so that every circle in
 //! a figure is a measurement.
 
+use std::fmt::Debug;
+
 use anyhow::Result;
+use plotters::chart::{ChartContext, MeshStyle};
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -57,19 +61,36 @@ pub(super) fn heading(area: &Area, title: &str, lines: &[String]) -> Result<()> 
     Ok(())
 }
 
-/// The frame around the plotting area from `(left, top)` to `(right, bottom)`.
-pub(super) fn frame(
-    area: &Area,
-    (left, top): (i32, i32),
-    (right, bottom): (i32, i32),
-) -> Result<()> {
-    area.draw(&Rectangle::new([(left, top), (right, bottom)], FRAME))?;
-    Ok(())
-}
-
 /// A key's words at `(x, y)`, after the 30 pixels that its mark takes.
 pub(super) fn key_words(area: &Area, words: &str, (x, y): (i32, i32)) -> Result<()> {
     let style = text(13.0, HPos::Left, VPos::Center);
     area.draw(&Text::new(words.to_string(), (x + 30, y), style))?;
     Ok(())
+}
+
+/// A chart's mesh as every picture draws it: a light line across the plotting area at each
+/// tick and none between them (a log axis's lines between them would crowd the marks), the
+/// axes in the frame's colour, and labels and the axes' names in `text`.
+pub(super) fn mesh<'a, 'b, X, Y>(
+    chart: &'b mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+) -> MeshStyle<'a, 'b, X, Y, SVGBackend<'a>>
+where
+    X: Ranged<ValueType: Debug> + ValueFormatter<X::ValueType>,
+    Y: Ranged<ValueType: Debug> + ValueFormatter<Y::ValueType>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(FRAME)
+        .label_style(text(13.0, HPos::Center, VPos::Top))
+        .axis_desc_style(text(13.0, HPos::Center, VPos::Top));
+    mesh
+}
+
+/// The least and the greatest of `values`.
+pub(super) fn bounds(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    let bounds = (f64::INFINITY, f64::NEG_INFINITY);
+    values
+        .into_iter()
+        .fold(bounds, |(l, h), v| (l.min(v), h.max(v)))
 }

@@ -4,14 +4,16 @@
 //! from one generation to the next dwarfs that bar, which is why the decode loop's verdict
 //! counts the sampler's time alone.
 //!
-//! Drawn as SVG in pixels laid out here, as the forest plot is, so that `forest::png` renders it.
+//! Drawn as SVG, its strips laid out here in pixels, as the forest plot is, so that
+//! `forest::png` renders it.
 
 use anyhow::{Context, Result};
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::chart::{point, tick_label, PUBLISHED, SERIES};
-use super::frame::{self, key_words, text, Area, GRID, TEXT};
+use super::frame::{self, key_words, text, Area, FRAME, TEXT};
 use super::stats::median;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
@@ -113,55 +115,23 @@ impl Strip {
     }
 }
 
-/// A linear axis of ms per token up the plotting area: where a time lies, in pixels.
-struct Axis {
-    low: f64,
-    high: f64,
-    top: i32,
-}
-
-impl Axis {
-    /// From every round and every bar's foot, with a margin beyond them so that no dot touches
-    /// the frame.
-    fn of(strips: &[Strip], top: i32) -> Axis {
-        let values = strips.iter().flat_map(|s| {
-            let rounds = s.rounds.iter().map(|r| r.0);
-            rounds.chain([s.median - s.sampler])
-        });
-        let (low, high) = values.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
-        let margin = ((high - low) * 0.08).max(high * 0.01);
-        Axis {
-            low: low - margin,
-            high: high + margin,
-            top,
-        }
-    }
-
-    fn y(&self, ms: f64) -> i32 {
-        let share = (self.high - ms) / (self.high - self.low);
-        self.top + (share * PLOT as f64).round() as i32
-    }
-
-    /// Round times within the axis: 1, 2 or 5 times a power of ten apart, at most seven.
-    fn ticks(&self) -> Vec<f64> {
-        let range = self.high - self.low;
-        let decade = 10f64.powf((range / 7.0).log10().floor());
-        let step = [1.0, 2.0, 5.0, 10.0]
-            .map(|s| s * decade)
-            .into_iter()
-            .find(|step| range / step <= 7.0)
-            .unwrap_or(10.0 * decade);
-        let first = (self.low / step).ceil() as i64;
-        let last = (self.high / step).floor() as i64;
-        (first..=last).map(|i| i as f64 * step).collect()
-    }
-}
+/// The plotting area of a panel: pixels across, so that the strips are laid out in pixels, and
+/// ms per token up.
+type Plot<'a> = DrawingArea<SVGBackend<'a>, Cartesian2d<RangedCoordi32, RangedCoordf64>>;
 
 /// One comparison's panel: its title, the axis, then a strip per point with its bar.
 fn draw_panel(area: &Area, decode: &Loop, width: i32) -> Result<()> {
     let strips =
         (decode.points.iter().map(|p| Strip::of(decode, p))).collect::<Result<Vec<_>>>()?;
-    let axis = Axis::of(&strips, TITLE);
+    // Every round and every bar's foot, with a margin beyond them so that no dot touches the
+    // frame.
+    let values = strips.iter().flat_map(|s| {
+        let rounds = s.rounds.iter().map(|r| r.0);
+        rounds.chain([s.median - s.sampler])
+    });
+    let (low, high) = frame::bounds(values);
+    let margin = ((high - low) * 0.08).max(high * 0.01);
+    let ms = low - margin..high + margin;
     let (tokens, rounds) = (decode.tokens, decode.rounds.len());
     let mut subtitle = vec![format!(
         "{rounds} rounds, each generating {tokens} tokens once per side, in turn"
@@ -177,27 +147,30 @@ fn draw_panel(area: &Area, decode: &Loop, width: i32) -> Result<()> {
         ));
     }
     frame::heading(area, &decode.comparison, &subtitle)?;
-    let (left, right, top, bottom) = (LEFT, LEFT + width, TITLE, TITLE + PLOT);
-    for tick in axis.ticks() {
-        let y = axis.y(tick);
-        area.draw(&PathElement::new([(left, y), (right, y)], GRID))?;
-        let label = text(13.0, HPos::Right, VPos::Center);
-        area.draw(&Text::new(tick_label(tick * 1e6), (left - 8, y), label))?;
-    }
-    let name = text(13.0, HPos::Center, VPos::Center).transform(FontTransform::Rotate270);
-    area.draw(&Text::new("ms per token", (16, (top + bottom) / 2), name))?;
+    // The axis's name 8 pixels in from the figure's edge.
+    let mut chart = ChartBuilder::on(&area.margin(TITLE, BELOW, 8, RIGHT))
+        .y_label_area_size(LEFT - 8)
+        .build_cartesian_2d(0..width, ms.clone())?;
+    // Round times within the axis: 1, 2 or 5 times a power of ten apart, at most seven.
+    frame::mesh(&mut chart)
+        .disable_x_mesh()
+        .y_labels(7)
+        .y_desc("ms per token")
+        .y_label_formatter(&|ms| tick_label(ms * 1e6))
+        .draw()?;
+    let plot = chart.plotting_area();
     let column = width / strips.len() as i32;
     for (i, strip) in strips.iter().enumerate() {
-        let middle = left + column * i as i32 + column / 2;
-        draw_strip(area, &axis, strip, middle, column)?;
+        draw_strip(area, plot, strip, column * i as i32 + column / 2, column)?;
     }
-    frame::frame(area, (left, top), (right, bottom))
+    plot.draw(&Rectangle::new([(0, ms.start), (width, ms.end)], FRAME))?;
+    Ok(())
 }
 
-/// A strip centred on `middle`: a dot per round, left to right in the order the rounds ran, the
-/// median across them, and the sampler's bar hung from the median beside them; below the
-/// plotting area, its point and numbers.
-fn draw_strip(area: &Area, axis: &Axis, strip: &Strip, middle: i32, column: i32) -> Result<()> {
+/// A strip centred `middle` pixels across the plotting area: a dot per round, left to right in
+/// the order the rounds ran, the median across them, and the sampler's bar hung from the median
+/// beside them; below the plotting area, its point and numbers.
+fn draw_strip(area: &Area, plot: &Plot, strip: &Strip, middle: i32, column: i32) -> Result<()> {
     let n = strip.rounds.len().max(1) as i32;
     // The rounds as far apart as the column lets them be, up to `ROUND_STEP`.
     let step = ((column - 2 * DOT - GAP - BAR - 40) / n).clamp(1, ROUND_STEP);
@@ -205,31 +178,23 @@ fn draw_strip(area: &Area, axis: &Axis, strip: &Strip, middle: i32, column: i32)
     let first = middle - group / 2;
     let last = first + step * (n - 1);
     let (bar_left, bar_right) = (last + GAP, last + GAP + BAR);
-    let median = axis.y(strip.median);
+    let median = strip.median;
     // The bar at least a pixel high, so that a share too small to draw is still seen.
-    let foot = axis.y(strip.median - strip.sampler).max(median + 1);
+    let ms = plot.as_coord_spec().y_spec().range();
+    let foot = (median - strip.sampler).min(median - (ms.end - ms.start) / f64::from(PLOT));
     let color = strip.color();
     let line = [(first - 2 * DOT, median), (bar_right, median)];
-    area.draw(&PathElement::new(line, color.stroke_width(2)))?;
+    plot.draw(&PathElement::new(line, color.stroke_width(2)))?;
     let bar = [(bar_left, median), (bar_right, foot)];
-    area.draw(&Rectangle::new(bar, SAMPLER.filled()))?;
+    plot.draw(&Rectangle::new(bar, SAMPLER.filled()))?;
     for (i, (ms, _)) in strip.rounds.iter().enumerate() {
         let x = first + step * i as i32;
-        area.draw(&Circle::new((x, axis.y(*ms)), DOT, color.filled()))?;
+        plot.draw(&Circle::new((x, *ms), DOT, color.filled()))?;
     }
-    let below = TITLE + PLOT;
-    let (low, high) = strip
-        .rounds
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(l, h), r| {
-            (l.min(r.0), h.max(r.0))
-        });
+    let (low, high) = frame::bounds(strip.rounds.iter().map(|r| r.0));
     let lines = [
         point(&strip.point),
-        format!(
-            "rounds {low:.1} to {high:.1} ms, median {:.1}",
-            strip.median
-        ),
+        format!("rounds {low:.1} to {high:.1} ms, median {median:.1}"),
         format!(
             "sampler {:.2} ms a token ({:.1}%)",
             strip.sampler,
@@ -239,7 +204,8 @@ fn draw_strip(area: &Area, axis: &Axis, strip: &Strip, middle: i32, column: i32)
     for (i, line) in lines.into_iter().enumerate() {
         let style = text(if i == 0 { 14.0 } else { 12.0 }, HPos::Center, VPos::Top);
         let style = if i == 0 { style.color(&color) } else { style };
-        area.draw(&Text::new(line, (middle, below + 8 + 18 * i as i32), style))?;
+        let at = (LEFT + middle, TITLE + PLOT + 8 + 18 * i as i32);
+        area.draw(&Text::new(line, at, style))?;
     }
     Ok(())
 }
