@@ -112,16 +112,6 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
     table(&step.rows, &columns)
 }
 
-/// candle's devices, as the benches prefix their groups, and what measures one.
-const DEVICES: [(&str, &str); 3] = [
-    ("cpu", "`cargo bench`"),
-    (
-        "cuda",
-        "`cargo bench --features cuda` on a machine with an NVIDIA GPU",
-    ),
-    ("metal", "`cargo bench --features metal` on a Mac"),
-];
-
 /// A step as the report's template shows it: its heading's words and `table`.
 fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
     minijinja::context! {
@@ -136,11 +126,6 @@ fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
 /// The whole report as Markdown; its devices line names each device the rows did not measure, so
 /// that a table without a device's rows never reads as complete.
 pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Result<String> {
-    let measured = |device| rows.iter().any(|row| row.device == device);
-    let devices = DEVICES.map(|(device, how)| match measured(device) {
-        true => format!("{device} measured"),
-        false => format!("**{device} not run** ({how})"),
-    });
     let columns: &[Column<Row>] = &[
         ("comparison", "---", |r| r.comparison.clone()),
         ("vocab", "---:", |r| r.vocab.clone()),
@@ -196,7 +181,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         commit => report.commit,
         date => report.date,
         machine => report.machine,
-        devices,
+        measured => rows.iter().map(|row| &row.device).collect::<Vec<_>>(),
         patches => report.patches.len(),
         series_setting => setting(report, Some(Greedy::After("the series"))),
         steps_setting => setting(report, Some(Greedy::After("every branch that has 0001"))),
