@@ -65,7 +65,7 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
 
 /// One comparison at one vocabulary: criterion's medians, series over published, and the A/A
 /// pair, control over published.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
     pub device: String,
     pub comparison: String,
@@ -99,9 +99,7 @@ pub fn rows(measurements: &[Measurement]) -> Vec<Row> {
                 published_ns: published.median_ns,
                 series_ns: beside(SERIES_POINT)?,
                 floor_ns: beside("floor"),
-                paired: None,
-                control: None,
-                instructions: None,
+                ..Row::default()
             })
         })
         .collect();

@@ -72,24 +72,20 @@ pub fn report_svg(report: &Report, whole: &PatchStep) -> Result<String> {
     svg(&steps, &report.control)
 }
 
-/// The step of patch `number` against `before` (a patch's number, or `None` for the published
-/// crates), as `report` measured it: none where it did not, or measured it against another
-/// point, as a pull request's body says.
-pub fn step<'a>(report: &'a Report, number: &str, before: Option<&str>) -> Option<&'a PatchStep> {
-    let before = before.unwrap_or(shared::PUBLISHED_POINT);
-    let step = report.patches.iter().find(|s| s.patch == number)?;
-    (step.before == before && !step.rows.is_empty()).then_some(step)
-}
-
 /// Writes patch `number`'s panel as `dir/bench.png` for its pull request, where `report` (the
-/// bench report, if one was written) measured that step; returns where it wrote it.
+/// bench report, if one was written) measured that step against `before` (a patch's number, or
+/// `None` for the published crates); returns where it wrote it. A step that the report did not
+/// measure, or measured against another point, has no picture, as a pull request's body says.
 pub fn write_step_png(
     report: Option<&Report>,
     number: &str,
     before: Option<&str>,
     dir: &Path,
 ) -> Result<Option<PathBuf>> {
-    let Some((report, step)) = report.and_then(|r| Some((r, step(r, number, before)?))) else {
+    let before = before.unwrap_or(shared::PUBLISHED_POINT);
+    let measured = |s: &&PatchStep| s.patch == number && s.before == before && !s.rows.is_empty();
+    let found = report.and_then(|r| Some((r, r.patches.iter().find(measured)?)));
+    let Some((report, step)) = found else {
         return Ok(None);
     };
     let path = dir.join(PNG);
