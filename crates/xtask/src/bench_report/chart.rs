@@ -8,9 +8,8 @@ use std::ops::Range;
 
 use anyhow::Result;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::frame::{self, Area, FRAME};
+use super::frame::{self, key_words, Area, FRAME};
 use super::Row;
 
 /// Where `bench-report` writes the chart, beside the report.
@@ -88,21 +87,19 @@ pub fn svg(rows: &[Row]) -> Result<String> {
     })
 }
 
-/// Each line's colour and name side by side, centred in `area`. A legend entry is a stroke
-/// alone, without a mark, so that every circle in the chart is a measurement.
+/// Each line's colour and name side by side, centred in `area`, in the words of the other
+/// pictures' keys. A legend entry is a stroke alone, without a mark, so that every circle in the
+/// chart is a measurement.
 fn draw_legend(area: &Area) -> Result<()> {
     const ENTRY: i32 = 110;
     let (width, height) = area.dim_in_pixel();
-    let (start, middle) = (
-        (width as i32 - ENTRY * LINES.len() as i32) / 2,
-        height as i32 / 2,
-    );
-    let style = TextStyle::from(("sans-serif", 15)).pos(Pos::new(HPos::Left, VPos::Center));
+    let start = (width as i32 - ENTRY * LINES.len() as i32) / 2;
+    let middle = height as i32 / 2;
     for (i, (name, color, _, _)) in LINES.iter().enumerate() {
         let x = start + ENTRY * i as i32;
         let stroke = vec![(x, middle), (x + 22, middle)];
         area.draw(&PathElement::new(stroke, color.stroke_width(2)))?;
-        area.draw(&Text::new(*name, (x + 28, middle), style.clone()))?;
+        key_words(area, name, (x, middle))?;
     }
     Ok(())
 }
