@@ -43,9 +43,9 @@ pub(crate) fn point(name: &str) -> String {
 }
 
 /// One panel's size in pixels.
-const PANEL: (u32, u32) = (320, 260);
+const PANEL: (i32, i32) = (320, 260);
 /// The strip above the panels that holds the legend.
-const LEGEND_HEIGHT: u32 = 30;
+const LEGEND_HEIGHT: i32 = 30;
 /// The vocabulary axis in thousands: past the largest vocabulary (151936), room for its mark.
 const VOCAB: Range<f64> = 0.0..170.0;
 /// How far past the fastest and the slowest mark the time axis reaches, as a factor, so that no
@@ -60,11 +60,11 @@ pub fn svg(rows: &[Row]) -> Result<String> {
     // The legend, then the panels in lines of up to four.
     let columns = comparisons.len().clamp(1, 4);
     let lines: Vec<&[&str]> = comparisons.chunks(columns).collect();
-    let heights: Vec<u32> = [LEGEND_HEIGHT]
+    let heights: Vec<i32> = [LEGEND_HEIGHT]
         .into_iter()
         .chain(vec![PANEL.1; lines.len().max(1)])
         .collect();
-    frame::stacked(PANEL.0 * columns as u32, &heights, |i, area| {
+    frame::stacked(PANEL.0 * columns as i32, &heights, |i, area| {
         if comparisons.is_empty() {
             // No legend: the words stand where the first panel would.
             if i == 1 {

@@ -58,8 +58,8 @@ pub fn svg(steps: &[&PatchStep], control: &PatchStep) -> Result<String> {
     let panels = steps
         .iter()
         .map(|step| TITLE + ROW * step.rows.len() as i32 + AXIS);
-    let heights: Vec<u32> = panels.chain([KEY]).map(|h| h as u32).collect();
-    frame::stacked(WIDTH as u32, &heights, |i, area| match steps.get(i) {
+    let heights: Vec<i32> = panels.chain([KEY]).collect();
+    frame::stacked(WIDTH, &heights, |i, area| match steps.get(i) {
         Some(step) => draw_panel(area, step, control),
         None => draw_key(area),
     })

@@ -32,12 +32,13 @@ pub(super) fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
 /// A figure `width` pixels wide of areas `heights` high, top to bottom, each drawn by `draw`
 /// with its index: as SVG text.
 pub(super) fn stacked(
-    width: u32,
-    heights: &[u32],
+    width: i32,
+    heights: &[i32],
     mut draw: impl FnMut(usize, &Area) -> Result<()>,
 ) -> Result<String> {
     let mut out = String::new();
-    let root = SVGBackend::with_string(&mut out, (width, heights.iter().sum())).into_drawing_area();
+    let size = (width as u32, heights.iter().sum::<i32>() as u32);
+    let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
     root.fill(&WHITE)?;
     let mut top = 0;
     for (i, &height) in heights.iter().enumerate() {

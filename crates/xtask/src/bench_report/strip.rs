@@ -75,10 +75,8 @@ pub fn svg(loops: &[Loop]) -> Result<String> {
         .unwrap_or(1)
         .max(2);
     let width = LEFT + COLUMN * widest as i32 + RIGHT;
-    let heights: Vec<u32> = (loops.iter().map(|_| PANEL).chain([KEY]))
-        .map(|h| h as u32)
-        .collect();
-    frame::stacked(width as u32, &heights, |i, area| match loops.get(i) {
+    let heights: Vec<i32> = loops.iter().map(|_| PANEL).chain([KEY]).collect();
+    frame::stacked(width, &heights, |i, area| match loops.get(i) {
         Some(decode) => draw_panel(area, decode, width - LEFT - RIGHT),
         None => draw_key(area),
     })
