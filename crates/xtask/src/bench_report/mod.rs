@@ -25,7 +25,7 @@ pub use criterion::{read_criterion, rows, Measurement, Row};
 use data::{Decode, PatchStep, Report, Step};
 use measure::Driver;
 use stats::{median, parse_rounds, Paired, Verdict};
-use strip::Loop;
+use strip::{Loop, Strip};
 
 /// How many paired rounds `bench-driver pair` times per row.
 pub const ROUNDS: usize = 201;
@@ -137,19 +137,19 @@ pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
 
 /// The decode loop between two points, from its rounds of a total and a sampler time per point.
 pub fn decode_between(decode: &Loop, before: &str, after: &str) -> Result<Decode> {
-    let (b, a) = (decode.per_token(before)?, decode.per_token(after)?);
-    let tokens = |side: &[(f64, f64)]| -> Vec<f64> { side.iter().map(|r| r.0).collect() };
-    let share = |side: &[(f64, f64)]| median(side.iter().map(|(ms, sampler)| sampler / ms));
+    let (b, a) = (Strip::of(decode, before)?, Strip::of(decode, after)?);
+    let tokens = |side: &Strip| -> Vec<f64> { side.rounds.iter().map(|r| r.0).collect() };
     // A token's time before, less what the sampler saves.
-    let sampler_only: Vec<f64> = b.iter().zip(&a).map(|(b, a)| b.0 - (b.1 - a.1)).collect();
+    let sides = b.rounds.iter().zip(&a.rounds);
+    let sampler_only: Vec<f64> = sides.map(|(b, a)| b.0 - (b.1 - a.1)).collect();
     Ok(Decode {
         comparison: decode.comparison.clone(),
         before: before.to_string(),
         after: after.to_string(),
-        before_ms: median(tokens(&b)),
-        after_ms: median(tokens(&a)),
-        before_share: share(&b),
-        after_share: share(&a),
+        before_ms: b.median,
+        after_ms: a.median,
+        before_share: b.share,
+        after_share: a.share,
         per_token: Paired::between(&tokens(&b), &tokens(&a)),
         sampler_only: Paired::between(&tokens(&b), &sampler_only),
     })

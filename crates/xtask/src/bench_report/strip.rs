@@ -82,18 +82,19 @@ pub fn svg(loops: &[Loop]) -> Result<String> {
     })
 }
 
-/// A strip: its point, its rounds, and what its dots and bar are drawn from.
-struct Strip {
+/// A strip, one side of the decode loop: its point, its rounds, and the medians that its dots and
+/// bar are drawn from and the decode tables give.
+pub(super) struct Strip {
     point: String,
-    rounds: Vec<(f64, f64)>,
+    pub(super) rounds: Vec<(f64, f64)>,
     /// The median round's ms per token, the sampler's median ms per token and median share.
-    median: f64,
+    pub(super) median: f64,
     sampler: f64,
-    share: f64,
+    pub(super) share: f64,
 }
 
 impl Strip {
-    fn of(decode: &Loop, point: &str) -> Result<Strip> {
+    pub(super) fn of(decode: &Loop, point: &str) -> Result<Strip> {
         let rounds = decode.per_token(point)?;
         Ok(Strip {
             point: point.to_string(),
