@@ -140,53 +140,5 @@ fn part(repo: &Repository, krate: &Published, root: Oid, path: &str) -> Result<O
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pin::Pin;
-    use crate::published::tests::file;
-
-    fn krate(path_in_vcs: &str) -> Published {
-        Published {
-            pin: Pin {
-                name: "demo".into(),
-                version: "0.1.0".into(),
-                sha256: String::new(),
-                commit: String::new(),
-                path_in_vcs: path_in_vcs.into(),
-            },
-            files: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let files = [file("src/lib.rs", "")];
-        let prefixed = scratch.tree_of_crates(&[("candle-transformers", &files[..])])?;
-        let plain = scratch.tree_of_crates(&[("", &files[..])])?;
-        let part = |path| part(&scratch.repo, &krate("candle-transformers"), prefixed, path);
-        assert_eq!(part("")?, plain);
-        assert_eq!(
-            part("src")?,
-            scratch.tree_of_crates(&[("", &[file("lib.rs", "")][..])])?
-        );
-        assert!(part("missing").is_err());
-        Ok(())
-    }
-
-    #[test]
-    fn a_part_that_is_a_file_is_a_folder_of_it_alone() -> Result<()> {
-        let scratch = Scratch::new()?;
-        let tree = scratch.tree_of_crates(&[(
-            "",
-            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")][..],
-        )])?;
-        let only = part(&scratch.repo, &krate(""), tree, "b.rs")?;
-        assert_eq!(
-            only,
-            scratch.tree_of_crates(&[("", &[file("b.rs", "b")][..])])?
-        );
-        assert!(part(&scratch.repo, &krate(""), tree, "missing.rs").is_err());
-        Ok(())
-    }
-}
+#[path = "../tests/private/expected.rs"]
+mod tests;

@@ -204,15 +204,5 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// A plain, non-executable file of a crate, for the unit tests of the modules that read crates.
-    pub(crate) fn file(path: &str, data: &str) -> CrateFile {
-        CrateFile {
-            path: path.into(),
-            data: data.as_bytes().to_vec(),
-            executable: false,
-        }
-    }
-}
+#[path = "../tests/private/published.rs"]
+pub(crate) mod tests;
