@@ -6,7 +6,7 @@
 use candle::{Result, Tensor};
 use candle_transformers::generation::Sampling;
 
-/// A `LogitsProcessor` of any point.
+/// A `LogitsProcessor` of any point, or of the patched crate.
 pub trait Sample {
     /// `LogitsProcessor::sample`, which a patch may make cheaper than `sample_f` with a closure
     /// that does nothing.
@@ -15,6 +15,24 @@ pub trait Sample {
     /// `LogitsProcessor::sample_f`, with `f` called once.
     fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32>;
 }
+
+/// `Sample` for the `LogitsProcessor` of the `generation` module at `$module`.
+macro_rules! impl_sample {
+    ($($module:ident)::+) => {
+        impl Sample for $($module)::+::LogitsProcessor {
+            fn sample(&mut self, logits: &Tensor) -> Result<u32> {
+                $($module)::+::LogitsProcessor::sample(self, logits)
+            }
+
+            fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32> {
+                self.sample_f(logits, f)
+            }
+        }
+    };
+}
+
+// The patched crate's, which `[patch.crates-io]` builds: what the tests run.
+impl_sample!(candle_transformers::generation);
 
 /// `sampling` (candle-transformers' `Sampling`) as the `Sampling` of the `generation` module at
 /// `$module`, a module with the same variants: a point's.
@@ -71,15 +89,7 @@ macro_rules! points {
             }
         }
 
-        $(impl Sample for $module::generation::LogitsProcessor {
-            fn sample(&mut self, logits: &Tensor) -> Result<u32> {
-                $module::generation::LogitsProcessor::sample(self, logits)
-            }
-
-            fn sample_with(&mut self, logits: &Tensor, f: &mut dyn FnMut(&mut [f32])) -> Result<u32> {
-                self.sample_f(logits, f)
-            }
-        })*
+        $(impl_sample!($module::generation);)*
     };
 }
 

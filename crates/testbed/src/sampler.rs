@@ -82,13 +82,10 @@ impl Implementation {
 
     /// `LogitsProcessor::from_sampling(seed, sampling)`.
     pub fn from_sampling(self, seed: u64, sampling: &Sampling) -> Processor {
-        let Some(name) = self.point_name() else {
-            return Processor::Patched(Box::new(LogitsProcessor::from_sampling(
-                seed,
-                sampling.clone(),
-            )));
-        };
-        Processor::Point(points::from_sampling(name, seed, sampling).expect(NAMED))
+        Processor(match self.point_name() {
+            None => Box::new(LogitsProcessor::from_sampling(seed, sampling.clone())),
+            Some(name) => points::from_sampling(name, seed, sampling).expect(NAMED),
+        })
     }
 
     /// `LogitsProcessor::new(seed, temperature, top_p)`.
@@ -98,10 +95,10 @@ impl Implementation {
         temperature: Option<f64>,
         top_p: Option<f64>,
     ) -> Processor {
-        let Some(name) = self.point_name() else {
-            return Processor::Patched(Box::new(LogitsProcessor::new(seed, temperature, top_p)));
-        };
-        Processor::Point(points::new(name, seed, temperature, top_p).expect(NAMED))
+        Processor(match self.point_name() {
+            None => Box::new(LogitsProcessor::new(seed, temperature, top_p)),
+            Some(name) => points::new(name, seed, temperature, top_p).expect(NAMED),
+        })
     }
 }
 
@@ -109,10 +106,7 @@ impl Implementation {
 const NAMED: &str = "a point of `points::NAMES`";
 
 /// A `LogitsProcessor` of any of the modules.
-pub enum Processor {
-    Patched(Box<LogitsProcessor>),
-    Point(Box<dyn points::Sample>),
-}
+pub struct Processor(Box<dyn points::Sample>);
 
 impl Processor {
     /// `draws` tokens, one `sample` call each.
@@ -123,26 +117,18 @@ impl Processor {
     /// `sample` itself, not `sample_f` with a closure that does nothing: the patched crate
     /// checks the weights only after a closure.
     pub fn sample(&mut self, logits: &Tensor) -> Result<u32> {
-        match self {
-            Processor::Patched(processor) => processor.sample(logits),
-            Processor::Point(processor) => processor.sample(logits),
-        }
+        self.0.sample(logits)
     }
 
     /// `sample_f`: `f` changes the probabilities before the draw.
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
-        match self {
-            Processor::Patched(processor) => processor.sample_f(logits, f),
-            Processor::Point(processor) => {
-                // `f` is called at most once; the trait object takes an `FnMut`.
-                let mut f = Some(f);
-                processor.sample_with(logits, &mut |probabilities| {
-                    if let Some(f) = f.take() {
-                        f(probabilities)
-                    }
-                })
+        // `f` is called at most once; the trait object takes an `FnMut`.
+        let mut f = Some(f);
+        self.0.sample_with(logits, &mut |probabilities| {
+            if let Some(f) = f.take() {
+                f(probabilities)
             }
-        }
+        })
     }
 }
 
