@@ -91,6 +91,13 @@ pub fn dir() -> PathBuf {
 
 pub use shared::sha256_hex;
 
+/// `bytes` as little-endian f32, as the logits file holds them; a partial last one is left out.
+pub fn f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
 /// An error that names the file. Built without `Error::msg`, which would put a backtrace in
 /// the message when `RUST_BACKTRACE` is set.
 fn io_error(path: &Path, err: impl std::fmt::Display) -> candle::Error {
@@ -117,10 +124,7 @@ impl Fixture {
         if bytes.len() % 4 != 0 {
             return Err(io_error(&logits_path, "not a whole number of f32"));
         }
-        let logits = bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let logits = f32s(&bytes).collect();
         Ok(Fixture { provenance, logits })
     }
 

@@ -8,6 +8,7 @@
 use candle::{DType, Device, Tensor};
 
 use crate::cases::Build;
+use crate::fixture::f32s;
 use crate::sampler::{self, Implementation, Outcome, Patched};
 
 /// Temperatures and top-p values worth trying, picked by one byte when a flag says so; the
@@ -73,12 +74,7 @@ pub fn decode(data: &[u8]) -> Input {
     let p = bytes.number(flags & 0x20 != 0);
     let k = u32::from_le_bytes(bytes.take::<4>()) as usize;
     let seed = u64::from_le_bytes(bytes.take::<8>());
-    let values: Vec<f32> = bytes
-        .0
-        .chunks_exact(4)
-        .take(MAX_LOGITS)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let values: Vec<f32> = f32s(bytes.0).take(MAX_LOGITS).collect();
     // Each `Sampling`, then `LogitsProcessor::new`.
     let samplings = sampler::all_samplings(temperature, k, p);
     let build = match usize::from(variant) % (samplings.len() + 1) {
@@ -114,10 +110,8 @@ impl Input {
         match self.shape {
             0 => Ok(values),
             1 => values.unsqueeze(0),
-            _ => match self.values.is_empty() {
-                true => Ok(values),
-                false => values.get(0),
-            },
+            _ if self.values.is_empty() => Ok(values),
+            _ => values.get(0),
         }
     }
 }
