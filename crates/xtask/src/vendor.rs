@@ -9,6 +9,7 @@ use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
+use crate::rebase::{self, Moved};
 use crate::series;
 use crate::trees::write_tree;
 
@@ -30,32 +31,27 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             _ => published::read_archive(&published::fetch(layout, name, wanted)?, name, wanted)?,
         });
     }
-    // Another release: the series moves onto it first, and what it holds already retires.
-    let pinned: Vec<&Pin> = lines
+    // Another release: the series moves onto it first, and what it holds already retires. Only
+    // where every crate is pinned already.
+    let pinned: Option<Vec<&Pin>> = lines
         .iter()
-        .filter_map(|line| match line {
+        .map(|line| match line {
             Line::Pinned(pin) => Some(pin),
-            _ => None,
+            Line::New { .. } => None,
         })
         .collect();
-    let moving = published
-        .iter()
-        .zip(&pinned)
-        .any(|(new, old)| new.pin.version != old.version);
-    if moving && pinned.len() == lines.len() {
-        let old = pinned
-            .iter()
-            .map(|pin| published::load_or_fetch(layout, pin));
+    let moving = |old: &Vec<&Pin>| {
+        let mut versions = published.iter().zip(old);
+        versions.any(|(new, old)| new.pin.version != old.version)
+    };
+    if let Some(old) = pinned.filter(moving) {
+        let old = old.iter().map(|pin| published::load_or_fetch(layout, pin));
         let old = old.collect::<Result<Vec<_>>>()?;
-        for (patch, moved) in crate::rebase::rebase(layout, &old, &published)? {
+        for (patch, moved) in rebase::rebase(layout, &old, &published)? {
             let what = match moved {
-                crate::rebase::Moved::Unchanged => continue,
-                crate::rebase::Moved::Rewritten => {
-                    "merged three ways onto the release, written again"
-                }
-                crate::rebase::Moved::Released => {
-                    "the release holds it: retired in patches/stack.toml"
-                }
+                Moved::Unchanged => continue,
+                Moved::Rewritten => "merged three ways onto the release, written again",
+                Moved::Released => "the release holds it: retired in patches/stack.toml",
             };
             eprintln!("[vendor] {}: {what}", patch.file_name);
         }
