@@ -121,13 +121,12 @@ pub fn retired_in_history(
     }
     for (number, name) in seen {
         let current = patches.iter().any(|p| p.number() == number);
-        if !current && !stack_file.retired.contains_key(&number) {
-            bail!(
-                "{number} was a patch's number ({name}, in this repository's history) and no \
-                 patch holds it now: add [retired.{number}] with `why = \"...\"` to \
-                 patches/stack.toml, so that no new patch takes it"
-            );
-        }
+        ensure!(
+            current || stack_file.retired.contains_key(&number),
+            "{number} was a patch's number ({name}, in this repository's history) and no patch \
+             holds it now: add [retired.{number}] with `why = \"...\"` to patches/stack.toml, so \
+             that no new patch takes it"
+        );
     }
     Ok(())
 }
