@@ -236,10 +236,7 @@ fn generate(model: &mut Model, scenario: &Scenario, seed: u64, count: usize) -> 
         });
         let line = match generated {
             Ok(tokens) => {
-                let text = scenario
-                    .tokenizer
-                    .decode(&tokens, false)
-                    .map_err(anyhow::Error::msg)?;
+                let text = vocab::decode(&scenario.tokenizer, &tokens)?;
                 format!("{text:?} {tokens:?}")
             }
             Err(err) => {

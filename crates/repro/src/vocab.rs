@@ -150,9 +150,12 @@ pub fn encode(tokenizer: &Tokenizer, text: &str) -> Result<Vec<u32>> {
     Ok(encoding.get_ids().to_vec())
 }
 
+/// The text of `ids`, special tokens included.
+pub fn decode(tokenizer: &Tokenizer, ids: &[u32]) -> Result<String> {
+    tokenizer.decode(ids, false).map_err(anyhow::Error::msg)
+}
+
 /// The text of one token, special tokens included.
 pub fn token_text(tokenizer: &Tokenizer, id: u32) -> String {
-    tokenizer
-        .decode(&[id], false)
-        .unwrap_or_else(|_| format!("<token {id}>"))
+    decode(tokenizer, &[id]).unwrap_or_else(|_| format!("<token {id}>"))
 }
