@@ -59,11 +59,8 @@ pub fn variants(temperature: f64) -> Vec<Sampling> {
         .into_iter()
         .filter(|s| crate::sampler::temperature(s).is_some())
         .collect();
-    let top_k = variants
-        .iter()
-        .position(|s| matches!(s, Sampling::TopK { .. }))
-        .expect("TopK is a variant");
-    variants[..=top_k].rotate_right(1);
+    // A stable sort: the others keep their order.
+    variants.sort_by_key(|s| !matches!(s, Sampling::TopK { .. }));
     variants
 }
 
