@@ -130,10 +130,8 @@ fn paired_rounds(
     let mut sides = sides?;
     let mut runs = Vec::new();
     for (side, processor) in sides.iter_mut().enumerate() {
-        let warmed = measure(processor);
-        if let Err(err) = &warmed {
-            eprintln!("side {side} left out: {err:#}");
-        }
+        let warmed =
+            measure(processor).inspect_err(|err| eprintln!("side {side} left out: {err:#}"));
         runs.push(warmed.is_ok());
     }
     ensure!(runs.contains(&true), "no side can run this comparison");
