@@ -292,7 +292,7 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
         scenario.json,
         "\nwrote {} (logits sha256 {}) and {}",
         json.display(),
-        written.provenance.logits_sha256,
+        written.logits_sha256,
         vocab::fixture_path().display()
     );
     Ok(())
