@@ -62,7 +62,10 @@ impl Patch {
         for line in text.lines() {
             if let Some(names) = line.strip_prefix("diff --git a/") {
                 path = names.split_once(" b/").map(|(_, new)| new.to_string());
-            } else if let (Some(ids), Some(path)) = (line.strip_prefix("index "), path.take()) {
+            } else if let Some(ids) = line.strip_prefix("index ") {
+                // A new or deleted file's mode line comes between its `diff --git` line and its
+                // `index` line, so the path is taken here and not on the line after `diff`.
+                let Some(path) = path.take() else { continue };
                 let ids = ids.split(' ').next().unwrap_or_default();
                 if let Some((before, after)) = ids.split_once("..") {
                     let (before, after) = (before.to_string(), after.to_string());

@@ -67,3 +67,41 @@ fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn index_lines_name_new_and_deleted_files_too() {
+    let bytes = "\
+diff --git a/kept.rs b/kept.rs
+index 1111111..2222222 100644
+--- a/kept.rs
++++ b/kept.rs
+diff --git a/added.rs b/added.rs
+new file mode 100644
+index 0000000..3333333
+--- /dev/null
++++ b/added.rs
+diff --git a/gone.rs b/gone.rs
+deleted file mode 100644
+index 4444444..0000000
+--- a/gone.rs
++++ /dev/null
+";
+    let patch = Patch {
+        file_name: "0001-a.patch".to_string(),
+        bytes: bytes.as_bytes().to_vec(),
+    };
+    let lines: Vec<(String, String, String)> = patch
+        .index_lines()
+        .into_iter()
+        .map(|l| (l.path, l.before, l.after))
+        .collect();
+    let line = |p: &str, b: &str, a: &str| (p.to_string(), b.to_string(), a.to_string());
+    assert_eq!(
+        lines,
+        [
+            line("kept.rs", "1111111", "2222222"),
+            line("added.rs", "0000000", "3333333"),
+            line("gone.rs", "4444444", "0000000"),
+        ]
+    );
+}
