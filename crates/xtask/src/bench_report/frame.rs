@@ -82,7 +82,7 @@ where
     let mut mesh = chart.configure_mesh();
     mesh.bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
-        .axis_style(FRAME)
+        .axis_style(TRANSPARENT)
         .label_style(text(13.0, HPos::Center, VPos::Top))
         .axis_desc_style(text(13.0, HPos::Center, VPos::Top));
     mesh
