@@ -4,12 +4,20 @@
 use anyhow::Result;
 use minijinja::{Environment, Value};
 
+/// A template's text after the macros of `measure.md`, which the report and each pull request's
+/// evidence share: this build of minijinja has no `import`.
+macro_rules! with_measure {
+    ($path:literal) => {
+        concat!(include_str!("../templates/measure.md"), include_str!($path))
+    };
+}
+
 /// Every template, by name.
 const TEMPLATES: [(&str, &str); 6] = [
     ("body", include_str!("../templates/body.md")),
-    ("bench", include_str!("../templates/bench.md")),
+    ("bench", with_measure!("../templates/bench.md")),
     ("real_model", include_str!("../templates/real_model.md")),
-    ("report", include_str!("../templates/report.md")),
+    ("report", with_measure!("../templates/report.md")),
     ("summary", include_str!("../templates/summary.txt")),
     ("record", include_str!("../templates/record.toml")),
 ];

@@ -1,6 +1,7 @@
 //! The report as Markdown: the whole series, one table per patch, the decode loop, the profile.
 
 use anyhow::Result;
+use minijinja::Value;
 use shared::bench::{TOP_K, TOP_P};
 
 use super::chart::point;
@@ -35,59 +36,18 @@ pub fn show_time(ns: f64) -> String {
     }
 }
 
-/// How one `sample` call was measured and how to read a ratio, with what runs `temperature_0`.
-pub(crate) fn setting(report: &Report, temperature_0: Option<Greedy>) -> String {
-    let greedy = temperature_0.map_or(String::new(), |greedy| {
-        let top_k = format!("`TopK {{ k: {TOP_K}, temperature: 0.0 }}`");
-        let sides = match greedy {
-            Greedy::After(after) => format!("`ArgMax` on the published crates, {top_k} on {after}"),
-            Greedy::BothSides => format!("{top_k} on both sides"),
-        };
-        format!("; `temperature_0`: {sides}")
-    });
-    let (model, vocab, seed) = (&report.model, report.vocab, report.seed);
-    let (temperature, rounds, confidence) = (report.temperature, report.rounds, CONFIDENCE * 100.0);
-    format!(
-        "one `sample` call on {model}'s real logits ({vocab} tokens), seed {seed}, temperature \
-         {temperature} (`top_k`: k {TOP_K}; `top_p`: p {TOP_P}; `top_k_then_top_p`: both{greedy}), \
-         both sides linking the same candle-core; ratios are after over before, the median of the \
-         ratios of {rounds} rounds, each timing every build measured there in turn, rotating which \
-         goes first, with its {confidence}% bootstrap interval, rounded outwards; \"no measurable \
-         cost\" means that interval contains 1.0 and is at most {UNRESOLVED_WIDTH:.2} wide, \
-         \"within ±1%\" that it lies there without containing 1.0, too small a difference to \
-         count, \"not resolved\" that it contains 1.0 but is wider"
-    )
+/// The context that the macros of `templates/measure.md` read, which say how a `sample` call was
+/// measured: the report, and the benches' settings and the verdicts' bounds as Rust writes them.
+pub(crate) fn measure(report: &Report) -> Value {
+    minijinja::context! {
+        report,
+        temperature => report.temperature.to_string(),
+        top_k => TOP_K,
+        top_p => TOP_P.to_string(),
+        confidence => (CONFIDENCE * 100.0).to_string(),
+        unresolved_width => format!("{UNRESOLVED_WIDTH:.2}"),
+    }
 }
-
-/// Who runs greedy sampling through `TopK` in the `temperature_0` comparison.
-pub(crate) enum Greedy {
-    /// `ArgMax` on the published crates, `TopK` at temperature 0 on the named side.
-    After(&'static str),
-    /// Both sides have 0001.
-    BothSides,
-}
-
-/// What a patch table's time columns are.
-pub(crate) const COLUMNS: &str =
-    "before, after: each side's median time over the same rounds, so their \
-    quotient is not quite the median of the rounds' ratios; each row's rounds ran at another \
-    time, and the machine's speed drifts between rows, so compare before with after within a row \
-    only";
-
-/// What the instruction column and "same instructions" mean.
-pub(crate) const INSTRUCTIONS: &str =
-    "instructions: after over before, instructions per call counted \
-    by valgrind's callgrind on one thread, which machine noise does not move; \"same \
-    instructions\" (within 0.1%): both sides execute the same work, so a time difference there \
-    counts only beyond what two builds of identical code, timed in the same rounds, differ by, \
-    since that much comes from where the code lands in memory rather than from the change; \
-    \"more instructions\" or \"fewer instructions\": the time moves against the work";
-
-/// How the A/A pair's range is drawn, as a sentence that begins "The range runs" goes on.
-pub(crate) const PLACEMENT_RULE: &str =
-    "from 1/m² to m², m being the bound of the two builds' interval \
-    furthest from 1.0, read as a factor above 1: a branch's build can lie as far again from the \
-    second build as the second lies from the first";
 
 /// Each step's columns up to its ratio, with instructions where counted.
 fn step_columns(step: &PatchStep) -> Vec<Column<Step>> {
@@ -113,7 +73,7 @@ pub(crate) fn patch_table(step: &PatchStep) -> String {
 }
 
 /// A step as the report's template shows it: its heading's words and `table`.
-fn step_context(step: &PatchStep, table: String) -> minijinja::Value {
+fn step_context(step: &PatchStep, table: String) -> Value {
     minijinja::context! {
         patch => step.patch,
         subject => step.subject,
@@ -163,9 +123,6 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
     let decode = report.decode.as_ref().map(|whole| {
         let measured = steps.clone().filter(|s| !s.decode.is_empty());
         minijinja::context! {
-            model => report.model,
-            tokens => report.decode_tokens,
-            rounds => report.decode_rounds,
             table => table(whole, &DECODE_COLUMNS),
             steps => measured
                 .map(|s| step_context(s, table(&s.decode, &DECODE_COLUMNS)))
@@ -177,17 +134,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         ("median", "---:", |(_, ns)| show_time(*ns)),
     ];
     let context = minijinja::context! {
-        crate_label => report.crate_label,
-        commit => report.commit,
-        date => report.date,
-        machine => report.machine,
         measured => rows.iter().map(|row| &row.device).collect::<Vec<_>>(),
-        patches => report.patches.len(),
-        series_setting => setting(report, Some(Greedy::After("the series"))),
-        steps_setting => setting(report, Some(Greedy::After("every branch that has 0001"))),
-        instructions => INSTRUCTIONS,
-        columns => COLUMNS,
-        placement_rule => PLACEMENT_RULE,
         placement => PLACEMENT,
         rows_table => table(rows, columns),
         chart => super::chart::SVG,
@@ -197,6 +144,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         steps => steps.map(|s| step_context(s, patch_table(s))).collect::<Vec<_>>(),
         decode,
         profile => (!profile.is_empty()).then(|| table(profile, profile_columns)),
+        ..measure(report)
     };
     Ok(crate::template::render("report", context)? + "\n")
 }

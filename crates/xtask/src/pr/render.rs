@@ -9,7 +9,7 @@ use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::chart::point;
 use crate::bench_report::data::{Report, Step};
-use crate::bench_report::render::{self as report, Greedy};
+use crate::bench_report::render as report;
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
 use crate::template::{self, render};
@@ -99,9 +99,9 @@ fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
     let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
     // A branch that builds on another has 0001 on both sides: the published crates cannot run
     // `TopK` at temperature 0, so the benches leave that comparison out of any other pair.
-    let greedy_sides = match before {
-        shared::PUBLISHED_POINT => Greedy::After("this branch"),
-        _ => Greedy::BothSides,
+    let top_k_on = match before {
+        shared::PUBLISHED_POINT => "this branch",
+        _ => "both sides",
     };
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
     // A difference at the same instructions was weighed against two builds of identical code:
@@ -112,9 +112,8 @@ fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
             Some(Work::SameInstructions | Work::Placement)
         );
         let control = report.control.paired(&r.comparison).filter(|_| weighed)?;
-        let (interval, range) = (control.interval(), Placement::of(control).range());
-        let counts = "so a difference at the same instructions counts only outside";
-        Some(format!("`{}` {interval}, {counts} {range}", r.comparison))
+        let range = Placement::of(control).range();
+        Some((r.comparison.clone(), control.interval(), range))
     };
     let decode = step.decode.iter().map(|d| {
         minijinja::context! {
@@ -130,18 +129,12 @@ fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
     });
     let context = minijinja::context! {
         before => point(before),
-        setting => report::setting(report, greedy.then_some(greedy_sides)),
-        columns => report::COLUMNS,
-        instructions => counted.then_some(report::INSTRUCTIONS),
-        machine => report.machine,
-        date => report.date,
+        top_k_on => greedy.then_some(top_k_on),
+        counted,
         table => report::patch_table(step),
         pairs => step.rows.iter().filter_map(pair).collect::<Vec<_>>(),
-        placement_rule => report::PLACEMENT_RULE,
-        model => report.model,
-        tokens => report.decode_tokens,
-        rounds => report.decode_rounds,
         decode => decode.collect::<Vec<_>>(),
+        ..report::measure(report)
     };
     render("bench", context)
 }
