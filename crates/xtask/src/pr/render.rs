@@ -168,17 +168,10 @@ fn real_model(table: &RealModel, pins: &[Pin], before: &str, number: &str) -> Re
     }
     let changed: Vec<_> = outcomes.iter().filter(|(_, a, b)| a != b).collect();
     let context = minijinja::context! {
-        model => table.model,
+        table,
         prompt => format!("{:?}", table.prompt),
-        seed => table.seed,
-        computed => match table.logits.as_str() {
-            "model" => "computed with candle on the CPU",
-            _ => "as recorded from the model in the test fixture",
-        },
-        before => match before {
-            shared::PUBLISHED_POINT => format!("{} as published", pin::label(pins)),
-            number => format!("the branch of {number}"),
-        },
+        before,
+        published => (before == shared::PUBLISHED_POINT).then(|| pin::label(pins)),
         cases => outcomes.len(),
         unchanged => outcomes.len() - changed.len(),
         changed,
