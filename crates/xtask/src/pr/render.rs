@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::audit::{CallSite, Guard};
+use super::audit::CallSite;
 use super::notes::{Facts, Notes, Part, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
@@ -141,13 +141,7 @@ fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
 
 /// The calls of `from_sampling` in the base, counted in words and listed by who guards them.
 fn call_sites(sites: &[CallSite]) -> String {
-    let of = |guard| {
-        let group = sites.iter().filter(|s| s.guard == guard);
-        Value::from_serialize(group.collect::<Vec<_>>())
-    };
-    let groups = [Guard::Itself, Guard::None, Guard::Caller].map(of);
-    let args = [&[Value::from(sites.len())], &groups[..]].concat();
-    let text = template::call("body", "call_sites", &args);
+    let text = template::call("body", "call_sites", &[Value::from_serialize(sites)]);
     text.trim_end().to_string()
 }
 

@@ -1,6 +1,7 @@
 //! The unit tests of `pr/render`, a module of it.
 
 use super::*;
+use crate::pr::audit::Guard;
 
 fn site(path: &str, guard: Guard) -> CallSite {
     CallSite {
