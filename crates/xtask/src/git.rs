@@ -67,6 +67,12 @@ pub(crate) fn rust_files(
     }))
 }
 
+/// The diff from the tree `from` to the tree `to`.
+pub fn diff_trees(repo: &Repository, from: Oid, to: Oid) -> Result<Diff<'_>> {
+    let [from, to] = [from, to].map(|id| repo.find_tree(id));
+    Ok(repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?)
+}
+
 /// The file a delta changes: its new path, or its old one if it was deleted.
 pub fn path<'a>(delta: &DiffDelta<'a>) -> Option<&'a Path> {
     delta.new_file().path().or(delta.old_file().path())

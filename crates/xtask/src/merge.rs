@@ -35,8 +35,7 @@ pub enum Merged {
 
 /// Each file's change from the tree `from` to the tree `to`, both in `repo`.
 pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<FileChange>> {
-    let [from, to] = [from, to].map(|id| repo.find_tree(id));
-    let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
+    let diff = crate::git::diff_trees(repo, from, to)?;
     let present = |file: git2::DiffFile<'_>| Some(file.id()).filter(|id| !id.is_zero());
     let changes = diff.deltas().map(|delta| {
         let path = crate::git::path(&delta).context("a change without a path")?;

@@ -61,9 +61,7 @@ impl Scratch {
 
     /// What differs from `from` to `to`, one "status path" line each.
     pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
-        let repo = &self.repo;
-        let [from, to] = [from, to].map(|id| repo.find_tree(id));
-        let diff = repo.diff_tree_to_tree(Some(&from?), Some(&to?), None)?;
+        let diff = crate::git::diff_trees(&self.repo, from, to)?;
         let changes = diff.deltas().map(|delta| {
             let path = crate::git::path(&delta);
             let status = match delta.status() {

@@ -53,8 +53,7 @@ pub(super) fn whole_series(
             commit.parent_count() == 1,
             "{id} is a merge: rebase `{branch}` onto `{base}` first"
         );
-        let (parent, tree) = (commit.parent(0)?.tree()?, commit.tree()?);
-        let diff = repo.diff_tree_to_tree(Some(&parent), Some(&tree), None)?;
+        let diff = git::diff_trees(repo, commit.parent(0)?.tree_id(), commit.tree_id())?;
         let key = (diff.patchid(None)?, git::subject(&commit)?);
         let free = |i: &usize| !matched.iter().any(|(_, m)| *m == Some(*i));
         let found = MATCHES.iter().find_map(|same| {

@@ -79,8 +79,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
         members.push((package, folder));
     }
     members.sort_by_key(|(_, folder)| *folder);
-    let tree_obj = repo.find_tree(tree)?;
-    let diff = repo.diff_tree_to_tree(Some(&repo.find_tree(from)?), Some(&tree_obj), None)?;
+    let diff = crate::git::diff_trees(repo, from, tree)?;
     let (mut crates, mut modules) = (Crates::default(), Vec::new());
     for path in crate::git::paths(&diff) {
         // The member whose folder is the nearest above the file is its crate.
@@ -117,7 +116,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
         }
         let member_tree = match folder.as_str() {
             "" => tree,
-            folder => tree_obj.get_path(Path::new(folder))?.id(),
+            folder => repo.find_tree(tree)?.get_path(Path::new(folder))?.id(),
         };
         for file in crate::git::rust_files(repo, member_tree)? {
             let (_, text) = file?;
@@ -149,8 +148,7 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
         trees::write_tree(repo, tree, &staged)?;
         return swap_in(&[(staged, dir.to_path_buf())]);
     };
-    let (old_tree, new_tree) = (repo.find_tree(previous)?, repo.find_tree(tree)?);
-    let diff = repo.diff_tree_to_tree(Some(&old_tree), Some(&new_tree), None)?;
+    let diff = crate::git::diff_trees(repo, previous, tree)?;
     for delta in diff.deltas() {
         let (status, new) = (delta.status(), delta.new_file());
         if let (Delta::Deleted | Delta::Renamed, Some(old)) = (status, delta.old_file().path()) {
