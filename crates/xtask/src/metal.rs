@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, ensure, Result};
 
 use crate::pin::{self, Pin};
 use crate::project::{self, Layout};
@@ -88,18 +88,15 @@ pub fn run(layout: &Layout) -> Result<()> {
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
         let names = crates.join(", ");
         eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
-        let status = project::cargo()
+        let mut clippy = project::cargo();
+        clippy
             .current_dir(&layout.root)
             .args(["clippy", "--locked", "--features", &features.join(",")])
             .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
             .args([targets, "--target", TARGET, "--", "-D", "warnings"])
-            .envs(cross_env())
-            .status()
-            .context("cannot run cargo clippy")?;
-        ensure!(
-            status.success(),
-            "cargo clippy for {TARGET} with `metal` failed on {names}"
-        );
+            .envs(cross_env());
+        let failed = format!("cargo clippy for {TARGET} with `metal` failed on {names}");
+        project::run_checked(&mut clippy, &failed)?;
     }
     Ok(())
 }

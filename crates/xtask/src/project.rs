@@ -79,6 +79,16 @@ pub fn cargo() -> std::process::Command {
     std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
+/// Runs `command`, its output shown as it comes, and fails with `failed` (and the exit status)
+/// unless it succeeds.
+pub fn run_checked(command: &mut std::process::Command, failed: &str) -> Result<()> {
+    let program = Path::new(command.get_program()).display().to_string();
+    let status = command.status();
+    let status = status.with_context(|| format!("cannot run {program}"))?;
+    ensure!(status.success(), "{failed} ({status})");
+    Ok(())
+}
+
 /// The host's target tuple, as rustc names it.
 pub fn host() -> Result<String> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());

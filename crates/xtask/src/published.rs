@@ -83,16 +83,13 @@ pub fn fetch_pinned(layout: &Layout) -> Result<()> {
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
     if fuzz.is_file() {
-        let status = project::cargo()
-            .args(["fetch", "--locked", "--manifest-path"])
-            .arg(&fuzz)
-            .status()
-            .context("cannot run `cargo fetch`")?;
-        ensure!(
-            status.success(),
+        let mut fetch = project::cargo();
+        fetch.args(["fetch", "--locked", "--manifest-path"]);
+        let failed = format!(
             "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
-                 updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
+             updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
         );
+        project::run_checked(fetch.arg(&fuzz), &failed)?;
         eprintln!("ok: the dependencies of {FUZZ_MANIFEST} are in cargo's cache");
     }
     Ok(())
@@ -186,16 +183,11 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
-    let status = project::cargo()
-        // Only the host's dependencies.
-        .args(["fetch", "--target", &project::host()?, "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .status()
-        .context("cannot run cargo")?;
-    ensure!(
-        status.success(),
-        "`cargo fetch` could not download {name} {version} ({status})"
-    );
+    let mut fetch = project::cargo();
+    // Only the host's dependencies.
+    fetch.args(["fetch", "--target", &project::host()?, "--manifest-path"]);
+    let failed = format!("`cargo fetch` could not download {name} {version}");
+    project::run_checked(fetch.arg(dir.join("Cargo.toml")), &failed)?;
     find_cached(name, version).with_context(|| {
         format!(
             "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"

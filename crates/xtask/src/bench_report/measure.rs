@@ -24,12 +24,12 @@ pub(super) struct Driver {
 impl Driver {
     /// Builds `bench-driver` as `cargo bench` builds the benches.
     pub(super) fn build(layout: &Layout) -> Result<Driver> {
-        let status = project::cargo()
+        let mut build = project::cargo();
+        build
             .current_dir(&layout.root)
             .args(["build", "--release", "-q"])
-            .args(["-p", "benches", "--bin", "bench-driver"])
-            .status()?;
-        ensure!(status.success(), "cannot build bench-driver");
+            .args(["-p", "benches", "--bin", "bench-driver"]);
+        project::run_checked(&mut build, "cannot build bench-driver")?;
         let target = layout.target();
         let path = target.join("release").join("bench-driver");
         let json = stdout_of("bench-driver settings", Command::new(&path).arg("settings"))?;
