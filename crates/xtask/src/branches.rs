@@ -209,11 +209,6 @@ pub(crate) fn retire(text: &str, retiring: &[(&Patch, Retired)]) -> Result<Strin
     Ok(document.to_string())
 }
 
-/// `[builds-on]` of `patches/stack.toml`.
-pub(crate) fn builds_on(patches_dir: &Path) -> Result<BTreeMap<String, String>> {
-    Ok(read(patches_dir)?.builds_on)
-}
-
 /// One patch's branch: the patch, the branch it starts from (`None`: the base), and its tree.
 #[derive(Clone, Debug)]
 pub(crate) struct Branch {

@@ -35,7 +35,7 @@ pub(crate) fn generated(
     patches: &[Patch],
 ) -> Result<(Scratch, Vec<Folder>)> {
     let scratch = Scratch::new()?;
-    let builds_on = branches::builds_on(&layout.patches())?;
+    let builds_on = branches::read(&layout.patches())?.builds_on;
     let label = pin::label(&crates.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
     let unpatched = published_tree(&scratch.repo, crates)?;
     let mut tip = unpatched;

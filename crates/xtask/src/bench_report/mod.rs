@@ -176,7 +176,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let driver = Driver::build(layout)?;
     let settings = &driver.settings;
     // The series' patches, each against the point it builds on, not measured yet.
-    let builds_on = crate::branches::builds_on(&layout.patches())?;
+    let builds_on = crate::branches::read(&layout.patches())?.builds_on;
     let mut patches = Vec::new();
     for p in crate::series::load(&layout.patches())? {
         let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
