@@ -24,11 +24,6 @@ impl Scratch {
         Ok(Scratch { repo })
     }
 
-    /// The tree of several crates' `files`, each crate under its own folder.
-    pub fn tree_of_crates(&self, crates: &[(&str, &[CrateFile])]) -> Result<Oid> {
-        tree_of_crates(&self.repo, crates)
-    }
-
     /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
         let mut builder = self.repo.treebuilder(None)?;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::pin::Pin;
 use crate::published::tests::file;
+use crate::trees::tree_of_crates;
 
 fn krate(path_in_vcs: &str) -> Published {
     Published {
@@ -19,13 +20,13 @@ fn krate(path_in_vcs: &str) -> Published {
 fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> {
     let scratch = Scratch::new()?;
     let files = [file("src/lib.rs", "")];
-    let prefixed = scratch.tree_of_crates(&[("candle-transformers", &files[..])])?;
-    let plain = scratch.tree_of_crates(&[("", &files[..])])?;
+    let prefixed = tree_of_crates(&scratch.repo, &[("candle-transformers", &files[..])])?;
+    let plain = tree_of_crates(&scratch.repo, &[("", &files[..])])?;
     let part = |path| part(&scratch.repo, &krate("candle-transformers"), prefixed, path);
     assert_eq!(part("")?, plain);
     assert_eq!(
         part("src")?,
-        scratch.tree_of_crates(&[("", &[file("lib.rs", "")][..])])?
+        tree_of_crates(&scratch.repo, &[("", &[file("lib.rs", "")][..])])?
     );
     assert!(part("missing").is_err());
     Ok(())
@@ -34,14 +35,17 @@ fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> 
 #[test]
 fn a_part_that_is_a_file_is_a_folder_of_it_alone() -> Result<()> {
     let scratch = Scratch::new()?;
-    let tree = scratch.tree_of_crates(&[(
-        "",
-        &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")][..],
-    )])?;
+    let tree = tree_of_crates(
+        &scratch.repo,
+        &[(
+            "",
+            &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")][..],
+        )],
+    )?;
     let only = part(&scratch.repo, &krate(""), tree, "b.rs")?;
     assert_eq!(
         only,
-        scratch.tree_of_crates(&[("", &[file("b.rs", "b")][..])])?
+        tree_of_crates(&scratch.repo, &[("", &[file("b.rs", "b")][..])])?
     );
     assert!(part(&scratch.repo, &krate(""), tree, "missing.rs").is_err());
     Ok(())

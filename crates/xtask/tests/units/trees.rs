@@ -20,7 +20,7 @@ fn a_written_tree_hashes_back_to_itself() -> Result<()> {
         file("README.md", "x"),
         script,
     ];
-    let tree = scratch.tree_of_crates(&[("", &files[..])])?;
+    let tree = tree_of_crates(&scratch.repo, &[("", &files[..])])?;
     let temp = tempfile::tempdir()?;
     let dir = temp.path().join("out");
     write_tree(&scratch.repo, tree, &dir)?;
