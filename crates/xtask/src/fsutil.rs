@@ -1,4 +1,5 @@
-//! Writing generated folders without losing anything: build beside the target, then swap whole.
+//! Reading folders, and writing generated ones without losing anything: build beside the
+//! target, then swap whole.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,15 @@ pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
     }
+}
+
+/// The names of the entries of the folder `dir` (`patches/` or one of its folders), sorted.
+pub(crate) fn names(dir: &Path) -> Result<Vec<String>> {
+    let listing = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let names = listing.map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()));
+    let mut names = names.collect::<Result<Vec<_>>>()?;
+    names.sort();
+    Ok(names)
 }
 
 /// Moves each `(new, target)` into place, all or nothing: targets go aside, and back on failure.

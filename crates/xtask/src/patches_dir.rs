@@ -9,20 +9,11 @@ use fs_err as fs;
 use git2::Repository;
 
 use crate::branches::Retired;
-use crate::fsutil::{read_if_exists, swap_in, temp_in};
+use crate::fsutil::{names, read_if_exists, swap_in, temp_in};
 use crate::git;
 use crate::pr::notes;
 use crate::project::Layout;
 use crate::series::Patch;
-
-/// The names of the entries of the folder `dir` (`patches/` or one of its folders), sorted.
-pub(crate) fn names(dir: &Path) -> Result<Vec<String>> {
-    let listing = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let names = listing.map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()));
-    let mut names = names.collect::<Result<Vec<_>>>()?;
-    names.sort();
-    Ok(names)
-}
 
 /// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
 pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {

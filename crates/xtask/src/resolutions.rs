@@ -59,7 +59,7 @@ pub fn load(
     stack_file: &StackFile,
     patches: &[Patch],
 ) -> Result<Vec<Resolutions>> {
-    for name in crate::patches_dir::names(patches_dir)? {
+    for name in crate::fsutil::names(patches_dir)? {
         if let Some(base) = name.strip_prefix("on-") {
             if !stack_file.bases.contains_key(base) {
                 bail!(
@@ -74,7 +74,7 @@ pub fn load(
         let folder = dir(patches_dir, name);
         let mut resolutions = Vec::new();
         if folder.is_dir() {
-            for file_name in crate::patches_dir::names(&folder)? {
+            for file_name in crate::fsutil::names(&folder)? {
                 let shown = format!("patches/on-{name}/{file_name}");
                 if !patches.iter().any(|p| p.file_name == file_name) {
                     bail!(

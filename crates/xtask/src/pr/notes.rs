@@ -7,7 +7,7 @@ use fs_err as fs;
 
 use super::audit::CallSite;
 use crate::bench_report;
-use crate::fsutil::read_if_exists;
+use crate::fsutil::{names, read_if_exists};
 use crate::project::{self, Layout};
 use crate::series::Patch;
 
@@ -87,8 +87,7 @@ pub fn parse(text: &str) -> Result<Notes> {
 
 /// Fails on a notes file whose patch is gone, as when `format-patch` renamed it after its subject.
 pub fn check_paired(dir: &Path, patches: &[Patch]) -> Result<()> {
-    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
-        let name = entry?.file_name().to_string_lossy().into_owned();
+    for name in names(dir)? {
         let Some(stem) = name.strip_suffix(".md") else {
             continue;
         };

@@ -22,7 +22,7 @@ pub struct Patch {
 
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 pub fn load(dir: &Path) -> Result<Vec<Patch>> {
-    let names = crate::patches_dir::names(dir)?;
+    let names = crate::fsutil::names(dir)?;
     let mut patches = Vec::new();
     for file_name in names.into_iter().filter(|name| name.ends_with(".patch")) {
         // `Patch::number` relies on this.
