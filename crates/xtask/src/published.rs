@@ -100,6 +100,12 @@ pub fn load_or_fetch(layout: &Layout, pin: &Pin) -> Result<Published> {
     load_at(&fetch(layout, &pin.name, &pin.version)?, pin)
 }
 
+/// Every pinned crate, from cargo's cache or downloaded by cargo.
+pub fn load_all(layout: &Layout) -> Result<Vec<Published>> {
+    let pins = crate::pin::read(&layout.pin())?;
+    pins.iter().map(|pin| load_or_fetch(layout, pin)).collect()
+}
+
 /// Unpacks a `.crate` (a gzipped tar whose entries sit under `name-version/`).
 pub fn read_archive(path: &Path, name: &str, version: &str) -> Result<Published> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;

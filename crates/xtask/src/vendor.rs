@@ -33,20 +33,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     // Another release: the series moves onto it first, and what it holds already retires. Only
     // where every crate is pinned already.
-    let pinned: Option<Vec<&Pin>> = lines
-        .iter()
-        .map(|line| match line {
-            Line::Pinned(pin) => Some(pin),
-            Line::New { .. } => None,
-        })
-        .collect();
-    let moving = |old: &Vec<&Pin>| {
-        let mut versions = published.iter().zip(old);
-        versions.any(|(new, old)| new.pin.version != old.version)
-    };
-    if let Some(old) = pinned.filter(moving) {
-        let old = old.iter().map(|pin| published::load_or_fetch(layout, pin));
-        let old = old.collect::<Result<Vec<_>>>()?;
+    let pinned = lines.iter().all(|line| matches!(line, Line::Pinned(_)));
+    let mut versions = lines.iter().zip(&published);
+    if pinned && versions.any(|(old, new)| old.name_and_version().1 != new.pin.version) {
+        let old = published::load_all(layout)?;
         for (patch, moved) in rebase::rebase(layout, &old, &published)? {
             let what = match moved {
                 Moved::Unchanged => continue,

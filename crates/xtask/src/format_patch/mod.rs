@@ -19,7 +19,6 @@ use crate::branches::{self, Retired, StackFile};
 use crate::git::{self, short};
 use crate::merge::{self, Merged};
 use crate::patches_dir;
-use crate::pin;
 use crate::pr::record;
 use crate::project::Layout;
 use crate::published::{self, Published};
@@ -99,10 +98,7 @@ enum Outcome {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    let pins = pin::read(&layout.pin())?;
-    let fetch = |pin| published::load_or_fetch(layout, pin);
-    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
-    write_back(layout, options, &published)
+    write_back(layout, options, &published::load_all(layout)?)
 }
 
 /// `run` on the published crates `published`, which the patches apply to.

@@ -146,9 +146,7 @@ impl Options {
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     // Before anything is fetched: a wrong flag costs nothing.
     options.validate()?;
-    let pins = pin::read(&layout.pin())?;
-    let fetch = |pin| published::load_or_fetch(layout, pin);
-    let published = pins.iter().map(fetch).collect::<Result<Vec<_>>>()?;
+    let published = published::load_all(layout)?;
     make(layout, options, &published, &mut std::io::stderr())
 }
 
