@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{ensure, Context, Result};
 use git2::{Diff, DiffDelta, Oid, Repository, Status, StatusOptions};
 
 pub fn open(path: &Path) -> Result<Repository> {
@@ -36,15 +36,18 @@ pub fn uncommitted(repo: &Repository, pathspec: Option<&str>) -> Result<Vec<Stri
     Ok(paths.collect())
 }
 
-/// The first five paths that differ from HEAD in `repo`'s work tree, and `, ...` after them if
-/// there are more; `None` where it is clean.
-pub fn dirty(repo: &Repository) -> Result<Option<String>> {
+/// Fails where `repo`'s work tree differs from HEAD, naming the first five paths (and `, ...`
+/// after them if there are more), then `then`: what to do about it.
+pub fn require_clean(repo: &Repository, then: &str) -> Result<()> {
     let changed = uncommitted(repo, None)?;
-    if changed.is_empty() {
-        return Ok(None);
-    }
     let more = if changed.len() > 5 { ", ..." } else { "" };
-    Ok(Some(changed[..changed.len().min(5)].join(", ") + more))
+    let shown = changed[..changed.len().min(5)].join(", ") + more;
+    ensure!(
+        changed.is_empty(),
+        "{} has changes that are not committed ({shown}): {then}",
+        show(repo)
+    );
+    Ok(())
 }
 
 /// The Rust files in `tree`, by path, with their text; each file is read as the iteration reaches it.

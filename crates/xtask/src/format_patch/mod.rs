@@ -106,13 +106,10 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let (candle, branch) = (&options.candle, &options.branch);
     patches_dir::refuse_uncommitted(layout)?;
     let repo = git::open(candle)?;
-    let clone = git::show(&repo);
-    if let Some(changed) = git::dirty(&repo)? {
-        bail!(
-            "{clone} has changes that are not committed ({changed}): commit them (or `git commit \
-             --amend`) first, since format-patch writes back commits only"
-        );
-    }
+    git::require_clean(
+        &repo,
+        "commit them (or `git commit --amend`) first, since format-patch writes back commits only",
+    )?;
     let dir = layout.patches();
     let patches = series::load(&dir)?;
     let stack_file = branches::read(&dir)?;

@@ -20,12 +20,11 @@ pub fn prepare(
     existing: Existing,
 ) -> Result<Prepared> {
     let clone = git::show(repo);
-    if let Some(changed) = git::dirty(repo)? {
-        bail!(
-            "{clone} has changes that are not committed ({changed}): commit or stash them first; \
-             pr never touches the work tree, but prepares nothing from a clone in that state"
-        );
-    }
+    git::require_clean(
+        repo,
+        "commit or stash them first; pr never touches the work tree, but prepares nothing from a \
+         clone in that state",
+    )?;
     let base = resolve_base(repo, base_name, &clone)?;
     let mut record = record::read(repo)?;
     for branch in series.branches.iter().chain(&series.series_branch) {
