@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::fsutil::read_if_exists;
+use crate::fsutil::read_toml;
 use crate::merge::{self, Merged};
 use crate::series::{self, Applied, DoesNotApply, Patch};
 
@@ -62,11 +62,8 @@ pub struct StackFile {
 pub fn read(patches_dir: &Path) -> Result<StackFile> {
     let path = patches_dir.join("stack.toml");
     let shown = path.display();
-    let Some(text) = read_if_exists(&path)? else {
-        return Ok(StackFile::default());
-    };
-    let document = text.parse::<toml_edit::DocumentMut>();
-    let document = document.with_context(|| format!("{shown} is not TOML"))?;
+    // No file reads as an empty one: no table.
+    let document = read_toml(&path)?;
     let mut file = StackFile::default();
     for (key, item) in document.iter() {
         let Some(table) = item.as_table_like() else {

@@ -11,7 +11,7 @@ use fs_err as fs;
 use git2::{Oid, Repository};
 use minijinja::context;
 
-use crate::fsutil::read_if_exists;
+use crate::fsutil::read_toml;
 
 /// The record's name in the clone's git folder.
 pub const FILE: &str = "sampler-stack.toml";
@@ -46,9 +46,7 @@ pub fn read(repo: &Repository) -> Result<Record> {
     let path = path(repo);
     let shown = path.display();
     // No file reads as an empty one: no branch.
-    let text = read_if_exists(&path)?.unwrap_or_default();
-    let document = text.parse::<toml_edit::DocumentMut>();
-    let document = document.with_context(|| format!("{shown} is not TOML"))?;
+    let document = read_toml(&path)?;
     let mut record = Record::default();
     let branches = document.get("branch").and_then(|b| b.as_table_like());
     for (name, made) in branches.into_iter().flat_map(|b| b.iter()) {
