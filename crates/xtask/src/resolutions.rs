@@ -36,15 +36,6 @@ pub struct Resolutions {
 }
 
 impl Resolutions {
-    /// Whether the tree `tree` of `repo` has the pull request: its file `path` holds `holds`.
-    pub fn in_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
-        let tree = repo.find_tree(tree)?;
-        let entry = tree.get_path(Path::new(&self.rewrite.path));
-        let blob = entry.ok().and_then(|entry| repo.find_blob(entry.id()).ok());
-        let holds = self.rewrite.holds.as_bytes();
-        Ok(blob.is_some_and(|blob| blob.content().windows(holds.len()).any(|w| w == holds)))
-    }
-
     /// The resolution of `patch`, if this folder holds one.
     pub fn of(&self, patch: &Patch) -> Option<&Patch> {
         self.patches.iter().find(|r| r.file_name == patch.file_name)
@@ -98,15 +89,18 @@ pub fn load(
     Ok(all)
 }
 
-/// The bases' pull requests that the tree `tree` has, with their resolutions.
+/// The bases' pull requests that the tree `tree` has, with their resolutions: a tree has one
+/// when its file `path` holds `holds`.
 pub fn in_tree(repo: &Repository, tree: Oid, all: &[Resolutions]) -> Result<Vec<Resolutions>> {
-    let mut found = Vec::new();
-    for resolutions in all {
-        if resolutions.in_tree(repo, tree)? {
-            found.push(resolutions.clone());
-        }
-    }
-    Ok(found)
+    let tree = repo.find_tree(tree)?;
+    let has = |resolutions: &&Resolutions| {
+        let rewrite = &resolutions.rewrite;
+        let entry = tree.get_path(Path::new(&rewrite.path));
+        let blob = entry.ok().and_then(|entry| repo.find_blob(entry.id()).ok());
+        let holds = rewrite.holds.as_bytes();
+        blob.is_some_and(|blob| blob.content().windows(holds.len()).any(|w| w == holds))
+    };
+    Ok(all.iter().filter(has).cloned().collect())
 }
 
 /// The blobs that each resolution of `found` gives on the base's tree `tree`, which it was made
