@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use fs_err as fs;
 
-/// A new folder `.xtask-<label>-…` in `parent`, removed when dropped, that a rename can move.
+/// A new folder `.xtask-<label>-…` in `parent` (made first if need be), removed when dropped,
+/// that a rename can move.
 pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
+    fs::create_dir_all(parent)?;
     let prefix = format!(".xtask-{label}-");
     let temp = tempfile::Builder::new().prefix(&prefix).tempdir_in(parent);
     temp.with_context(|| format!("cannot create a folder in {}", parent.display()))

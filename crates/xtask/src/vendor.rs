@@ -150,7 +150,6 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let (scratch, generated) = expected::generated(layout, published, &patches)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
-    fs::create_dir_all(&root)?;
     let temp = temp_in(&root, "vendor")?;
     let mut pairs = Vec::new();
     for (i, folder) in generated.iter().enumerate() {

@@ -225,7 +225,6 @@ pub fn make(
     let checks = verified.transpose()?;
     // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
     let target = layout.target();
-    fs::create_dir_all(&target)?;
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
     // Made here, not by the first branch's folder: when every patch has landed there is none.

@@ -142,7 +142,6 @@ fn module_of(path: &str, crate_dir: &str) -> Option<String> {
 pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -> Result<()> {
     let Some(previous) = previous.filter(|_| dir.is_dir()) else {
         let parent = dir.parent().context("the export has no parent folder")?;
-        fs::create_dir_all(parent)?;
         let temp = temp_in(parent, "export")?;
         let staged = temp.path().join("tree");
         trees::write_tree(repo, tree, &staged)?;
