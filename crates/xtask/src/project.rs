@@ -89,19 +89,23 @@ pub fn run_checked(command: &mut std::process::Command, failed: &str) -> Result<
     Ok(())
 }
 
+/// What `command` prints, or an error with what it said on stderr; `name` says what ran.
+pub fn stdout_of(name: &str, command: &mut std::process::Command) -> Result<String> {
+    let output = command.output();
+    let output = output.with_context(|| format!("cannot run {name}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    ensure!(output.status.success(), "{name} failed: {}", stderr.trim());
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// The host's target tuple, as rustc names it.
 pub fn host() -> Result<String> {
+    let name = "`rustc --print host-tuple`";
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let output = std::process::Command::new(rustc)
-        .args(["--print", "host-tuple"])
-        .output()
-        .context("cannot run rustc")?;
-    let host = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    ensure!(
-        output.status.success() && !host.is_empty(),
-        "`rustc --print host-tuple` printed no host: {}",
-        String::from_utf8_lossy(&output.stderr).trim()
-    );
+    let mut rustc = std::process::Command::new(rustc);
+    let host = stdout_of(name, rustc.args(["--print", "host-tuple"]))?;
+    let host = host.trim().to_string();
+    ensure!(!host.is_empty(), "{name} printed no host");
     Ok(host)
 }
 

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use fs_err as fs;
 use shared::bench::Settings;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use super::stats::{self, parse_rounds, Paired};
 use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
-use crate::project::{self, Layout};
+use crate::project::{self, stdout_of, Layout};
 
 /// `bench-driver`, what it runs with, and cargo's target folder, where its output is kept.
 pub(super) struct Driver {
@@ -119,13 +119,4 @@ impl Driver {
         eprintln!("decode {comparison}: {} measured", points.join(", "));
         parse_rounds(&output, 2 * points.len())
     }
-}
-
-/// What `command` prints, or an error with what it said on stderr; `name` says what ran.
-fn stdout_of(name: &str, command: &mut Command) -> Result<String> {
-    let output = command.output();
-    let output = output.with_context(|| format!("cannot run {name}"))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    ensure!(output.status.success(), "{name} failed: {stderr}");
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }

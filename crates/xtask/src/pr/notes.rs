@@ -131,23 +131,14 @@ pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> 
         eprintln!("cannot run cargo build -p repro: {err}");
     }
     let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
-    let output = repro.current_dir(&layout.root).args(args).output();
+    let output = project::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));
     eprintln!(
         "real-model rows: done in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    let table = match output {
-        Ok(output) if output.status.success() => {
-            parse_real_model(&String::from_utf8_lossy(&output.stdout))
-                .map_err(|err| format!("cargo repro --format json: {err:#}"))
-        }
-        Ok(output) => Err(format!(
-            "cargo repro failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        )),
-        Err(err) => Err(format!("cannot run cargo repro: {err}")),
-    };
-    table.map_err(|err| eprintln!("{err}")).ok()
+    let parse = |json: String| parse_real_model(&json).context("cargo repro --format json");
+    let table = output.and_then(parse);
+    table.map_err(|err| eprintln!("{err:#}")).ok()
 }
 
 pub fn parse_real_model(json: &str) -> Result<RealModel> {
