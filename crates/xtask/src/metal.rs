@@ -36,15 +36,14 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 /// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
 pub fn preflight(onig: bool) -> Result<()> {
     let succeeds = |program: &str, args: &[&str]| {
-        let output = Command::new(program).args(args).output();
-        output.ok().filter(|o| o.status.success()).map(|o| o.stdout)
+        project::stdout_of(program, Command::new(program).args(args)).ok()
     };
     let lacks = |(tool, _): &(&str, &str)| succeeds(tool, &["--version"]).is_none();
     let named = |(tool, how): (&str, &str)| format!("{tool} ({how})");
     let mut missing: Vec<String> = NEEDS.into_iter().filter(lacks).map(named).collect();
     let targets = succeeds("rustup", &["target", "list", "--installed"]).unwrap_or_default();
     let library = format!("the {TARGET} standard library (rustup target add {TARGET})");
-    if !String::from_utf8_lossy(&targets).contains(TARGET) {
+    if !targets.contains(TARGET) {
         missing.push(library);
     }
     if onig && succeeds("pkg-config", &["--exists", "oniguruma"]).is_none() {
