@@ -1,9 +1,8 @@
 //! A branch of the whole series written back: its commits matched to the patches.
 //!
 //! Each commit is matched to a patch that no earlier commit took, by the first of `MATCHES`
-//! that finds one; a commit that none matches is a new patch. Then each of three rules may refuse
-//! the branch, saying how to fix it, since writing it back would lose or renumber a patch: every
-//! patch is on the branch or dropped, in order, and the new patches come last.
+//! that finds one; a commit that none matches is a new patch. Then each of `RULES` may refuse the
+//! branch, saying how to fix it, since writing it back would lose or renumber a patch.
 
 use anyhow::{bail, ensure, Result};
 use git2::{Oid, Repository};
@@ -21,8 +20,20 @@ type Key = (Oid, String);
 /// patch, then by its subject, so that an amended one does.
 const MATCHES: [fn(&Key, &Key) -> bool; 2] = [|a, b| a.0 == b.0, |a, b| a.1 == b.1];
 
-/// The slots of the branch of the whole series at `tip`, which starts at `--base`: its commits
-/// matched to `patches`, once the rules hold.
+/// The branch as matched: its commits, oldest first, each with its patch's position in
+/// `patches`, if it has one.
+struct Matching<'a> {
+    options: &'a Options,
+    repo: &'a Repository,
+    patches: &'a [Patch],
+    commits: Vec<(Oid, Option<usize>)>,
+}
+
+/// What a branch of the whole series must keep to be written back; each rule fails with how to
+/// fix the branch.
+const RULES: [fn(&Matching) -> Result<()>; 3] =
+    [every_patch_kept, patches_in_order, new_patches_last];
+
 pub(super) fn whole_series(
     repo: &Repository,
     options: &Options,
@@ -63,50 +74,14 @@ pub(super) fn whole_series(
         });
         matched.push((id, found));
     }
-    // Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
-    let kept = |i| matched.iter().any(|(_, found)| *found == Some(i));
-    let dropped = |p: &&Patch| options.drop.iter().any(|n| n == p.number());
-    let lost = patches.iter().enumerate().filter(|&(i, _)| !kept(i));
-    let lost: Vec<&Patch> = lost.map(|(_, p)| p).filter(|p| !dropped(p)).collect();
-    if !lost.is_empty() {
-        let names = lost.iter().map(|p| format!("\n    {}", p.file_name));
-        let names = names.collect::<String>();
-        let (these, them) = match lost.len() {
-            1 => ("this patch", "it"),
-            _ => ("these patches", "them"),
-        };
-        let numbers: Vec<&str> = lost.iter().map(|p| p.number()).collect();
-        bail!(
-            "`{branch}` holds {} on `{base}` and none of them is {these}:{names}\nwriting it \
-             back would drop {them}; if `{branch}` is a branch pr made for one patch, its record \
-             in {} is missing (run `cargo xtask pr --force-branch` again); to drop them, pass \
-             --drop {}",
-            matched.len(),
-            record::path(repo).display(),
-            numbers.join(",")
-        );
-    }
-    // The patches' commits come in the patches' order, since the numbers are the order the
-    // series applies in.
-    let found: Vec<usize> = matched.iter().filter_map(|(_, found)| *found).collect();
-    if let Some(pair) = found.windows(2).find(|pair| pair[1] < pair[0]) {
-        let (before, after) = (&patches[pair[0]].file_name, &patches[pair[1]].file_name);
-        bail!(
-            "`{branch}` puts {before} after {after}: the numbers are the order the series applies \
-             in; put the commits back in that order"
-        );
-    }
-    // A new commit comes after every patch's commit, since a new patch takes the next free
-    // number.
-    if let Some(new) = matched.iter().position(|(_, found)| found.is_none()) {
-        if let Some(index) = matched[new..].iter().find_map(|(_, found)| *found) {
-            let subject = git::subject(&repo.find_commit(matched[new].0)?)?;
-            bail!(
-                "`{branch}` has a new commit ({subject}) before {}: a new patch takes the next \
-                 free number, so its commit goes last on the branch",
-                patches[index].file_name
-            );
-        }
+    let matching = Matching {
+        options,
+        repo,
+        patches,
+        commits: matched,
+    };
+    for rule in RULES {
+        rule(&matching)?;
     }
     // Each patch from its commit, or dropped; then the new ones, each taking the next number.
     let source = |id: Oid| -> Result<Source> {
@@ -119,7 +94,7 @@ pub(super) fn whole_series(
     };
     let mut slots = Vec::new();
     for (index, patch) in patches.iter().enumerate() {
-        let commit = matched.iter().find(|(_, m)| *m == Some(index));
+        let commit = matching.commits.iter().find(|(_, m)| *m == Some(index));
         let source = commit.map(|(id, _)| source(*id)).transpose()?;
         slots.push(Slot {
             number: patch.number().to_string(),
@@ -129,7 +104,7 @@ pub(super) fn whole_series(
         });
     }
     let next: u32 = stack_file.next_number(patches).parse()?;
-    let new = matched.iter().filter(|(_, m)| m.is_none());
+    let new = matching.commits.iter().filter(|(_, m)| m.is_none());
     for (number, (id, _)) in (next..).zip(new) {
         slots.push(Slot {
             number: format!("{number:04}"),
@@ -139,4 +114,64 @@ pub(super) fn whole_series(
         });
     }
     Ok(slots)
+}
+
+/// Every patch has its commit, or `--drop` names it: otherwise writing back would drop it.
+fn every_patch_kept(m: &Matching) -> Result<()> {
+    let kept = |i| m.commits.iter().any(|(_, found)| *found == Some(i));
+    let dropped = |p: &&Patch| m.options.drop.iter().any(|n| n == p.number());
+    let lost = m.patches.iter().enumerate().filter(|&(i, _)| !kept(i));
+    let lost: Vec<&Patch> = lost.map(|(_, p)| p).filter(|p| !dropped(p)).collect();
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let (branch, base) = (&m.options.branch, &m.options.base);
+    let names = lost.iter().map(|p| format!("\n    {}", p.file_name));
+    let names = names.collect::<String>();
+    let (these, them) = match lost.len() {
+        1 => ("this patch", "it"),
+        _ => ("these patches", "them"),
+    };
+    let numbers: Vec<&str> = lost.iter().map(|p| p.number()).collect();
+    bail!(
+        "`{branch}` holds {} on `{base}` and none of them is {these}:{names}\nwriting it back \
+         would drop {them}; if `{branch}` is a branch pr made for one patch, its record in {} is \
+         missing (run `cargo xtask pr --force-branch` again); to drop them, pass --drop {}",
+        m.commits.len(),
+        record::path(m.repo).display(),
+        numbers.join(",")
+    )
+}
+
+/// The patches' commits come in the patches' order, since the numbers are the order the series
+/// applies in.
+fn patches_in_order(m: &Matching) -> Result<()> {
+    let found: Vec<usize> = m.commits.iter().filter_map(|(_, found)| *found).collect();
+    let Some(pair) = found.windows(2).find(|pair| pair[1] < pair[0]) else {
+        return Ok(());
+    };
+    let (before, after) = (&m.patches[pair[0]], &m.patches[pair[1]]);
+    bail!(
+        "`{}` puts {} after {}: the numbers are the order the series applies in; put the \
+         commits back in that order",
+        m.options.branch,
+        before.file_name,
+        after.file_name
+    )
+}
+
+/// A new commit comes after every patch's commit, since a new patch takes the next free number.
+fn new_patches_last(m: &Matching) -> Result<()> {
+    let new = m.commits.iter().position(|(_, found)| found.is_none());
+    let Some(new) = new else { return Ok(()) };
+    let Some(index) = m.commits[new..].iter().find_map(|(_, found)| *found) else {
+        return Ok(());
+    };
+    let subject = git::subject(&m.repo.find_commit(m.commits[new].0)?)?;
+    bail!(
+        "`{}` has a new commit ({subject}) before {}: a new patch takes the next free number, \
+         so its commit goes last on the branch",
+        m.options.branch,
+        m.patches[index].file_name
+    )
 }
