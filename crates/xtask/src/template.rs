@@ -1,6 +1,8 @@
 //! The documents the tool writes, from the templates of `crates/xtask/templates/`: the words
 //! live there, and the code that fills them works out only what goes in the slots.
 
+use std::sync::LazyLock;
+
 use anyhow::Result;
 use minijinja::{Environment, Value};
 
@@ -22,32 +24,35 @@ const TEMPLATES: [(&str, &str); 6] = [
     ("record", include_str!("../templates/record.toml")),
 ];
 
-fn environment() -> Result<Environment<'static>> {
+/// The templates, parsed once for the whole run. They are built in and the tests render every
+/// one, so a template that does not parse is a bug in it, not something a run can meet.
+static ENVIRONMENT: LazyLock<Environment<'static>> = LazyLock::new(|| {
     let mut env = Environment::new();
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     for (name, source) in TEMPLATES {
-        env.add_template(name, source)?;
+        if let Err(err) = env.add_template(name, source) {
+            panic!("templates/{name} does not parse: {err:#}");
+        }
     }
-    Ok(env)
-}
+    env
+});
 
 /// Renders the template `name` with `context`, its paragraphs one blank line apart: a template
 /// leaves blank lines where an optional paragraph is left out.
 pub(crate) fn render(name: &str, context: Value) -> Result<String> {
-    let text = environment()?.get_template(name)?.render(context)?;
+    let text = ENVIRONMENT.get_template(name)?.render(context)?;
     let paragraphs = text.split("\n\n").map(|p| p.trim_matches('\n'));
     let paragraphs: Vec<&str> = paragraphs.filter(|p| !p.is_empty()).collect();
     Ok(paragraphs.join("\n\n").trim_end().to_string())
 }
 
 /// The text of the macro `name` of the template `template` called with `args`, line for line
-/// as the macro writes it. The templates are built in and the tests call every macro, so an
-/// error here is a bug in a template, not something a run can meet.
+/// as the macro writes it. As with a template that does not parse, an error here is a bug in a
+/// template, since the tests call every macro.
 pub(crate) fn call(template: &str, name: &str, args: &[Value]) -> String {
     let called = || -> Result<String> {
-        let env = environment()?;
-        let captured = env.get_template(template)?.render_captured(())?;
+        let captured = ENVIRONMENT.get_template(template)?.render_captured(())?;
         Ok(captured.state().call_macro(name, args)?)
     };
     called().unwrap_or_else(|err| panic!("the macro {name} of templates/{template}: {err:#}"))

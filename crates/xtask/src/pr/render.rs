@@ -2,6 +2,7 @@
 //! templates beside it; `summary` writes the console.
 
 use anyhow::Result;
+use minijinja::Value;
 
 use super::audit::CallSite;
 use super::notes::{Facts, Notes, Part, RealModel};
@@ -13,7 +14,6 @@ use crate::bench_report::render as report;
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
 use crate::template::{self, render};
-use minijinja::Value;
 
 /// The body of `stack[index]`'s pull request: its message, its notes with the evidence they ask
 /// for, and candle's CI commands' results where `checks` has them.

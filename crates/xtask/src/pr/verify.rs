@@ -108,6 +108,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
     }
     // Members that depend on a touched crate (under any name, kind or target) and name a changed
     // module (as in `generation::LogitsProcessor`) are its dependents.
+    let whole = repo.find_tree(tree)?;
     for (package, folder) in members {
         let touched = &crates.touched;
         let depends = |d: &cargo_metadata::Dependency| touched.contains(&d.name);
@@ -116,7 +117,7 @@ pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Cra
         }
         let member_tree = match folder.as_str() {
             "" => tree,
-            folder => repo.find_tree(tree)?.get_path(Path::new(folder))?.id(),
+            folder => whole.get_path(Path::new(folder))?.id(),
         };
         for file in crate::git::rust_files(repo, member_tree)? {
             let (_, text) = file?;
