@@ -1,7 +1,7 @@
 use candle::{Result, Tensor};
 
 /// Sample according to the Gumbel-Softmax distribution. A logit is never drawn when it lies more
-/// than 18.3 times `temperature` below the largest on the CPU, 9.7 times on other devices.
+/// than 18.4 times `temperature` below the largest on the CPU, 9.7 times on other devices.
 pub fn gumbel_softmax<D: candle::shape::Dim>(
     logits: &Tensor,
     temperature: f64,
