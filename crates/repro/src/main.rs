@@ -272,7 +272,7 @@ fn save_fixture(path: &Path, model: &Model, scenario: &Scenario, device: &str) -
         token_ids: scenario.token_ids.clone(),
         tokenizer:
             "the GGUF's gpt2 BPE with the smollm pre-tokenizer (repro::vocab); its ids equal \
-                    llama.cpp's on llama-cpp-tokens.json (crates/repro/tests/tokenizer.rs)"
+                    llama.cpp's on llama-cpp-tokens.json (crates/repro/tests/testsuite/tokenizer.rs)"
                 .to_string(),
         computed_with: format!(
             "candle-core and candle-transformers {} (patched) quantized_llama::ModelWeights, last \

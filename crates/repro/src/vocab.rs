@@ -1,6 +1,6 @@
 //! The GGUF's tokenizer (gpt2 byte-level BPE, llama.cpp's `smollm` pre-tokenizer) and chat
 //! template. Not candle's `TokenizerFromGguf`, which treats `smollm` as plain GPT-2 and adds a
-//! space after every special token (`Ġuser`), shifting the ids and logits (tests/tokenizer.rs).
+//! space after every special token (`Ġuser`), shifting the ids and logits (tests/testsuite/tokenizer.rs).
 
 use std::path::{Path, PathBuf};
 

@@ -160,7 +160,3 @@ impl Fixture {
         Tensor::from_slice(&self.logits, self.logits.len(), device)
     }
 }
-
-#[cfg(test)]
-#[path = "../tests/private/fixture.rs"]
-mod tests;

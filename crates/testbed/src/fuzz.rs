@@ -3,7 +3,7 @@
 //! NaN logit, and at a greedy temperature the largest (`+inf` included); errors of ours only,
 //! those that the sampler raises itself ([`Outcome::Refused`]), whatever they say.
 //! The cargo-fuzz target (crates/fuzz) calls [`check`]; `cargo test` replays the committed
-//! corpus through it (tests/fuzz_corpus.rs).
+//! corpus through it (tests/testsuite/fuzz_corpus.rs).
 
 use candle::{DType, Device, Tensor};
 

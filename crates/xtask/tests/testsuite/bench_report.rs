@@ -2,7 +2,7 @@
 //! (`tests/fixtures/criterion`), `bench-driver`'s rounds and callgrind's counts
 //! (`tests/fixtures/bench-driver`), captured from this project's `cargo bench` and `bench-driver`
 //! as `cargo xtask bench-report --callgrind` runs it (see the README beside them). The report is compared whole with `tests/snapshots/`; after a change to
-//! its text, `UPDATE_EXPECT=1 cargo test -p xtask --test bench_report` writes them again.
+//! its text, `UPDATE_EXPECT=1 cargo test -p xtask --test testsuite bench_report::` writes them again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -234,11 +234,11 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     rows[0].control = Some(Paired::between(&rounds["published"], &rounds["control"]));
     rows[0].floor_ns = Some(rows[0].series_ns / 4.0);
     let profile = [("argmax".to_string(), 30_000.0)];
-    expect_test::expect_file!["snapshots/bench-report.md"]
+    expect_test::expect_file!["../snapshots/bench-report.md"]
         .assert_eq(&bench_report::render::report(&rows, &report, &profile)?);
     // Without the model the decode loop says why it is missing; the rest is the same.
     let without = bench_report::render::report(&rows, &report_of(false)?, &profile)?;
-    expect_test::expect_file!["snapshots/bench-report-without-the-model.md"].assert_eq(&without);
+    expect_test::expect_file!["../snapshots/bench-report-without-the-model.md"].assert_eq(&without);
     assert!(
         !without.contains(bench_report::strip::SVG),
         "no strips to link"

@@ -2,14 +2,11 @@
 //! changed there, and `format-patch` writes back that patch alone; a commit made by hand is never
 //! dropped in silence; a new patch takes the next free number.
 
-mod common;
-mod kept;
-
 use std::path::Path;
 
+use crate::common::stack::*;
+use crate::common::*;
 use anyhow::Result;
-use common::stack::*;
-use common::*;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
 use xtask::branches;

@@ -1,4 +1,6 @@
-use super::*;
+//! What `LogitStats` counts.
+
+use testbed::fixture::LogitStats;
 
 #[test]
 fn stats_count_what_they_say() {

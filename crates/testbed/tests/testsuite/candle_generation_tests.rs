@@ -2,5 +2,5 @@
 //! patches add, run on the patched crate. Included from the vendored tree rather than built
 //! there, so that `cargo test` does not compile every candle model's doctests.
 
-#[path = "../../vendor/candle-transformers/tests/generation_tests.rs"]
+#[path = "../../../vendor/candle-transformers/tests/generation_tests.rs"]
 mod generation_tests;

@@ -3,12 +3,9 @@
 //! workspace carries in `patches/on-<name>/` in place of the patch, and `format-patch` writes such
 //! a branch back into that resolution.
 
-mod common;
-mod kept;
-
+use crate::common::stack::*;
+use crate::common::*;
 use anyhow::Result;
-use common::stack::*;
-use common::*;
 use git2::{Oid, Repository};
 use xtask::format_patch;
 use xtask::series::{self, Patch};
@@ -107,7 +104,7 @@ fn after_the_rewrite_a_carried_resolution_makes_every_branch() -> Result<()> {
     carry(&ws, &patch, &resolved)?;
     let (console, result) = run_pr(&ws, &repo)?;
     result?;
-    expect_test::expect_file!["snapshots/console-resolution-taken.txt"].assert_eq(&console);
+    expect_test::expect_file!["../snapshots/console-resolution-taken.txt"].assert_eq(&console);
     let tip = repo.find_commit(branch_tip(&repo, "test-argmax-on-ties")?)?;
     assert_eq!(tip.parent_id(0)?, main);
     let tests = String::from_utf8(blob_at(&repo, tip.id(), TESTS)?)?;

@@ -2,12 +2,9 @@
 //! (`candle-transformers/src/generation/mod.rs`, its tests, a manifest), with patches the tests
 //! make themselves: a stack of three where the second needs the first and the third stands alone.
 
-mod common;
-mod kept;
-
+use crate::common::stack::*;
+use crate::common::*;
 use anyhow::{Context, Result};
-use common::stack::*;
-use common::*;
 use xtask::pr::notes::{self, Facts, Notes};
 use xtask::pr::render;
 use xtask::pr::stack;
@@ -124,10 +121,10 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     let bodies: Vec<String> = (0..3)
         .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, Some(&checks)))
         .collect::<Result<_>>()?;
-    expect_test::expect_file!["snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
-    expect_test::expect_file!["snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
-    expect_test::expect_file!["snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
-    expect_test::expect_file!["snapshots/console.txt"].assert_eq(&pr::summary::console(
+    expect_test::expect_file!["../snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
+    expect_test::expect_file!["../snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
+    expect_test::expect_file!["../snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
+    expect_test::expect_file!["../snapshots/console.txt"].assert_eq(&pr::summary::console(
         &prepared.stack,
         &prepared.stopped,
         Some(&prepared.base),
@@ -338,9 +335,9 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
     let bodies: Vec<String> = (0..3)
         .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, None))
         .collect::<Result<_>>()?;
-    expect_test::expect_file!["snapshots/body-0001.md"].assert_eq(&bodies[0]);
-    expect_test::expect_file!["snapshots/body-0002.md"].assert_eq(&bodies[1]);
-    expect_test::expect_file!["snapshots/body-0003.md"].assert_eq(&bodies[2]);
+    expect_test::expect_file!["../snapshots/body-0001.md"].assert_eq(&bodies[0]);
+    expect_test::expect_file!["../snapshots/body-0002.md"].assert_eq(&bodies[1]);
+    expect_test::expect_file!["../snapshots/body-0003.md"].assert_eq(&bodies[2]);
     // Each body's times are its own step's alone.
     let own = [
         ["30.0 µs", "1.40 ms"],

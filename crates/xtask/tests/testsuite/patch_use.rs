@@ -1,8 +1,8 @@
 //! The unused-patch detection, on real cargo: a fixture workspace whose crates.io is a local
 //! directory source, so cargo resolves it offline.
 
-mod common;
-mod kept;
+use crate::common;
+use crate::kept;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! for the same seed, upstream's tokens, on the real logits and on logits built to break them.
 //!
 //! `cargo test` draws `SAME_TOKENS_DRAWS` tokens per setting (default 100: upstream's top-p
-//! takes about 2 ms a draw here); `SAME_TOKENS_DRAWS=10000 cargo test --test same_tokens` runs
+//! takes about 2 ms a draw here); `SAME_TOKENS_DRAWS=10000 cargo test -p testbed --test testsuite same_tokens::` runs
 //! the full grid.
 
 use candle::{DType, Device, Result, Tensor};

@@ -1,12 +1,9 @@
 //! The stack outlives its first merge: as its pull requests land on `main` one by one, and as
 //! other pull requests move the lines around them, `pr` rebuilds what is left.
 
-mod common;
-mod kept;
-
+use crate::common::stack::*;
+use crate::common::*;
 use anyhow::Result;
-use common::stack::*;
-use common::*;
 use git2::Repository;
 use xtask::branches::{Stop, Stopped};
 use xtask::pr::{self, Existing, Prepared};
@@ -71,7 +68,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
     let ws = stack_workspace()?;
     let (console, result) = run_pr(&ws, &repo)?;
     result?;
-    expect_test::expect_file!["snapshots/console-every-patch-landed.txt"].assert_eq(&console);
+    expect_test::expect_file!["../snapshots/console-every-patch-landed.txt"].assert_eq(&console);
     let stack_txt = std::fs::read_to_string(ws.layout.target().join("pr/stack.txt"))?;
     assert!(
         stack_txt.contains("Every proposed patch has landed in the base: nothing is left"),
@@ -137,7 +134,7 @@ fn a_conflict_stops_its_own_branch_and_not_the_stack() -> Result<()> {
         t.replace(OLD_LINE, "if v < 1e-8 { None } else { Some(v) }")
     })?;
     let (console, result) = run_pr(&ws, &repo)?;
-    expect_test::expect_file!["snapshots/console-a-patch-conflicts.txt"].assert_eq(&console);
+    expect_test::expect_file!["../snapshots/console-a-patch-conflicts.txt"].assert_eq(&console);
     let err = format!("{:#}", result.unwrap_err());
     assert!(
         err.starts_with("0001-generation-Raise-the-threshold.patch conflicts with the base"),

@@ -1,14 +1,13 @@
 //! `cargo xtask pr` never loses work: it refuses a dirty tree, an existing branch, a missing
 //! base and a conflict with the repository as it was, and writes only the branches' objects.
 
-mod common;
-mod kept;
+use crate::common;
 
 use std::collections::BTreeSet;
 
+use crate::common::stack::*;
+use crate::common::*;
 use anyhow::Result;
-use common::stack::*;
-use common::*;
 use git2::{Oid, Repository};
 use xtask::branches::{Stop, Stopped};
 use xtask::pr::notes;

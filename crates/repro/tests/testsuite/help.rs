@@ -9,7 +9,7 @@ fn repro_answers_help() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    expect_test::expect_file!["snapshots/help.txt"]
+    expect_test::expect_file!["../snapshots/help.txt"]
         .assert_eq(&String::from_utf8(output.stdout).unwrap());
 }
 

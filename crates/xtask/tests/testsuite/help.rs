@@ -1,5 +1,5 @@
 //! `--help` of `cargo xtask` and of each command, whole, from the one declaration that also
-//! parses them (bless with `UPDATE_EXPECT=1 cargo test -p xtask --test help`).
+//! parses them (bless with `UPDATE_EXPECT=1 cargo test -p xtask --test testsuite help::`).
 
 use clap::{CommandFactory, Parser};
 use xtask::flags::Command;
@@ -26,7 +26,7 @@ fn every_command_answers_help() {
             help.render()
         ));
     }
-    expect_test::expect_file!["snapshots/help.txt"].assert_eq(&text);
+    expect_test::expect_file!["../snapshots/help.txt"].assert_eq(&text);
 }
 
 #[test]

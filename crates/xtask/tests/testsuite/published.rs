@@ -1,11 +1,8 @@
 //! Reading a published `.crate`: its files, and its upstream commit and folder from
 //! `.cargo_vcs_info.json`, from archives made as `cargo package` makes them.
 
-mod common;
-mod kept;
-
+use crate::common::{file, pack};
 use anyhow::Result;
-use common::{file, pack};
 use xtask::published;
 
 #[test]

@@ -2,7 +2,7 @@
 //! shaped like candle's: a library, an examples crate that uses the changed module, one that
 //! depends on the library without using it, and one that does not depend on it.
 
-mod kept;
+use crate::kept;
 
 use std::path::Path;
 

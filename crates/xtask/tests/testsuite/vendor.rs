@@ -1,10 +1,9 @@
 //! `cargo xtask vendor` and `check` on a fixture crate archive.
 
-mod common;
-mod kept;
+use crate::kept;
 
+use crate::common::*;
 use anyhow::Result;
-use common::*;
 use xtask::{check, vendor};
 
 const PATCH_NAME: &str = "0001-generation-Raise-the-greedy-threshold.patch";

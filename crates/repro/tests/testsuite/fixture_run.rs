@@ -19,7 +19,7 @@ fn repro_on_the_fixture(args: &[&str]) -> Output {
 #[test]
 fn without_the_model_it_runs_the_cases_on_the_fixture() {
     let output = repro_on_the_fixture(&[]);
-    expect_test::expect_file!["snapshots/fixture-run.txt"]
+    expect_test::expect_file!["../snapshots/fixture-run.txt"]
         .assert_eq(&String::from_utf8(output.stdout).unwrap());
 }
 

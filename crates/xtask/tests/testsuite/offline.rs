@@ -1,6 +1,6 @@
 //! `cargo xtask check` offline: the binary itself, with a cargo home that has no `.crate`.
 
-mod kept;
+use crate::kept;
 
 #[test]
 fn check_without_the_crate_says_what_to_run() -> anyhow::Result<()> {
