@@ -34,6 +34,7 @@ pub fn run(layout: &Layout) -> Result<()> {
         patch_use::check(&graph, name, &pin.version, &layout.root.join(&dir))?;
         eprintln!("ok: cargo builds {name} from {dir}");
     }
+    crate::builds::check(&layout.root, &graph)?;
     // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency, and CI
     // builds it `--locked`.
     let manifest = layout.root.join(FUZZ_MANIFEST);

@@ -3,6 +3,7 @@
 
 pub mod bench_report;
 pub mod branches;
+pub mod builds;
 pub mod check;
 mod expected;
 pub mod flags;

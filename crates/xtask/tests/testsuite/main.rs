@@ -4,6 +4,7 @@
 //! test binary.
 
 mod bench_report;
+mod builds;
 mod common;
 mod docs;
 mod help;
