@@ -17,6 +17,9 @@ pub struct Model {
     pub device: Device,
 }
 
+/// The model's weights and cache at one point: `Model::checkpoint`.
+pub struct Checkpoint(ModelWeights);
+
 impl Model {
     pub fn load(path: &Path, device: &Device) -> Result<Model> {
         let mut file =
@@ -45,6 +48,16 @@ impl Model {
         let input = Tensor::new(ids, &self.device)?.unsqueeze(0)?;
         let logits = self.weights.forward(&input, position)?.squeeze(0)?;
         Ok(logits.to_dtype(DType::F32)?)
+    }
+
+    /// The model as it stands, its cache included; `restore` comes back to it. Its tensors are
+    /// shared, not copied, and a forward pass after `restore` leaves them as they are.
+    pub fn checkpoint(&self) -> Checkpoint {
+        Checkpoint(self.weights.clone())
+    }
+
+    pub fn restore(&mut self, checkpoint: &Checkpoint) {
+        self.weights = checkpoint.0.clone();
     }
 
     /// Up to `max_tokens` tokens after `prompt`, each chosen by `next` from the logits, ending
