@@ -37,8 +37,10 @@ ci_test() {
 }
 
 # Every bench runs once, untimed, in criterion's test mode on the tests' dev build (measuring
-# stays local: `cargo bench`, then `cargo xtask bench-report --callgrind`).
-ci_bench() { cargo test --locked -p benches --benches; }
+# stays local: `cargo bench`, then `cargo xtask bench-report --callgrind`). By target name, not
+# `-p benches`: cargo then resolves features over the workspace, as `cargo test` just did, and
+# reuses its build of candle.
+ci_bench() { cargo test --locked --bench bench_main; }
 
 # Metal, type-checked (not linked or run) by clippy for aarch64-apple-darwin: adds the rustup
 # target, and as root with apt-get installs what is missing of clang (it compiles the one C file

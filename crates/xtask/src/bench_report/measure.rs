@@ -22,13 +22,14 @@ pub(super) struct Driver {
 }
 
 impl Driver {
-    /// Builds `bench-driver` as `cargo bench` builds the benches.
+    /// Builds `bench-driver` as `cargo bench` builds the benches: by target name, so that cargo
+    /// resolves features over the workspace as `cargo bench` does, and reuses its candle.
     pub(super) fn build(layout: &Layout) -> Result<Driver> {
         let mut build = project::cargo();
         build
             .current_dir(&layout.root)
             .args(["build", "--release", "-q"])
-            .args(["-p", "benches", "--bin", "bench-driver"]);
+            .args(["--bin", "bench-driver"]);
         project::run_checked(&mut build, "cannot build bench-driver")?;
         let target = layout.target();
         let path = target.join("release").join("bench-driver");

@@ -120,15 +120,16 @@ pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> 
     if !parts.any(|parts| parts.contains(&Part::RealModel)) {
         return None;
     }
-    // The build first, its progress shown as cargo shows it: from cold it takes minutes.
+    // The build first, its progress shown as cargo shows it: from cold it takes minutes. By
+    // target name, as the `repro` alias builds it, so that it reuses the build of `cargo test`.
     eprintln!("real-model rows: building `cargo repro`, then running `cargo repro --format json`");
     let started = std::time::Instant::now();
     let mut build = project::cargo();
     build
         .current_dir(&layout.root)
-        .args(["build", "--locked", "-p", "repro"]);
+        .args(["build", "--locked", "--bin", "repro"]);
     if let Err(err) = build.status() {
-        eprintln!("cannot run cargo build -p repro: {err}");
+        eprintln!("cannot run cargo build --bin repro: {err}");
     }
     let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
     let output = project::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));
