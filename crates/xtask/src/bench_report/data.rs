@@ -19,6 +19,9 @@ pub struct Report {
     pub temperature: f64,
     /// Paired rounds per sampling comparison.
     pub rounds: usize,
+    /// The short run (`bench-report --short`): the real vocabulary only, and no decode loop.
+    #[serde(default)]
+    pub short: bool,
     pub decode_tokens: u64,
     pub decode_rounds: usize,
     /// The A/A pair: the control against the published point, two builds of identical code,

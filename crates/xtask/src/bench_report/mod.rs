@@ -160,6 +160,10 @@ pub struct Options {
     /// Count instructions per call with valgrind's callgrind too.
     #[arg(long)]
     pub callgrind: bool,
+    /// The short run: every step's verdict at the real vocabulary, and no other vocabulary and
+    /// no decode loop (after `cargo bench --bench bench_main -- --quick /49152`).
+    #[arg(long)]
+    pub short: bool,
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
@@ -175,6 +179,14 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     }
     let driver = Driver::build(layout)?;
     let settings = &driver.settings;
+    let real_vocab = settings.vocab.to_string();
+    // A short run measures the real vocabulary alone, whatever an earlier full run left.
+    if options.short {
+        rows.retain(|row| row.device == "cpu" && row.vocab == real_vocab);
+        if rows.is_empty() {
+            bail!("{shown} has no CPU pairs at {real_vocab} tokens: run `cargo bench --bench bench_main -- --quick /{real_vocab}`");
+        }
+    }
     // The series' patches, each against the point it builds on, not measured yet.
     let builds_on = crate::branches::read(&layout.patches())?.builds_on;
     let mut patches = Vec::new();
@@ -196,7 +208,6 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let has = settings.points.join(", ");
         bail!("bench-driver has no point {point} (it has {has}): run `cargo xtask vendor`");
     }
-    let real_vocab = settings.vocab.to_string();
     let mut point_rounds: BTreeMap<String, PointRounds> = BTreeMap::new();
     for row in &mut rows {
         let at_real = row.device == "cpu" && row.vocab == real_vocab;
@@ -225,7 +236,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
     let mut loops = Vec::new();
-    let decode = if settings.model_on_disk {
+    let decode = if settings.model_on_disk && !options.short {
         let mut whole = Vec::new();
         for comparison in point_rounds.keys() {
             let points = decode_points(comparison, &patches);
@@ -256,6 +267,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         seed: settings.seed,
         temperature: settings.temperature,
         rounds: ROUNDS,
+        short: options.short,
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
         control,

@@ -212,6 +212,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         seed: 42,
         temperature: 0.8,
         rounds: bench_report::ROUNDS,
+        short: false,
         decode_tokens: 16,
         decode_rounds: bench_report::DECODE_ROUNDS,
         control,
@@ -243,6 +244,24 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
         !without.contains(bench_report::strip::SVG),
         "no strips to link"
     );
+    // The short run says so above its tables, and why it has no decode loop; the rest is the same.
+    let mut short = report_of(false)?;
+    short.short = true;
+    let short = bench_report::render::report(&rows, &short, &profile)?;
+    let header = "**The short run** (`cargo xtask bench-report --short`): every step's verdict \
+                  at 49152 tokens, with no other vocabulary and no decode loop. The full run is \
+                  `cargo bench`, then `cargo xtask bench-report --callgrind`.\n\n";
+    let expected = without
+        .replacen(
+            "### The whole series",
+            &format!("{header}### The whole series"),
+            1,
+        )
+        .replace(
+            "Not run: the decode loop needs the model: bash ci/fetch-model.sh",
+            "Not run: the short run leaves out the decode loop.",
+        );
+    assert_eq!(short, expected);
     // What `pr` reads back, weighed again by today's rules, is what was written, as the same
     // document.
     let json = serde_json::to_string(&report)?;

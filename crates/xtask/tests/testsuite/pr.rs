@@ -196,6 +196,7 @@ fn toy_report() -> xtask::bench_report::data::Report {
         seed: 42,
         temperature: 0.8,
         rounds: 21,
+        short: false,
         decode_tokens: 16,
         decode_rounds: 11,
         control: PatchStep {
