@@ -35,6 +35,14 @@ pub fn run(layout: &Layout) -> Result<()> {
         eprintln!("ok: cargo builds {name} from {dir}");
     }
     crate::builds::check(&layout.root, &graph)?;
+    // A patch edit need not wait on a bench run: a stale report is named, not refused.
+    match crate::bench_report::staleness(layout)? {
+        Some(warning) => eprintln!("warning: {warning}"),
+        None => eprintln!(
+            "ok: {} measured patches/ as it is",
+            crate::project::REPORT_DIR
+        ),
+    }
     // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency, and CI
     // builds it `--locked`.
     let manifest = layout.root.join(FUZZ_MANIFEST);

@@ -20,8 +20,8 @@ pub enum Command {
     /// each pinned crate from its folder, and the fuzzer's lock file is current (offline).
     Check,
     /// The whole series, each patch against the branch it builds on, and the decode loop, from
-    /// `cargo bench`'s results and paired rounds, with verdicts and floors: writes
-    /// target/bench-report.md, .json and target/bench-scaling.svg.
+    /// `cargo bench`'s results and paired rounds, with verdicts and floors: writes the report
+    /// that is committed, docs/report/bench-report.md, with its data and pictures.
     BenchReport(bench_report::Options),
     /// Make the upstream pull requests as a stack, one branch per patch in the clone, committed
     /// as the clone's git identity or --author, and write target/pr/<branch>/ (title, body,

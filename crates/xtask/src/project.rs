@@ -34,6 +34,9 @@ pub const POINT_PARTS: [(&str, &str, &str); 2] = [
     ("nn", "candle-nn", "src/sampling.rs"),
 ];
 
+/// The committed benchmark report, as `cargo xtask bench-report` writes it.
+pub const REPORT_DIR: &str = "docs/report";
+
 /// The paths the commands work on; tests point one at a temporary workspace.
 #[derive(Clone, Debug)]
 pub struct Layout {
@@ -68,7 +71,12 @@ impl Layout {
         shared::pin::file(&self.root)
     }
 
-    /// Cargo's target folder, where the tools keep their scratch files and reports.
+    /// Where `bench-report` writes the report that is committed: `docs/report/`.
+    pub fn report_dir(&self) -> PathBuf {
+        self.root.join(REPORT_DIR)
+    }
+
+    /// Cargo's target folder, where the tools keep their scratch files.
     pub fn target(&self) -> PathBuf {
         self.target.clone()
     }

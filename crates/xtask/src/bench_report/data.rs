@@ -1,4 +1,7 @@
-//! What `bench-report` measured, as `target/bench-report.json` holds it for `cargo xtask pr`.
+//! What `bench-report` measured, as `docs/report/bench-report.json` holds it for `cargo xtask pr`
+//! and `cargo xtask check`.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +25,16 @@ pub struct Report {
     /// The short run (`bench-report --short`): the real vocabulary only, and no decode loop.
     #[serde(default)]
     pub short: bool,
+    /// The commands that measured it, in order.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// The sha256 of each patch file it measured, by number: a patch changed since has no numbers
+    /// here.
+    #[serde(default)]
+    pub patch_hashes: BTreeMap<String, String>,
+    /// The steps that `keep_current` took out, by patch number: not written, never read.
+    #[serde(skip)]
+    pub stale: Vec<String>,
     pub decode_tokens: u64,
     pub decode_rounds: usize,
     /// The A/A pair: the control against the published point, two builds of identical code,
@@ -33,6 +46,32 @@ pub struct Report {
 }
 
 impl Report {
+    /// The patches of `current` (number to the sha256 of its file) that this report did not
+    /// measure as they are now, and the numbers it measured that are gone.
+    pub fn changed(&self, current: &BTreeMap<String, String>) -> Vec<String> {
+        let numbers = current.keys().chain(self.patch_hashes.keys());
+        let numbers: std::collections::BTreeSet<&String> = numbers.collect();
+        let differs = |n: &&String| current.get(*n) != self.patch_hashes.get(*n);
+        numbers.into_iter().filter(differs).cloned().collect()
+    }
+
+    /// Takes out every step whose patch, or a patch it builds on, is not what this report
+    /// measured, and records them in `stale`: no number from other contents reaches a body.
+    pub fn keep_current(&mut self, current: &BTreeMap<String, String>) {
+        let mut changed = self.changed(current);
+        // A patch builds on one with a lower number, so one pass in order sees every ancestor.
+        for step in &self.patches {
+            if changed.contains(&step.before) && !changed.contains(&step.patch) {
+                changed.push(step.patch.clone());
+            }
+        }
+        let (kept, stale): (Vec<PatchStep>, Vec<PatchStep>) = std::mem::take(&mut self.patches)
+            .into_iter()
+            .partition(|step| !changed.contains(&step.patch));
+        self.patches = kept;
+        self.stale = stale.into_iter().map(|step| step.patch).collect();
+    }
+
     /// A report from its JSON, its instruction labels and decode loops read by today's rules.
     pub fn parse(json: &str) -> serde_json::Result<Report> {
         let mut report: Report = serde_json::from_str(json)?;

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use fs_err as fs;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
-use crate::project::Layout;
+use crate::project::{Layout, REPORT_DIR};
 
 pub mod chart;
 mod criterion;
@@ -161,7 +161,7 @@ pub struct Options {
     #[arg(long)]
     pub callgrind: bool,
     /// The short run: every step's verdict at the real vocabulary, and no other vocabulary and
-    /// no decode loop (after `cargo bench --bench bench_main -- --quick /49152`).
+    /// no decode loop (after `cargo bench --bench bench_main -- --quick --noplot /49152`).
     #[arg(long)]
     pub short: bool,
 }
@@ -268,6 +268,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         temperature: settings.temperature,
         rounds: ROUNDS,
         short: options.short,
+        commands: commands(options),
+        patch_hashes: patch_hashes(layout)?,
+        stale: Vec::new(),
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
         control,
@@ -280,16 +283,18 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .map(|m| (m.function.clone(), m.median_ns))
         .collect();
     let markdown = render::report(&rows, &report, &profile)?;
-    let path = layout.target().join("bench-report.md");
+    let dir = layout.report_dir();
+    fs::create_dir_all(&dir)?;
+    let path = dir.join(MARKDOWN);
     fs::write(&path, &markdown)?;
     let data = data_path(layout);
     fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
-    let chart = layout.target().join(chart::SVG);
+    let chart = dir.join(chart::SVG);
     fs::write(&chart, chart::svg(&rows)?)?;
-    let forest = layout.target().join(forest::SVG);
+    let forest = dir.join(forest::SVG);
     fs::write(&forest, forest::report_svg(&report, &whole)?)?;
     // The decode loop's strips where it ran; none left from an earlier run where it did not.
-    let strips = layout.target().join(strip::SVG);
+    let strips = dir.join(strip::SVG);
     let mut wrote = vec![path, data, chart, forest];
     if report.decode.is_some() {
         fs::write(&strips, strip::svg(&loops)?)?;
@@ -303,9 +308,73 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Where `run` writes what it measured as data, for `cargo xtask pr`.
+/// The report's file in `docs/report/`, beside its data and pictures.
+pub const MARKDOWN: &str = "bench-report.md";
+
+/// Where `run` writes what it measured as data, for `cargo xtask pr` and `check`.
 pub fn data_path(layout: &Layout) -> PathBuf {
-    layout.target().join("bench-report.json")
+    layout.report_dir().join("bench-report.json")
+}
+
+/// The commands of a run with `options`, as the report names them.
+fn commands(options: &Options) -> Vec<String> {
+    let bench = match options.short {
+        true => "cargo bench --bench bench_main -- --quick --noplot /49152",
+        false => "cargo bench -- --noplot",
+    };
+    let flags = [
+        (options.callgrind, " --callgrind"),
+        (options.short, " --short"),
+    ];
+    let flags: String = flags.iter().filter(|f| f.0).map(|f| f.1).collect();
+    vec![
+        bench.to_string(),
+        format!("cargo xtask bench-report{flags}"),
+    ]
+}
+
+/// The sha256 of each patch file of `patches/`, by number.
+pub fn patch_hashes(layout: &Layout) -> Result<BTreeMap<String, String>> {
+    let patches = crate::series::load(&layout.patches())?;
+    let hash = |p: &crate::series::Patch| (p.number().to_string(), shared::sha256_hex(&p.bytes));
+    Ok(patches.iter().map(hash).collect())
+}
+
+/// The committed report, with the steps of patches changed since it was written taken out;
+/// `None` where there is none, or it cannot be read (the reason on stderr).
+pub fn committed(layout: &Layout) -> Result<Option<Report>> {
+    let path = data_path(layout);
+    let Some(text) = crate::fsutil::read_if_exists(&path)? else {
+        return Ok(None);
+    };
+    let Ok(mut report) = Report::parse(&text).inspect_err(|err| {
+        eprintln!(
+            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
+            path.display()
+        )
+    }) else {
+        return Ok(None);
+    };
+    report.keep_current(&patch_hashes(layout)?);
+    Ok(Some(report))
+}
+
+/// What `check` says when `patches/` differs from what the committed report measured: the
+/// patches, and the command that measures them again. `None` when the report is current.
+pub fn staleness(layout: &Layout) -> Result<Option<String>> {
+    let current = patch_hashes(layout)?;
+    let changed = match committed(layout)? {
+        Some(report) => report.changed(&current),
+        None => current.into_keys().collect(),
+    };
+    Ok((!changed.is_empty()).then(|| {
+        format!(
+            "{REPORT_DIR}/{MARKDOWN} did not measure these patches as they are now: {}. Run \
+             `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
+             {REPORT_DIR}/",
+            changed.join(", "),
+        )
+    }))
 }
 
 /// The processor, its threads and the system.

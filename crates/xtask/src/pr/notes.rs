@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
-use fs_err as fs;
 
 use super::audit::CallSite;
 use crate::bench_report;
@@ -107,7 +106,8 @@ pub use shared::repro::Table as RealModel;
 pub struct Facts {
     pub call_sites: Option<Vec<CallSite>>,
     pub real_model: Option<RealModel>,
-    /// `target/bench-report.json`, written by `cargo xtask bench-report`.
+    /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
+    /// patches changed since.
     pub bench: Option<bench_report::data::Report>,
 }
 
@@ -146,15 +146,16 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
     serde_json::from_str(json).context("not the JSON of `cargo repro --format json`")
 }
 
-/// `target/bench-report.json`, or `None` (with the reason on stderr) if missing or unreadable.
+/// The committed benchmark report without the steps of patches changed since it was written, or
+/// `None` (with the reason on stderr) if missing or unreadable.
 pub(super) fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
-    let path = bench_report::data_path(layout);
-    let text = fs::read_to_string(&path).ok()?;
-    let report = bench_report::data::Report::parse(&text).map_err(|err| {
+    let report = bench_report::committed(layout).map_err(|err| eprintln!("{err:#}"));
+    let report = report.ok().flatten()?;
+    for number in &report.stale {
         eprintln!(
-            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
-            path.display()
-        )
-    });
-    report.ok()
+            "{number}: the benchmark report measured other contents of this patch, so its body \
+             has no numbers: run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`"
+        );
+    }
+    Some(report)
 }

@@ -83,6 +83,12 @@ pub fn body(
 
 /// The benchmark evidence for patch `number`: its step, against the branch it builds on.
 fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
+    if report.stale.iter().any(|n| n == number) {
+        return Ok(format!(
+            "(The benchmark report measured other contents of {number}: run `cargo bench -- --noplot`, then \
+             `cargo xtask bench-report --callgrind`.)"
+        ));
+    }
     let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
         return Ok(format!(
             "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \

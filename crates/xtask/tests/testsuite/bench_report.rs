@@ -213,6 +213,15 @@ fn report_of(with_model: bool) -> Result<Report> {
         temperature: 0.8,
         rounds: bench_report::ROUNDS,
         short: false,
+        commands: vec![
+            "cargo bench -- --noplot".to_string(),
+            "cargo xtask bench-report --callgrind".to_string(),
+        ],
+        patch_hashes: steps
+            .iter()
+            .map(|s| (s.patch.clone(), shared::sha256_hex(s.patch.as_bytes())))
+            .collect(),
+        stale: Vec::new(),
         decode_tokens: 16,
         decode_rounds: bench_report::DECODE_ROUNDS,
         control,
@@ -250,7 +259,7 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     let short = bench_report::render::report(&rows, &short, &profile)?;
     let header = "**The short run** (`cargo xtask bench-report --short`): every step's verdict \
                   at 49152 tokens, with no other vocabulary and no decode loop. The full run is \
-                  `cargo bench`, then `cargo xtask bench-report --callgrind`.\n\n";
+                  `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`.\n\n";
     let expected = without
         .replacen(
             "### The whole series",

@@ -15,6 +15,7 @@ mod patch_use;
 mod pr;
 mod pr_safety;
 mod published;
+mod report;
 mod round_trip;
 mod stack_life;
 mod units;

@@ -197,6 +197,9 @@ fn toy_report() -> xtask::bench_report::data::Report {
         temperature: 0.8,
         rounds: 21,
         short: false,
+        commands: Vec::new(),
+        patch_hashes: Default::default(),
+        stale: Vec::new(),
         decode_tokens: 16,
         decode_rounds: 11,
         control: PatchStep {
@@ -311,6 +314,42 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         None
     );
     assert!(!folder_0002.join(PNG).exists());
+    Ok(())
+}
+
+/// A patch changed since the committed report gets no numbers in its body, only what to run;
+/// the bodies of the patches the report measured as they are keep theirs.
+#[test]
+fn a_body_leaves_out_the_numbers_of_a_patch_changed_since_the_report() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- bench -->\n")?;
+    let hashes = |third: &str| {
+        let pairs = [("0001", "a"), ("0002", "b"), ("0003", third)];
+        pairs.map(|(n, h)| (n.to_string(), h.to_string())).into()
+    };
+    let mut report = toy_report();
+    report.patch_hashes = hashes("c");
+    report.keep_current(&hashes("c, reviewed"));
+    let facts = Facts {
+        bench: Some(report),
+        ..Facts::default()
+    };
+    let body = |i: usize| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let third = body(2)?;
+    assert!(
+        third.contains(
+            "(The benchmark report measured other contents of 0003: run `cargo bench -- --noplot`, then \
+             `cargo xtask bench-report --callgrind`.)"
+        ),
+        "{third}"
+    );
+    assert!(
+        !third.contains("| variant |") && !third.contains(" ms"),
+        "{third}"
+    );
+    assert!(body(0)?.contains("| variant |"));
     Ok(())
 }
 

@@ -1,0 +1,125 @@
+//! The committed report and the patches it measured: `check` names a patch changed since, and
+//! `pr` leaves that patch's numbers out, as do the steps that build on it.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use xtask::bench_report::data::{PatchStep, Report, Step};
+use xtask::bench_report::{self, stats::Paired};
+
+use crate::common;
+
+/// A report with a step per patch of `steps` (number, what it builds on), measured on `hashes`.
+fn report(steps: &[(&str, &str)], hashes: BTreeMap<String, String>) -> Report {
+    let rounds: Vec<(f64, f64)> = (0..21).map(|i| (100.0, 100.0 + i as f64 / 10.0)).collect();
+    let step = |(patch, before): &(&str, &str)| PatchStep {
+        patch: patch.to_string(),
+        subject: format!("generation: Patch {patch}"),
+        before: before.to_string(),
+        rows: vec![Step {
+            comparison: "top_p".to_string(),
+            before_ns: 2.0e6,
+            after_ns: 2.0e6,
+            paired: Paired::of(&rounds),
+            instructions: Some(1.0),
+        }],
+        decode: Vec::new(),
+    };
+    Report {
+        machine: "a machine, 2 threads".to_string(),
+        date: "2026-12-04".to_string(),
+        commit: "abc1234".to_string(),
+        crate_label: "candle-transformers 0.11.1".to_string(),
+        model: "m.gguf".to_string(),
+        vocab: 49152,
+        seed: 42,
+        temperature: 0.8,
+        rounds: 21,
+        short: false,
+        commands: vec!["cargo bench".to_string()],
+        patch_hashes: hashes,
+        stale: Vec::new(),
+        decode_tokens: 16,
+        decode_rounds: 11,
+        control: PatchStep {
+            rows: vec![step(&("control", "published")).rows.remove(0)],
+            ..PatchStep::control()
+        },
+        patches: steps.iter().map(step).collect(),
+        decode: None,
+    }
+}
+
+fn hashes(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let pair = |(n, h): &(&str, &str)| (n.to_string(), h.to_string());
+    pairs.iter().map(pair).collect()
+}
+
+#[test]
+fn a_changed_patch_loses_its_step_and_so_do_the_steps_on_it() {
+    let steps = [
+        ("0001", "published"),
+        ("0002", "0001"),
+        ("0003", "published"),
+    ];
+    let measured = hashes(&[("0001", "a"), ("0002", "b"), ("0003", "c")]);
+    let mut current = report(&steps, measured.clone());
+    current.keep_current(&measured);
+    assert_eq!(current.stale, Vec::<String>::new());
+    assert_eq!(current.patches.len(), 3);
+
+    let mut one_changed = report(&steps, measured.clone());
+    one_changed.keep_current(&hashes(&[("0001", "a"), ("0002", "b"), ("0003", "x")]));
+    assert_eq!(one_changed.stale, ["0003"]);
+    let kept: Vec<&str> = one_changed.patches.iter().map(|s| &*s.patch).collect();
+    assert_eq!(kept, ["0001", "0002"]);
+
+    // 0002's point holds 0001's change, so a new 0001 makes 0002's numbers stale too.
+    let mut parent_changed = report(&steps, measured.clone());
+    parent_changed.keep_current(&hashes(&[("0001", "x"), ("0002", "b"), ("0003", "c")]));
+    assert_eq!(parent_changed.stale, ["0001", "0002"]);
+
+    // A patch the report never measured, and one it measured that is gone, count as changed.
+    let added = hashes(&[("0001", "a"), ("0002", "b"), ("0003", "c"), ("0004", "d")]);
+    assert_eq!(report(&steps, measured.clone()).changed(&added), ["0004"]);
+    let gone = hashes(&[("0001", "a"), ("0002", "b")]);
+    assert_eq!(report(&steps, measured).changed(&gone), ["0003"]);
+}
+
+#[test]
+fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
+    let workspace = common::workspace()?;
+    let layout = &workspace.layout;
+    workspace.add_patch("0001-generation-One.patch", b"one\n")?;
+    workspace.add_patch("0002-generation-Two.patch", b"two\n")?;
+    let command =
+        "Run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
+                   docs/report/";
+    assert_eq!(
+        bench_report::staleness(layout)?.as_deref(),
+        Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0001, 0002. {command}")),
+        "no report yet"
+    );
+    let measured = bench_report::patch_hashes(layout)?;
+    let written = report(&[("0001", "published"), ("0002", "published")], measured);
+    let path = bench_report::data_path(layout);
+    std::fs::create_dir_all(path.parent().context("docs/report")?)?;
+    std::fs::write(&path, serde_json::to_string_pretty(&written)?)?;
+    assert_eq!(bench_report::staleness(layout)?, None);
+    let committed = bench_report::committed(layout)?.context("the committed report")?;
+    assert_eq!((committed.patches.len(), committed.stale.len()), (2, 0));
+
+    workspace.add_patch("0002-generation-Two.patch", b"two, reviewed\n")?;
+    assert_eq!(
+        bench_report::staleness(layout)?.as_deref(),
+        Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0002. {command}"))
+    );
+    // What `pr` reads: the report without 0002's step.
+    let committed = bench_report::committed(layout)?.context("the committed report")?;
+    let kept: Vec<&str> = committed.patches.iter().map(|s| &*s.patch).collect();
+    assert_eq!(
+        (kept, committed.stale),
+        (vec!["0001"], vec!["0002".to_string()])
+    );
+    Ok(())
+}
