@@ -184,7 +184,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     if options.short {
         rows.retain(|row| row.device == "cpu" && row.vocab == real_vocab);
         if rows.is_empty() {
-            bail!("{shown} has no CPU pairs at {real_vocab} tokens: run `cargo bench --bench bench_main -- --quick /{real_vocab}`");
+            bail!("{shown} has no CPU pairs at {real_vocab} tokens: run `{SHORT_BENCH}`");
         }
     }
     // The series' patches, each against the point it builds on, not measured yet.
@@ -316,11 +316,18 @@ pub fn data_path(layout: &Layout) -> PathBuf {
     layout.report_dir().join("bench-report.json")
 }
 
+/// The criterion run before a full report, and before a short one (the real vocabulary only).
+pub const FULL_BENCH: &str = "cargo bench -- --noplot";
+pub const SHORT_BENCH: &str = "cargo bench --bench bench_main -- --quick --noplot /49152";
+
+/// What measures every patch again, as the messages that ask for it say.
+pub const FULL_RUN: &str = "`cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`";
+
 /// The commands of a run with `options`, as the report names them.
 fn commands(options: &Options) -> Vec<String> {
     let bench = match options.short {
-        true => "cargo bench --bench bench_main -- --quick --noplot /49152",
-        false => "cargo bench -- --noplot",
+        true => SHORT_BENCH,
+        false => FULL_BENCH,
     };
     let flags = [
         (options.callgrind, " --callgrind"),
@@ -343,11 +350,21 @@ pub fn patch_hashes(layout: &Layout) -> Result<BTreeMap<String, String>> {
 /// The committed report, with the steps of patches changed since it was written taken out;
 /// `None` where there is none, or it cannot be read (the reason on stderr).
 pub fn committed(layout: &Layout) -> Result<Option<Report>> {
+    let Some(mut report) = read_committed(layout)? else {
+        return Ok(None);
+    };
+    report.keep_current(&patch_hashes(layout)?);
+    Ok(Some(report))
+}
+
+/// The committed report as written; `None` where there is none, or it cannot be read (the
+/// reason on stderr).
+fn read_committed(layout: &Layout) -> Result<Option<Report>> {
     let path = data_path(layout);
     let Some(text) = crate::fsutil::read_if_exists(&path)? else {
         return Ok(None);
     };
-    let Ok(mut report) = Report::parse(&text).inspect_err(|err| {
+    let Ok(report) = Report::parse(&text).inspect_err(|err| {
         eprintln!(
             "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
             path.display()
@@ -355,7 +372,6 @@ pub fn committed(layout: &Layout) -> Result<Option<Report>> {
     }) else {
         return Ok(None);
     };
-    report.keep_current(&patch_hashes(layout)?);
     Ok(Some(report))
 }
 
@@ -363,15 +379,14 @@ pub fn committed(layout: &Layout) -> Result<Option<Report>> {
 /// patches, and the command that measures them again. `None` when the report is current.
 pub fn staleness(layout: &Layout) -> Result<Option<String>> {
     let current = patch_hashes(layout)?;
-    let changed = match committed(layout)? {
+    let changed = match read_committed(layout)? {
         Some(report) => report.changed(&current),
         None => current.into_keys().collect(),
     };
     Ok((!changed.is_empty()).then(|| {
         format!(
             "{REPORT_DIR}/{MARKDOWN} did not measure these patches as they are now: {}. Run \
-             `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
-             {REPORT_DIR}/",
+             {FULL_RUN}, and commit {REPORT_DIR}/",
             changed.join(", "),
         )
     }))

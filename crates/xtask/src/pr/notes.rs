@@ -154,7 +154,8 @@ pub(super) fn bench(layout: &Layout) -> Option<bench_report::data::Report> {
     for number in &report.stale {
         eprintln!(
             "{number}: the benchmark report measured other contents of this patch, so its body \
-             has no numbers: run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`"
+             has no numbers: run {}",
+            bench_report::FULL_RUN
         );
     }
     Some(report)

@@ -85,8 +85,8 @@ pub fn body(
 fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
     if report.stale.iter().any(|n| n == number) {
         return Ok(format!(
-            "(The benchmark report measured other contents of {number}: run `cargo bench -- --noplot`, then \
-             `cargo xtask bench-report --callgrind`.)"
+            "(The benchmark report measured other contents of {number}: run {}.)",
+            crate::bench_report::FULL_RUN
         ));
     }
     let Some(step) = report.patches.iter().find(|s| s.patch == number) else {

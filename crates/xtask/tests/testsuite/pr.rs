@@ -148,7 +148,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
 /// A bench report over the toy stack: the A/A pair, each patch's step with times of its own, and
 /// a decode loop for the third.
 fn toy_report() -> xtask::bench_report::data::Report {
-    use xtask::bench_report::data::{Decode, PatchStep, Report, Step};
+    use xtask::bench_report::data::{Decode, PatchStep, Step};
     use xtask::bench_report::stats::Paired;
     let rounds = |ratio: f64| -> Vec<(f64, f64)> {
         (0..21)
@@ -186,23 +186,8 @@ fn toy_report() -> xtask::bench_report::data::Report {
         per_token: Paired::of(&rounds(0.962)),
         sampler_only: Paired::of(&rounds(0.961)),
     });
-    Report {
-        machine: "a machine, 2 threads".to_string(),
-        date: "2026-12-01".to_string(),
-        commit: "abc1234".to_string(),
-        crate_label: "candle-transformers 0.11.1".to_string(),
-        model: "m.gguf".to_string(),
-        vocab: 49152,
-        seed: 42,
-        temperature: 0.8,
-        rounds: 21,
-        short: false,
-        commands: Vec::new(),
-        patch_hashes: Default::default(),
-        stale: Vec::new(),
-        decode_tokens: 16,
-        decode_rounds: 11,
-        control: PatchStep {
+    crate::common::report(
+        PatchStep {
             rows: vec![
                 step("argmax", 30_000.0, 1.0),
                 step("temperature_0", 26_000.0, 1.0),
@@ -210,7 +195,7 @@ fn toy_report() -> xtask::bench_report::data::Report {
             ],
             ..PatchStep::control()
         },
-        patches: vec![
+        vec![
             patch(
                 "0001",
                 "generation: Raise the threshold",
@@ -233,8 +218,7 @@ fn toy_report() -> xtask::bench_report::data::Report {
             ),
             third,
         ],
-        decode: None,
-    }
+    )
 }
 
 /// Each branch's folder gets its step's forest plot as a PNG where the bench report measured

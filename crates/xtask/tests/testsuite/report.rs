@@ -25,29 +25,14 @@ fn report(steps: &[(&str, &str)], hashes: BTreeMap<String, String>) -> Report {
         }],
         decode: Vec::new(),
     };
-    Report {
-        machine: "a machine, 2 threads".to_string(),
-        date: "2026-12-04".to_string(),
-        commit: "abc1234".to_string(),
-        crate_label: "candle-transformers 0.11.1".to_string(),
-        model: "m.gguf".to_string(),
-        vocab: 49152,
-        seed: 42,
-        temperature: 0.8,
-        rounds: 21,
-        short: false,
-        commands: vec!["cargo bench".to_string()],
-        patch_hashes: hashes,
-        stale: Vec::new(),
-        decode_tokens: 16,
-        decode_rounds: 11,
-        control: PatchStep {
-            rows: vec![step(&("control", "published")).rows.remove(0)],
-            ..PatchStep::control()
-        },
-        patches: steps.iter().map(step).collect(),
-        decode: None,
-    }
+    let control = PatchStep {
+        rows: vec![step(&("control", "published")).rows.remove(0)],
+        ..PatchStep::control()
+    };
+    let mut report = common::report(control, steps.iter().map(step).collect());
+    report.commands = vec!["cargo bench".to_string()];
+    report.patch_hashes = hashes;
+    report
 }
 
 fn hashes(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

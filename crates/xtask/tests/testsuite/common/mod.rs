@@ -223,3 +223,31 @@ pub fn snapshot(dir: &Path) -> Vec<(String, String)> {
     files.sort();
     files
 }
+
+/// A bench report of 21 rounds on a toy machine, with `control` as its A/A pair and `patches` as
+/// its steps, no decode loop, and no commands or patch hashes recorded.
+pub fn report(
+    control: xtask::bench_report::data::PatchStep,
+    patches: Vec<xtask::bench_report::data::PatchStep>,
+) -> xtask::bench_report::data::Report {
+    xtask::bench_report::data::Report {
+        machine: "a machine, 2 threads".to_string(),
+        date: "2026-12-01".to_string(),
+        commit: "abc1234".to_string(),
+        crate_label: "candle-transformers 0.11.1".to_string(),
+        model: "m.gguf".to_string(),
+        vocab: 49152,
+        seed: 42,
+        temperature: 0.8,
+        rounds: 21,
+        short: false,
+        commands: Vec::new(),
+        patch_hashes: Default::default(),
+        stale: Vec::new(),
+        decode_tokens: 16,
+        decode_rounds: 11,
+        control,
+        patches,
+        decode: None,
+    }
+}
