@@ -1,11 +1,12 @@
 //! Writes `points.rs` into `OUT_DIR`: one module per folder of `crates/vendor/points` (what
 //! `cargo xtask vendor` writes), each the point's `generation` module, and the `points!` call
-//! that lists them. A point's `generation` module calls candle-nn's `sampling` by its path
-//! `candle_nn::sampling`; where the point holds its own `nn/sampling.rs`, a module `candle_nn`
-//! inside the point's module shadows the crate with one whose `sampling` is the point's file and
-//! everything else candle-nn's. That is why the source is written out here rather than reached
-//! with `#[path]`: the shadowing module must sit beside the code, and the code's inner doc
-//! comment (`//!`), which cannot follow another item, is left out.
+//! that lists them. A point's `generation` module calls candle-nn by its paths
+//! `candle_nn::sampling` and `candle_nn::ops`. Where the point holds its own `nn/sampling.rs` and
+//! `nn/ops.rs`, a module `candle_nn` inside the point's module shadows the crate with one whose
+//! `sampling` and `ops` are the point's files and everything else candle-nn's. That is why the
+//! source is written out here rather than reached with `#[path]`: the shadowing module must sit
+//! beside the code, and the code's inner doc comment (`//!`), which cannot follow another item,
+//! is left out.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -39,14 +40,20 @@ fn main() {
             .skip_while(|line| line.starts_with("//!"))
             .map(|line| format!("{line}\n"))
             .collect();
-        let nn = point.join("nn/sampling.rs");
-        let shadow = match nn.is_file() {
-            true => format!(
-                "mod candle_nn {{\n    pub use ::candle_nn::*;\n    pub mod sampling {{\n{}\n    }}\n}}\n",
-                read(&nn)
-            ),
-            false => String::new(),
-        };
+        let mut shadow = String::new();
+        for module in ["sampling", "ops"] {
+            let file = point.join(format!("nn/{module}.rs"));
+            if file.is_file() {
+                let _ = write!(shadow, "    pub mod {module} {{\n{}\n    }}\n", read(&file));
+            }
+        }
+        if !shadow.is_empty() {
+            // candle-nn's code is written for candle-nn's features, which this crate lacks, and
+            // the benches call only some of it.
+            shadow = format!(
+                "#[allow(dead_code, unexpected_cfgs, unused_imports)]\nmod candle_nn {{\n    pub use ::candle_nn::*;\n{shadow}}}\n"
+            );
+        }
         let _ = write!(
             out,
             "/// The point `{name}` (crates/vendor/points/{name}).\n#[allow(clippy::all)]\npub mod {module} {{\n    pub mod generation {{\n{shadow}{generation}\n    }}\n}}\n\n"

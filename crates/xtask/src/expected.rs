@@ -105,7 +105,15 @@ pub(crate) fn generated(
                 if let Some(krate) = find(krate) {
                     let tree =
                         part(repo, krate, root, path).with_context(|| format!("point {name}"))?;
-                    point.insert(dir, tree, FileMode::Tree.into())?;
+                    // Parts that name the same folder share it.
+                    let mut shared = match point.get(dir)? {
+                        Some(entry) => repo.treebuilder(Some(&repo.find_tree(entry.id())?))?,
+                        None => repo.treebuilder(None)?,
+                    };
+                    for entry in repo.find_tree(tree)?.iter() {
+                        shared.insert(entry.name_bytes(), entry.id(), entry.filemode())?;
+                    }
+                    point.insert(dir, shared.write()?, FileMode::Tree.into())?;
                 }
             }
             folder.insert(&name, point.write()?, FileMode::Tree.into())?;

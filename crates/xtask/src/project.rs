@@ -29,9 +29,11 @@ pub const POINTS_DIR: &str = "crates/vendor/points";
 pub const TRANSFORMERS: &str = "candle-transformers";
 
 /// What each point holds: its folder, the crate, and the crate's folder or file to put there.
-pub const POINT_PARTS: [(&str, &str, &str); 2] = [
+/// candle-nn's `ops` is there for its CPU softmax, which the sampled variants call.
+pub const POINT_PARTS: [(&str, &str, &str); 3] = [
     ("generation", TRANSFORMERS, "src/generation"),
     ("nn", "candle-nn", "src/sampling.rs"),
+    ("nn", "candle-nn", "src/ops.rs"),
 ];
 
 /// The committed benchmark report, as `cargo xtask bench-report` writes it.

@@ -196,6 +196,18 @@ fn softmax_numerical_stability() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn softmax_last_dim_empty_and_scalar() -> Result<()> {
+    let dev = &Device::Cpu;
+    for shape in [&[0][..], &[2, 0], &[0, 3]] {
+        let xs = Tensor::zeros(shape, candle::DType::F32, dev)?;
+        assert_eq!(candle_nn::ops::softmax_last_dim(&xs)?.dims(), shape);
+    }
+    let scalar = Tensor::new(1f32, dev)?;
+    assert!(candle_nn::ops::softmax_last_dim(&scalar).is_err());
+    Ok(())
+}
+
 fn ropei(device: &Device) -> Result<()> {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 

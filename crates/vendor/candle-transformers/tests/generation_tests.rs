@@ -55,14 +55,19 @@ fn sample_with_no_token_to_sample() -> Result<()> {
         err.starts_with("logits contain 1 NaN and 0 +inf values out of 3"),
         "{err}"
     );
+    Ok(())
+}
+
+#[test]
+fn sample_with_logits_of_another_shape() -> Result<()> {
+    let mut logits_process = LogitsProcessor::new(42, Some(0.9), None);
     let empty = Tensor::new(&[0f32; 0], &Device::Cpu)?;
+    let scalar = Tensor::new(0.1f32, &Device::Cpu)?;
     let batch = Tensor::new(&[[0.1f32, 0.2]], &Device::Cpu)?;
-    for logits in [empty, batch] {
+    for (logits, shape) in [(empty, "[0]"), (scalar, "[]"), (batch, "[1, 2]")] {
         let err = logits_process.sample(&logits).unwrap_err().to_string();
-        assert!(
-            err.starts_with("logits must be one value per token"),
-            "{err}"
-        );
+        let message = format!("logits must be one value per token, got shape {shape}");
+        assert!(err.starts_with(&message), "{err}");
     }
     Ok(())
 }

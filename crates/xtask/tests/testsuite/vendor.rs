@@ -420,6 +420,7 @@ fn candle_nn() -> Result<xtask::published::Published> {
         ),
         file("Cargo.toml", "[package]\nname = \"candle-nn\"\nversion = \"0.11.1\"\n"),
         file("src/sampling.rs", "let u = rand(1e-7, 0.999);\n"),
+        file("src/ops.rs", "let rows = xs.par_chunks(dim);\n"),
     ];
     let bytes = pack("candle-nn", "0.11.1", &files)?;
     xtask::published::unpack(&bytes, "candle-nn", "0.11.1")
@@ -469,6 +470,11 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
         root.join("crates/vendor/candle-transformers/src/generation/mod.rs"),
     )?;
     assert!(module.contains(NEW_LINE));
+    // The point holds both parts of candle-nn in one folder: the patched `sampling`, and `ops`.
+    let nn_part =
+        |file: &str| std::fs::read_to_string(root.join("crates/vendor/points/0001/nn").join(file));
+    assert_eq!(nn_part("sampling.rs")?, "let u = rand(1e-7, 1.0);\n");
+    assert_eq!(nn_part("ops.rs")?, "let rows = xs.par_chunks(dim);\n");
     check::check_generated(&ws.layout, &both)?;
 
     // A patch to a crate that is not pinned names the file and what to do.

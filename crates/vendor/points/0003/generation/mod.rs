@@ -6,8 +6,6 @@
 use candle::{DType, Error, Result, Tensor};
 use rand::{distr::Distribution, SeedableRng};
 
-/// How [`LogitsProcessor`] picks the next token. A `k` of 0 turns top-k off in `TopK` and
-/// `TopKThenTopP`, as a `k` of at least the vocabulary size does.
 #[derive(Clone, PartialEq, Debug)]
 pub enum Sampling {
     ArgMax,

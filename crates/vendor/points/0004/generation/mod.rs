@@ -128,12 +128,6 @@ impl LogitsProcessor {
     }
 
     pub fn sample_f(&mut self, logits: &Tensor, f: impl FnOnce(&mut [f32])) -> Result<u32> {
-        if logits.rank() != 1 || logits.elem_count() == 0 {
-            candle::bail!(
-                "logits must be one value per token, got shape {:?}",
-                logits.dims()
-            )
-        }
         let logits = logits.to_dtype(DType::F32)?;
         let prs = |temperature: f64| -> Result<Vec<f32>> {
             let logits = (&logits / temperature)?;
