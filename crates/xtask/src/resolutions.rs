@@ -2,7 +2,8 @@
 //! the patches change (`[base."N"]` in `patches/stack.toml`) is in a clone's base, some patches
 //! conflict with it or no longer fix their bug there. `patches/on-N/` holds such a patch as it
 //! goes onto a base that has the pull request, under the patch's own file name, and `pr` takes
-//! it in place of the patch on such a base, as `git rerere` replays a resolution.
+//! it in place of the patch on such a base, as `git rerere` replays a resolution. The folder may
+//! also hold a patch's notes for such a base (`<patch>.md`), which `pr` reads in place of its own.
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,19 @@ pub fn load(
         if folder.is_dir() {
             for file_name in crate::fsutil::names(&folder)? {
                 let shown = format!("patches/on-{name}/{file_name}");
+                // The notes of a patch on such a base, which `pr` reads in place of its own.
+                if file_name.ends_with(".md") {
+                    let notes = |p: &Patch| crate::pr::notes::file_name(&p.file_name) == file_name;
+                    if !patches.iter().any(notes) {
+                        bail!(
+                            "{shown} belongs to no patch: notes take the name of their patch, \
+                             with .md"
+                        );
+                    }
+                    let text = fs::read_to_string(folder.join(&file_name))?;
+                    crate::pr::notes::parse(&text).with_context(|| shown.clone())?;
+                    continue;
+                }
                 if !patches.iter().any(|p| p.file_name == file_name) {
                     bail!(
                         "{shown} is not the file name of a patch in patches/: a resolution takes \

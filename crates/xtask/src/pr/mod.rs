@@ -23,7 +23,7 @@ use crate::pin::{self, Pin};
 use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{self, Patch};
-use crate::{expected, metal, trees};
+use crate::{expected, metal, resolutions, trees};
 
 pub use clone::prepare;
 use stack::Entry;
@@ -164,6 +164,7 @@ pub fn make(
         metal::preflight(true)?;
     }
     let dir = layout.patches();
+    let dir_of_patches = dir.clone();
     let all = series::load(&dir)?;
     notes::check_paired(&dir, &all)?;
     let stack_file = crate::branches::read(&dir)?;
@@ -216,10 +217,15 @@ pub fn make(
         }
     };
     let stack = &built.entries;
+    let rewrites: Vec<String> = built.rewrites.iter().map(|r| r.name.clone()).collect();
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
+        rewrites: rewrites
+            .iter()
+            .map(|name| resolutions::shown(name))
+            .collect(),
     };
     let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;
@@ -237,8 +243,10 @@ pub fn make(
             .patches
             .iter()
             .position(|p| p.number() == entry.patch.number());
-        let notes = &series.notes[at.context("a branch for a patch not proposed")?];
-        let body = render::body(stack, index, notes, &facts, &pins, checks)?;
+        let patch = &series.patches[at.context("a branch for a patch not proposed")?];
+        // On a base with another pull request on the same code, the notes written for it.
+        let notes = notes::load_on(&dir_of_patches, &rewrites, patch)?;
+        let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
         fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         fs::write(dir.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.

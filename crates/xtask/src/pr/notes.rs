@@ -49,6 +49,30 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
+/// The notes of `patch` on a base that has the upstream pull requests `rewrites` (`[base]`
+/// names, in the order `pr` found them): the first of their folders' notes for it, or else its
+/// own notes less their lead example, which shows what `main` does, with a sentence saying why.
+pub fn load_on(dir: &Path, rewrites: &[String], patch: &Patch) -> Result<Notes> {
+    let Some(first) = rewrites.first() else {
+        return load(dir, patch);
+    };
+    for name in rewrites {
+        let path = crate::resolutions::dir(dir, name).join(file_name(&patch.file_name));
+        if let Some(text) = read_if_exists(&path)? {
+            return parse(&text).with_context(|| format!("in {}", path.display()));
+        }
+    }
+    let mut notes = load(dir, patch)?;
+    if !notes.preamble.is_empty() {
+        let shown = crate::resolutions::shown(first);
+        notes.preamble = vec![Part::Text(format!(
+            "(The example that shows this change on `main` is left out: this base has {shown}, \
+             and no example was written for it.)"
+        ))];
+    }
+    Ok(notes)
+}
+
 pub fn parse(text: &str) -> Result<Notes> {
     let (mut parts, mut at): ([Vec<Part>; 3], usize) = Default::default();
     for line in text.lines() {
@@ -109,6 +133,9 @@ pub struct Facts {
     /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
     /// patches changed since.
     pub bench: Option<bench_report::data::Report>,
+    /// The upstream pull requests of `[base]` that the base has, as `#3496`. Both tables measure
+    /// the published crates, whose sampler they rewrite, so a body on such a base leaves them out.
+    pub rewrites: Vec<String>,
 }
 
 /// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the

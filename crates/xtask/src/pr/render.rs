@@ -32,8 +32,20 @@ pub fn body(
     // The point that the branch builds on: the published crates, or the branch of a patch.
     let parent = entry.parent.map(|p| stack[p].patch.number());
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
+    let rewritten = (!facts.rewrites.is_empty()).then(|| {
+        let (label, shown) = (pin::label(pins), facts.rewrites.join(" and "));
+        format!("{label}, whose sampler this base's {shown} rewrote, so they are left out here")
+    });
     let part_text = |part: &Part| -> Result<String> {
         Ok(match part {
+            Part::RealModel | Part::Bench if rewritten.is_some() => {
+                let why = rewritten.as_deref().unwrap_or_default();
+                let what = match part {
+                    Part::RealModel => "The real-model outcomes",
+                    _ => "The benchmarks",
+                };
+                format!("({what} measure this change on {why}.)")
+            }
             Part::Text(text) => text.clone(),
             Part::CallSites => match &facts.call_sites {
                 Some(sites) => call_sites(sites),

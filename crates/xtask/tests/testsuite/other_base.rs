@@ -134,6 +134,61 @@ fn after_the_rewrite_a_carried_resolution_makes_every_branch() -> Result<()> {
     Ok(())
 }
 
+/// A body is written from the base it is opened on: on a base with the rewrite, no body quotes
+/// what `main` prints, and the tables measured on the published crates are left out.
+#[test]
+fn a_body_on_the_rewritten_base_quotes_nothing_of_main() -> Result<()> {
+    let ws = workspace_with_base()?;
+    let (_dir, repo) = candle()?;
+    rewrite_lands(&repo)?;
+    let patch = third(&ws)?;
+    carry(&ws, &patch, &resolution(&repo, &patch)?)?;
+    let main_only = "On `main` this prints `Err(\"A weight is negative\")`.";
+    let patches_dir = ws.layout.patches();
+    for each in series::load(&patches_dir)? {
+        let notes = format!("{main_only}\n\n## Test plan\n<!-- bench -->\n");
+        let name = xtask::pr::notes::file_name(&each.file_name);
+        std::fs::write(patches_dir.join(name), notes)?;
+    }
+    // The third patch's notes for the rewritten base, with what that base prints.
+    let on_base = "On `main` with #3496 this panics in `apply_topk_mask`.";
+    let name = xtask::pr::notes::file_name(&patch.file_name);
+    let notes = format!("{on_base}\n\n## Test plan\n<!-- bench -->\n");
+    std::fs::write(patches_dir.join("on-3496").join(&name), notes)?;
+
+    let (_, result) = run_pr(&ws, &repo)?;
+    result?;
+    let body = |branch: &str| {
+        let path = ws.layout.target().join("pr").join(branch).join("body.md");
+        std::fs::read_to_string(path)
+    };
+    for branch in [
+        "raise-the-threshold",
+        "raise-it-again",
+        "test-argmax-on-ties",
+    ] {
+        let body = body(branch)?;
+        assert!(!body.contains("A weight is negative"), "{branch}: {body}");
+        assert!(
+            !body.contains("(The benchmark table is missing"),
+            "{branch}: {body}"
+        );
+        let left_out = "(The benchmarks measure this change on candle-transformers 0.11.1, whose \
+            sampler this base's #3496 rewrote, so they are left out here.)";
+        assert!(body.contains(left_out), "{branch}: {body}");
+    }
+    let left_out = "(The example that shows this change on `main` is left out: this base has \
+        #3496, and no example was written for it.)";
+    assert!(body("raise-the-threshold")?.starts_with(left_out));
+    assert!(body("test-argmax-on-ties")?.starts_with(on_base));
+
+    // On `main` without the rewrite, the notes are the patch's own.
+    let (_dir2, before) = candle()?;
+    run_pr(&ws, &before)?.1?;
+    assert!(body("test-argmax-on-ties")?.starts_with(main_only));
+    Ok(())
+}
+
 #[test]
 fn a_stack_merged_before_the_rewrite_leaves_nothing_to_propose() -> Result<()> {
     let ws = workspace_with_base()?;

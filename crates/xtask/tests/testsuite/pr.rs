@@ -98,6 +98,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
                           "points": {"published": "error: rand", "0001": "66 \"R\"", "0002": "66 \"R\"", "0003": "error: rand", "series": "66 \"R\""}}]}"#,
         )?),
         bench: None,
+        rewrites: Vec::new(),
     };
     let command = |args: &str, cross_metal| xtask::pr::verify::Command {
         args: args.split(' ').map(String::from).collect(),
@@ -235,6 +236,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         call_sites: None,
         real_model: None,
         bench,
+        rewrites: Vec::new(),
     };
     let options = pr::Options::default();
     let folder = |entry: &stack::Entry| out.path().join(&entry.branch);
