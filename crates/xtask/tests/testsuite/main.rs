@@ -4,6 +4,7 @@
 //! test binary.
 
 mod bench_report;
+mod budgets;
 mod builds;
 mod common;
 mod docs;
