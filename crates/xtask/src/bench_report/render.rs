@@ -90,13 +90,19 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         ("comparison", "---", |r| r.comparison.clone()),
         ("vocab", "---:", |r| r.vocab.clone()),
         ("device", "---", |r| r.device.clone()),
-        ("published", "---:", |r| show_time(r.published_ns)),
-        ("series", "---:", |r| show_time(r.series_ns)),
-        ("floor", "---:", |r| or_blank(r.floor_ns, show_time)),
-        ("series / published", "---", |r| {
+        ("published, criterion median", "---:", |r| {
+            show_time(r.published_ns)
+        }),
+        ("series, criterion median", "---:", |r| {
+            show_time(r.series_ns)
+        }),
+        ("floor, criterion median", "---:", |r| {
+            or_blank(r.floor_ns, show_time)
+        }),
+        ("series / published, paired rounds", "---", |r| {
             or_blank(r.paired.as_ref(), Paired::interval)
         }),
-        ("control / published", "---", |r| {
+        ("control / published, paired rounds", "---", |r| {
             or_blank(r.control.as_ref(), Paired::interval)
         }),
         ("verdict", "---", |r| {
@@ -105,7 +111,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         ("instructions", "---:", |r| {
             or_blank(r.instructions, |r| format!("{r:.4}"))
         }),
-        ("series / floor", "---:", |r| {
+        ("series / floor, of the medians", "---:", |r| {
             or_blank(r.floor_ns, |f| format!("{:.1}", r.series_ns / f))
         }),
     ];
