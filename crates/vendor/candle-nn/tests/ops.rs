@@ -196,14 +196,12 @@ fn softmax_numerical_stability() -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn softmax_last_dim_empty_and_scalar() -> Result<()> {
-    let dev = &Device::Cpu;
+fn softmax_last_dim_empty_and_scalar(device: &Device) -> Result<()> {
     for shape in [&[0][..], &[2, 0], &[0, 3]] {
-        let xs = Tensor::zeros(shape, candle::DType::F32, dev)?;
+        let xs = Tensor::zeros(shape, candle::DType::F32, device)?;
         assert_eq!(candle_nn::ops::softmax_last_dim(&xs)?.dims(), shape);
     }
-    let scalar = Tensor::new(1f32, dev)?;
+    let scalar = Tensor::new(1f32, device)?;
     assert!(candle_nn::ops::softmax_last_dim(&scalar).is_err());
     Ok(())
 }
@@ -381,6 +379,12 @@ test_device!(ropei, ropei_cpu, ropei_gpu, ropei_metal);
 test_device!(rope, rope_cpu, rope_gpu, rope_metal);
 test_device!(rope_thd, rope_thd_cpu, rope_thd_gpu, rope_thd_metal);
 test_device!(softmax, softmax_cpu, softmax_gpu, softmax_metal);
+test_device!(
+    softmax_last_dim_empty_and_scalar,
+    softmax_last_dim_empty_and_scalar_cpu,
+    softmax_last_dim_empty_and_scalar_gpu,
+    softmax_last_dim_empty_and_scalar_metal
+);
 test_device!(rms_norm, rms_norm_cpu, rms_norm_gpu, rms_norm_metal);
 test_device!(rms_norml, rms_norml_cpu, rms_norml_gpu, rms_norml_metal);
 test_device!(

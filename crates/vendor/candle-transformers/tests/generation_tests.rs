@@ -406,9 +406,8 @@ fn sample_with_top_p_as_a_full_sort() -> Result<()> {
 fn sample_with_top_k_zero() -> Result<()> {
     use candle_transformers::generation::Sampling::{All, TopK, TopKThenTopP, TopP};
     let logits = Tensor::new(&[1.0, 4.0, 2.0, 3.0], &Device::Cpu)?;
-    let temperature = 1.0;
+    let (temperature, p) = (1.0, 0.9);
     // k = 0 keeps every token: the same draws as without top-k, for the same seed.
-    let p = 0.9;
     let pairs = [
         (TopK { k: 0, temperature }, All { temperature }),
         (

@@ -98,7 +98,7 @@ impl LogitsProcessor {
     }
 
     // top-k sampling samples from the k tokens with the largest probabilities.
-    // then top-p sampling.
+    // then top-p sampling; k = 0 keeps all.
     fn sample_topk_topp(&mut self, prs: &mut Vec<f32>, top_k: usize, top_p: f32) -> Result<u32> {
         if top_k == 0 || top_k >= prs.len() {
             self.sample_topp_or_all(prs, top_p)

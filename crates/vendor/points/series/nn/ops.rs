@@ -300,13 +300,10 @@ impl candle::CustomOp1 for SoftmaxLastDim {
             };
             let el_count = layout.shape().elem_count();
             let dims = layout.shape().dims();
-            let Some(&dim_m1) = dims.last() else {
-                candle::bail!("softmax-last-dim expects at least one dimension, got a scalar")
-            };
+            let dim_m1 = dims[dims.len() - 1];
             let mut dst = vec![T::zero(); el_count];
-            // An empty last dimension leaves no row to normalize, and par_chunks panics on 0.
-            src.par_chunks(dim_m1.max(1))
-                .zip(dst.par_chunks_mut(dim_m1.max(1)))
+            src.par_chunks(dim_m1)
+                .zip(dst.par_chunks_mut(dim_m1))
                 .for_each(|(src, dst)| {
                     let mut max = T::neg_infinity();
                     unsafe { T::vec_reduce_max(src.as_ptr(), &mut max, dim_m1) };
@@ -438,6 +435,13 @@ impl candle::CustomOp1 for SoftmaxLastDim {
 }
 
 pub fn softmax_last_dim(xs: &Tensor) -> Result<Tensor> {
+    if xs.rank() == 0 {
+        candle::bail!("softmax-last-dim expects at least one dimension, got a scalar")
+    }
+    // No row to normalize: the kernels would chunk by, or divide by, an empty last dimension.
+    if xs.elem_count() == 0 {
+        return Ok(xs.clone());
+    }
     xs.apply_op1_no_bwd(&SoftmaxLastDim)
 }
 
