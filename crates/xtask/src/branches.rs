@@ -221,6 +221,26 @@ pub(crate) struct Branch {
 pub(crate) struct Upstream<'a> {
     pub known: &'a [Oid],
     pub merged: &'a [String],
+    /// What else may stand for a patch on this base; none: the patch alone.
+    pub alternatives: Option<&'a Alternatives<'a>>,
+}
+
+/// The candidates for each patch on a base with other pull requests on the same code (`pr`'s
+/// resolutions, `[base]`), and how to tell that one taken in place of the first fits the base:
+/// that a candidate applies does not prove that its code fits the base's, as when another pull
+/// request added a variant that a `match` must list.
+pub(crate) struct Alternatives<'a> {
+    /// The candidates for a patch in the order to try them, the first the one its base's markers
+    /// name, the patch itself among them.
+    pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
+    /// Whether the branch tree that a later candidate makes builds, given the base's tree.
+    pub builds: &'a dyn Fn(&Patch, Oid) -> Result<bool>,
+}
+
+impl std::fmt::Debug for Alternatives<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Alternatives")
+    }
 }
 
 /// A patch that gets no branch on this base, and why.
@@ -286,11 +306,14 @@ pub(crate) fn branches(
     proposed: &dyn Fn(&Patch) -> bool,
     upstream: &Upstream<'_>,
 ) -> Result<Branches> {
-    let Upstream { known, merged } = *upstream;
+    let Upstream {
+        known,
+        merged,
+        alternatives,
+    } = *upstream;
     let mut linear = base;
     let mut made = Branches::default();
     for patch in patches {
-        let file = &patch.file_name;
         // A patch that gets no branch: a carried one is proposed nowhere, whatever stops it.
         let stop = |why| Stopped {
             patch: patch.clone(),
@@ -304,68 +327,191 @@ pub(crate) fn branches(
         }
         // Merged upstream, as its own commit: the base holds its change, though a later one may
         // have changed its lines again.
-        let applied = match merged.iter().any(|number| number == patch.number()) {
-            true => Applied::AlreadyThere,
-            false => match series::apply_three_way(repo, linear, patch, known) {
-                Ok(applied) => applied,
-                Err(err) => {
-                    // The patches after it go on without it, as `git am --skip` would.
-                    let conflict = err.downcast::<DoesNotApply>()?;
-                    made.stopped.push(stop(Stop::Conflict(conflict.0)));
-                    continue;
-                }
-            },
-        };
-        if applied == Applied::AlreadyThere {
+        if merged.iter().any(|number| number == patch.number()) {
             if proposed(patch) {
                 made.landed.push(patch.clone());
             }
             continue;
         }
-        let after = applied.tree(linear);
-        if !proposed(patch) {
-            linear = after;
-            continue;
-        }
-        let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
-        let parent = wanted.filter(|wanted| !landed(wanted)).map(|on| {
-            let found = made.branches.iter().position(|b| b.patch.number() == on);
-            found.with_context(|| {
-                format!(
-                    "{file} builds on {on} (patches/stack.toml), which is not in the series \
-                     before it"
-                )
-            })
-        });
-        let parent = parent.transpose()?;
-        let onto = parent.map_or(base, |index| made.branches[index].tree);
-        let change = merge::changes(repo, linear, after)?;
-        // It stays in the linear series, where it applies: only its branch is not made.
-        linear = after;
-        let tree = match merge::merge(repo, onto, &change)? {
-            Merged::Tree(tree) => tree,
-            Merged::AlreadyThere => onto,
-            Merged::Conflicts(conflicts) => {
-                let on = match parent {
-                    None => format!("the base ({base_name})"),
-                    Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
-                };
-                let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-                let conflict = format!(
-                    "{file} does not merge onto {on} without a conflict, in {}:{}\nname the \
-                     patch it builds on in patches/stack.toml ([builds-on])",
-                    paths.join(", "),
-                    merge::show(&conflicts)
-                );
-                made.stopped.push(stop(Stop::Conflict(conflict)));
-                continue;
-            }
+        let candidates = match alternatives {
+            Some(alternatives) => (alternatives.of)(patch),
+            None => vec![patch.clone()],
         };
-        made.branches.push(Branch {
-            patch: patch.clone(),
-            parent,
-            tree,
-        });
+        // Each candidate in turn; the first that applies (and, after the first, builds) stands
+        // for the patch. Where none does, the first one's conflict is the patch's, with why each
+        // other one was passed over.
+        let mut passed_over: Vec<(&str, String)> = Vec::new();
+        let mut taken = None;
+        for (index, candidate) in candidates.iter().enumerate() {
+            let on = On {
+                base,
+                base_name,
+                linear,
+                wanted,
+                known,
+                proposed: proposed(patch),
+            };
+            let attempt = attempt(repo, &on, candidate, &made)?;
+            let attempt = match attempt {
+                Attempt::Branch {
+                    after,
+                    parent,
+                    tree,
+                } if index > 0 && proposed(patch) => {
+                    match alternatives.map_or(Ok(true), |a| (a.builds)(candidate, tree))? {
+                        true => Attempt::Branch {
+                            after,
+                            parent,
+                            tree,
+                        },
+                        false => Attempt::Conflict(
+                            "it applies to the base, but its branch does not build there".into(),
+                        ),
+                    }
+                }
+                attempt => attempt,
+            };
+            match attempt {
+                Attempt::Conflict(why) => {
+                    let what = match candidate.bytes == patch.bytes {
+                        true => "the patch as written",
+                        false => "its resolution for a pull request in the base",
+                    };
+                    passed_over.push((what, why));
+                }
+                attempt => {
+                    taken = Some((candidate.clone(), attempt));
+                    break;
+                }
+            }
+        }
+        let Some((candidate, attempt)) = taken else {
+            // The patches after it go on without it, as `git am --skip` would.
+            let (_, mut why) = passed_over.remove(0);
+            for (what, other) in passed_over {
+                why += &format!("\nalso tried {what}: {other}");
+            }
+            made.stopped.push(stop(Stop::Conflict(why)));
+            continue;
+        };
+        match attempt {
+            Attempt::AlreadyThere => {
+                if proposed(patch) {
+                    made.landed.push(patch.clone());
+                }
+            }
+            Attempt::Branch {
+                after,
+                parent,
+                tree,
+            } => {
+                linear = after;
+                if proposed(patch) {
+                    made.branches.push(Branch {
+                        patch: candidate,
+                        parent,
+                        tree,
+                    });
+                }
+            }
+            Attempt::MergeConflict { after, why } => {
+                // It stays in the linear series, where it applies: only its branch is not made.
+                linear = after;
+                made.stopped.push(stop(Stop::Conflict(why)));
+            }
+            Attempt::Conflict(_) => unreachable!("a conflict is passed over above"),
+        }
     }
     Ok(made)
+}
+
+/// What putting one candidate for a patch onto the linear series `linear` gives.
+enum Attempt {
+    /// It does not go onto the linear series, as `series::DoesNotApply` shows it.
+    Conflict(String),
+    /// The linear series holds its change already.
+    AlreadyThere,
+    /// It goes onto the linear series (`after`), and its change onto the tree its branch starts
+    /// from (`parent`, `None`: the base) makes `tree`; for a patch that is not proposed, `tree`
+    /// is `after`.
+    Branch {
+        after: Oid,
+        parent: Option<usize>,
+        tree: Oid,
+    },
+    /// It goes onto the linear series, but its change conflicts with its branch's start.
+    MergeConflict { after: Oid, why: String },
+}
+
+/// Where a candidate goes: the base, the linear series so far, the patch its branch builds on
+/// (`[builds-on]`), the blobs a three-way merge starts from, and whether it gets a branch.
+struct On<'a> {
+    base: Oid,
+    base_name: &'a str,
+    linear: Oid,
+    wanted: Option<&'a String>,
+    known: &'a [Oid],
+    proposed: bool,
+}
+
+fn attempt(repo: &Repository, on: &On<'_>, patch: &Patch, made: &Branches) -> Result<Attempt> {
+    let On {
+        base,
+        base_name,
+        linear,
+        wanted,
+        known,
+        proposed,
+    } = *on;
+    let file = &patch.file_name;
+    let applied = match series::apply_three_way(repo, linear, patch, known) {
+        Ok(applied) => applied,
+        Err(err) => return Ok(Attempt::Conflict(err.downcast::<DoesNotApply>()?.0)),
+    };
+    if applied == Applied::AlreadyThere {
+        return Ok(Attempt::AlreadyThere);
+    }
+    let after = applied.tree(linear);
+    if !proposed {
+        return Ok(Attempt::Branch {
+            after,
+            parent: None,
+            tree: after,
+        });
+    }
+    let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
+    let parent = wanted.filter(|wanted| !landed(wanted)).map(|on| {
+        let found = made.branches.iter().position(|b| b.patch.number() == on);
+        found.with_context(|| {
+            format!(
+                "{file} builds on {on} (patches/stack.toml), which is not in the series before it"
+            )
+        })
+    });
+    let parent = parent.transpose()?;
+    let onto = parent.map_or(base, |index| made.branches[index].tree);
+    let change = merge::changes(repo, linear, after)?;
+    let tree = match merge::merge(repo, onto, &change)? {
+        Merged::Tree(tree) => tree,
+        Merged::AlreadyThere => onto,
+        Merged::Conflicts(conflicts) => {
+            let on = match parent {
+                None => format!("the base ({base_name})"),
+                Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
+            };
+            let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
+            let why = format!(
+                "{file} does not merge onto {on} without a conflict, in {}:{}\nname the patch it \
+                 builds on in patches/stack.toml ([builds-on])",
+                paths.join(", "),
+                merge::show(&conflicts)
+            );
+            return Ok(Attempt::MergeConflict { after, why });
+        }
+    };
+    Ok(Attempt::Branch {
+        after,
+        parent,
+        tree,
+    })
 }

@@ -18,6 +18,7 @@ pub fn prepare(
     base_name: &str,
     contributor: &git2::Signature<'_>,
     existing: Existing,
+    builds: stack::Builds<'_>,
 ) -> Result<Prepared> {
     let clone = git::show(repo);
     git::require_clean(
@@ -68,7 +69,7 @@ pub fn prepare(
     // whose context moved on the base merges three ways from them.
     let published_tree = crate::expected::published_tree(repo, published)?;
     let known = crate::series::blobs(repo, published_tree, &series.whole)?;
-    let built = stack::build(repo, base, series, contributor, &known).context(at)?;
+    let built = stack::build(repo, base, series, contributor, &known, builds).context(at)?;
     let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
     // A series branch is written back whole into patches/, never into a resolution.
     let resolved = built.rewrites.iter().find(|r| !r.patches.is_empty());

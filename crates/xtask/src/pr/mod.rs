@@ -197,7 +197,20 @@ pub fn make(
             };
             let contributor = contributor(&repo, author)?;
             let base = &options.base;
-            let prepared = prepare(&repo, published, &series, base, &contributor, existing)?;
+            // A candidate taken after the first for its patch must build on the base.
+            let check_dir = layout.target().join("pr-build-check");
+            let builds = |patch: &Patch, base: Oid, tree: Oid| {
+                verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
+            };
+            let prepared = prepare(
+                &repo,
+                published,
+                &series,
+                base,
+                &contributor,
+                existing,
+                &builds,
+            )?;
             let built = stack::Built {
                 entries: prepared.stack,
                 landed: prepared.landed,
@@ -212,7 +225,15 @@ pub fn make(
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
             let scratch = trees::Scratch::new()?;
             let base = published_commit(&scratch.repo, published, &pins)?;
-            let built = stack::build(&scratch.repo, base, &series, &contributor, &[])?;
+            // The published crates: the first candidate for each patch, the patch, goes on.
+            let built = stack::build(
+                &scratch.repo,
+                base,
+                &series,
+                &contributor,
+                &[],
+                &|_, _, _| Ok(true),
+            )?;
             (scratch.repo, built, None, None)
         }
     };

@@ -70,17 +70,25 @@ pub struct Built {
     pub rewrites: Vec<Resolutions>,
 }
 
+/// Whether a branch's tree builds on the base, asked of a candidate taken after the first for
+/// its patch (`branches::Alternatives`): the patch, the base's tree, the branch's tree.
+pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
+
 /// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
-/// whose context moved on the base merges three ways from the blobs in `known`.
+/// whose context moved on the base merges three ways from the blobs in `known`. On a base with
+/// another pull request on the same code, each patch's resolutions for it are tried first, then
+/// the patch; one taken after the first must build there (`builds`).
 pub fn build(
     repo: &Repository,
     base: Oid,
     series: &Series,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
+    builds: Builds<'_>,
 ) -> Result<Built> {
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
+    let base_tree = tree;
     let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
     // On a base that has another pull request on the same code, a patch's resolution for it
     // stands in for the patch.
@@ -91,8 +99,16 @@ pub fn build(
     }
     let known = [known, &resolutions::blobs_on(repo, tree, &rewrites)?].concat();
     let known = known.as_slice();
-    let resolve = |patch| resolutions::resolve(patch, &rewrites).0.clone();
-    let linear: Vec<Patch> = series.linear.iter().map(resolve).collect();
+    // The resolutions for the pull requests the base has, in `[base]` order, then the patch.
+    let of = |patch: &Patch| -> Vec<Patch> {
+        let resolved = rewrites.iter().filter_map(|r| r.of(patch).cloned());
+        resolved.chain([patch.clone()]).collect()
+    };
+    let fits = |candidate: &Patch, tree: Oid| builds(candidate, base_tree, tree);
+    let alternatives = crate::branches::Alternatives {
+        of: &of,
+        builds: &fits,
+    };
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
     // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
@@ -112,12 +128,13 @@ pub fn build(
         repo,
         tree,
         short(&base_name),
-        &linear,
+        &series.linear,
         &series.builds_on,
         &proposed,
         &crate::branches::Upstream {
             known,
             merged: &numbers,
+            alternatives: Some(&alternatives),
         },
     )?;
     let mut entries: Vec<Entry> = Vec::new();
@@ -128,9 +145,11 @@ pub fn build(
         let (message, parent) = (patch.message()?, branch_tree.parent);
         let onto = parent.map_or(base, |index| entries[index].commit);
         let commit = commit(repo, contributor, &message, branch_tree.tree, onto)?;
-        let (_, resolution) = resolutions::resolve(&patch, &rewrites);
+        // The pull request whose resolution was taken, if one was.
+        let taken = |r: &&Resolutions| r.of(&patch).is_some_and(|r| r.bytes == patch.bytes);
+        let resolution = rewrites.iter().find(taken).map(|r| r.name.clone());
         entries.push(Entry {
-            resolution: resolution.map(str::to_string),
+            resolution,
             patch,
             message,
             branch: branch.clone(),
@@ -138,10 +157,16 @@ pub fn build(
             commit,
         });
     }
-    // A patch that landed was not taken from a resolution, though the base has its rewrite.
+    // Only the resolutions that stood for a patch: not one that landed, or that a patch as
+    // written was taken in place of.
     for rewrite in &mut rewrites {
+        let name = Some(rewrite.name.clone());
+        let taken = |r: &Patch| {
+            let entry = entries.iter().find(|e| e.patch.file_name == r.file_name);
+            entry.map_or(!proposed(r), |e| e.resolution == name)
+        };
         let landed = |r: &Patch| trees.landed.iter().any(|p| p.file_name == r.file_name);
-        rewrite.patches.retain(|r| !landed(r));
+        rewrite.patches.retain(|r| taken(r) && !landed(r));
     }
     let mut landed = Vec::new();
     for patch in trees.landed {

@@ -168,6 +168,30 @@ pub fn export(repo: &Repository, previous: Option<Oid>, tree: Oid, dir: &Path) -
     Ok(())
 }
 
+/// Whether `tree` builds: `cargo check --tests` of the members that its change from `base`
+/// touches, in an export of it under `dir`. A tree that cargo cannot read as a workspace does not.
+pub fn builds(repo: &Repository, base: Oid, tree: Oid, dir: &Path, what: &str) -> Result<bool> {
+    fs::create_dir_all(dir)?;
+    let export_dir = dir.join("candle");
+    export(repo, None, tree, &export_dir)?;
+    let crates = match crates(repo, base, tree, &export_dir) {
+        Ok(crates) => crates,
+        Err(err) => {
+            eprintln!("{what}: not a cargo workspace, so it does not build: {err:#}");
+            return Ok(false);
+        }
+    };
+    let packages = crates.touched.iter().flat_map(|p| ["-p", p.as_str()]);
+    let args = std::iter::once("check").chain(packages).chain(["--tests"]);
+    let command = Command {
+        args: args.map(String::from).collect(),
+        cross_metal: false,
+    };
+    eprintln!("{what}: taken in place of the candidate before it, so checking that it builds");
+    let checks = run(&export_dir, &dir.join("target"), &[command])?;
+    Ok(checks.iter().all(|check| check.passed))
+}
+
 /// Runs `commands` in `dir` with cargo's build folder `target_dir`, printing a line each.
 pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Check>> {
     let run = |command: &Command| -> Result<Check> {

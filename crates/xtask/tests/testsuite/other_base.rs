@@ -189,6 +189,88 @@ fn a_body_on_the_rewritten_base_quotes_nothing_of_main() -> Result<()> {
     Ok(())
 }
 
+/// A base whose file holds the marker's text but not the rewrite's code, as when another pull
+/// request wrote the same line: the resolution does not apply, so `pr` tries the patch as
+/// written, which must build there. It gets that branch or a named conflict, never a resolution
+/// that does not fit.
+#[test]
+fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Result<()> {
+    let ws = workspace_with_base()?;
+    let (_dir, other) = candle()?;
+    rewrite_lands(&other)?;
+    let patch = third(&ws)?;
+    carry(&ws, &patch, &resolution(&other, &patch)?)?;
+    // Another pull request writes the marker's text, and leaves the tests as they were.
+    let (_dir2, repo) = candle()?;
+    let main = repo.head()?.peel_to_commit()?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    let marker = repo.blob(b"pub fn apply_topk_mask() { todo!() }\n")?;
+    let path = "candle-transformers/src/generation/sampling.rs";
+    update.upsert(path, marker, git2::FileMode::Blob);
+    let tree = update.create_updated(&repo, &main.tree()?)?;
+    commit_on_main(&repo, tree, "Mask top-k another way (#3770)")?;
+
+    let dir = ws.layout.patches();
+    let all = series::load(&dir)?;
+    let mut series = series(all.clone(), "", &[("0002", "0001")])?;
+    let stack_file = xtask::branches::read(&dir)?;
+    series.resolutions = xtask::resolutions::load(&dir, &stack_file, &all)?;
+    let contributor = xtask::pr::contributor(&repo, None)?;
+    let published = [published()?];
+    let prepare = |existing, builds: xtask::pr::stack::Builds<'_>| {
+        xtask::pr::prepare(
+            &repo,
+            &published,
+            &series,
+            "main",
+            &contributor,
+            existing,
+            builds,
+        )
+    };
+
+    // It builds: the branch holds the patch as written, and only it was checked.
+    let checked = std::cell::RefCell::new(Vec::new());
+    let builds = |p: &Patch, _: Oid, _: Oid| {
+        checked.borrow_mut().push(p.bytes == patch.bytes);
+        Ok(true)
+    };
+    let prepared = prepare(xtask::pr::Existing::Refuse, &builds)?;
+    assert_eq!(*checked.borrow(), [true]);
+    let third_entry = |prepared: &xtask::pr::Prepared| {
+        let found = prepared
+            .stack
+            .iter()
+            .find(|e| e.patch.number() == patch.number());
+        found.map(|e| (e.patch.bytes.clone(), e.resolution.clone(), e.commit))
+    };
+    let (bytes, resolution, commit) = third_entry(&prepared).expect("a branch for the patch");
+    assert_eq!((bytes, resolution), (patch.bytes.clone(), None));
+    let tests = String::from_utf8(blob_at(&repo, commit, TESTS)?)?;
+    assert!(
+        tests.ends_with(TIES) && !tests.contains("backend"),
+        "{tests}"
+    );
+    assert!(prepared.rewrites.iter().all(|r| r.patches.is_empty()));
+
+    // It does not build: no branch, and a conflict that names why each candidate was passed over.
+    let prepared = prepare(xtask::pr::Existing::Move, &|_, _, _| Ok(false))?;
+    assert!(third_entry(&prepared).is_none());
+    let stopped = prepared
+        .stopped
+        .iter()
+        .find(|s| s.patch.number() == patch.number());
+    let Some(xtask::branches::Stop::Conflict(why)) = stopped.map(|s| &s.why) else {
+        panic!("no conflict for the third patch: {:?}", prepared.stopped);
+    };
+    assert!(why.starts_with(&patch.file_name), "{why}");
+    let also =
+        "\nalso tried the patch as written: it applies to the base, but its branch does not \
+        build there";
+    assert!(why.ends_with(also), "{why}");
+    Ok(())
+}
+
 #[test]
 fn a_stack_merged_before_the_rewrite_leaves_nothing_to_propose() -> Result<()> {
     let ws = workspace_with_base()?;

@@ -575,6 +575,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         "main",
         &contributor,
         pr::Existing::Refuse,
+        &crate::common::stack::no_fallback,
     )?;
     let parents: Vec<Option<usize>> = prepared.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
@@ -588,7 +589,8 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             &series(second, "x/", &[])?,
             "main",
             &contributor,
-            pr::Existing::Refuse
+            pr::Existing::Refuse,
+            &crate::common::stack::no_fallback
         )
         .unwrap_err()
     );

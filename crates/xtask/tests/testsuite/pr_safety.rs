@@ -134,6 +134,7 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
         "main",
         &contributor,
         existing,
+        &crate::common::stack::no_fallback,
     )?;
     let made: Vec<&str> = prepared.stack.iter().map(|e| e.patch.number()).collect();
     assert_eq!(made, ["0001", "0003"]);
@@ -312,6 +313,7 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
         "main",
         &contributor,
         pr::Existing::Refuse,
+        &crate::common::stack::no_fallback,
     )?;
     let stack = &prepared.stack;
     assert_eq!(stack.len(), 2);

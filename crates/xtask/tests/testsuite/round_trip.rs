@@ -69,6 +69,7 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
         "main",
         &contributor()?,
         existing,
+        &crate::common::stack::no_fallback,
     )
 }
 

@@ -18,6 +18,7 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
         "main",
         &contributor,
         existing,
+        &crate::common::stack::no_fallback,
     )
 }
 

@@ -81,7 +81,15 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
         true => pr::Existing::Move,
         false => pr::Existing::Refuse,
     };
-    pr::prepare(repo, &[published()?], &series, base, &contributor, existing)
+    pr::prepare(
+        repo,
+        &[published()?],
+        &series,
+        base,
+        &contributor,
+        existing,
+        &crate::common::stack::no_fallback,
+    )
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
@@ -165,4 +173,13 @@ pub fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)>
     let console = console.replace(&ws.layout.root.display().to_string(), "<workspace>");
     let console = console.replace(&clone.display().to_string(), "<clone>");
     Ok((console, result))
+}
+
+/// The build check of a `prepare` whose every patch goes on as its first candidate: asked at
+/// all, it fails, naming the patch.
+pub fn no_fallback(patch: &xtask::series::Patch, _: git2::Oid, _: git2::Oid) -> Result<bool> {
+    anyhow::bail!(
+        "{} was taken in place of its first candidate",
+        patch.file_name
+    )
 }
