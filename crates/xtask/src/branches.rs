@@ -44,6 +44,9 @@ pub struct Rewrite {
     /// A base has it when its file `path` holds the text `holds`.
     pub path: String,
     pub holds: String,
+    /// It only adds code (`adds-only = true`): `main`'s examples, and the tables measured on the
+    /// published crates, hold on a base that has it.
+    pub adds_only: bool,
 }
 
 /// `patches/stack.toml`: `[builds-on]`, where `"0004" = "0001"` makes 0004's branch build on
@@ -109,7 +112,19 @@ pub fn read(patches_dir: &Path) -> Result<StackFile> {
                 // `base`, the last of the tables.
                 _ => {
                     let (why, path, holds) = (needed("why")?, needed("path")?, needed("holds")?);
-                    file.bases.insert(name.into(), Rewrite { why, path, holds });
+                    let adds_only = match value.get("adds-only") {
+                        None => false,
+                        Some(flag) => flag.as_bool().with_context(|| {
+                            format!("{shown}: [{entry}] `adds-only` must be true or false")
+                        })?,
+                    };
+                    let rewrite = Rewrite {
+                        why,
+                        path,
+                        holds,
+                        adds_only,
+                    };
+                    file.bases.insert(name.into(), rewrite);
                 }
             }
         }

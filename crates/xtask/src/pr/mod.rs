@@ -238,15 +238,12 @@ pub fn make(
         }
     };
     let stack = &built.entries;
-    let rewrites: Vec<String> = built.rewrites.iter().map(|r| r.name.clone()).collect();
+    let rewriting = built.rewrites.iter().filter(|r| !r.rewrite.adds_only);
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
-        rewrites: rewrites
-            .iter()
-            .map(|name| resolutions::shown(name))
-            .collect(),
+        rewrites: rewriting.map(|r| resolutions::shown(&r.name)).collect(),
     };
     let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;
@@ -266,7 +263,7 @@ pub fn make(
             .position(|p| p.number() == entry.patch.number());
         let patch = &series.patches[at.context("a branch for a patch not proposed")?];
         // On a base with another pull request on the same code, the notes written for it.
-        let notes = notes::load_on(&dir_of_patches, &rewrites, patch)?;
+        let notes = notes::load_on(&dir_of_patches, &built.rewrites, patch)?;
         let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
         fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
         fs::write(dir.join("body.md"), body)?;

@@ -8,6 +8,7 @@ use super::audit::CallSite;
 use crate::bench_report;
 use crate::fsutil::{names, read_if_exists};
 use crate::project::{self, Layout};
+use crate::resolutions::Resolutions;
 use crate::series::Patch;
 
 /// One piece of the notes: Markdown text, or a marker line that `pr` fills from `Facts`.
@@ -49,22 +50,21 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
-/// The notes of `patch` on a base that has the upstream pull requests `rewrites` (`[base]`
-/// names, in the order `pr` found them): the first of their folders' notes for it, or else its
-/// own notes less their lead example, which shows what `main` does, with a sentence saying why.
-pub fn load_on(dir: &Path, rewrites: &[String], patch: &Patch) -> Result<Notes> {
-    let Some(first) = rewrites.first() else {
-        return load(dir, patch);
-    };
-    for name in rewrites {
-        let path = crate::resolutions::dir(dir, name).join(file_name(&patch.file_name));
+/// The notes of `patch` on a base that has the upstream pull requests `found` (`[base]`, in the
+/// order `pr` found them): the first of their folders' notes for it. Else its own notes, less
+/// their lead example where one of `found` rewrites the code (not `adds-only`), since that example
+/// shows what `main` does; a sentence says why.
+pub fn load_on(dir: &Path, found: &[Resolutions], patch: &Patch) -> Result<Notes> {
+    for rewrite in found {
+        let path = crate::resolutions::dir(dir, &rewrite.name).join(file_name(&patch.file_name));
         if let Some(text) = read_if_exists(&path)? {
             return parse(&text).with_context(|| format!("in {}", path.display()));
         }
     }
     let mut notes = load(dir, patch)?;
-    if !notes.preamble.is_empty() {
-        let shown = crate::resolutions::shown(first);
+    let rewriting = found.iter().find(|r| !r.rewrite.adds_only);
+    if let Some(rewrite) = rewriting.filter(|_| !notes.preamble.is_empty()) {
+        let shown = crate::resolutions::shown(&rewrite.name);
         notes.preamble = vec![Part::Text(format!(
             "(The example that shows this change on `main` is left out: this base has {shown}, \
              and no example was written for it.)"
@@ -133,8 +133,9 @@ pub struct Facts {
     /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
     /// patches changed since.
     pub bench: Option<bench_report::data::Report>,
-    /// The upstream pull requests of `[base]` that the base has, as `#3496`. Both tables measure
-    /// the published crates, whose sampler they rewrite, so a body on such a base leaves them out.
+    /// The upstream pull requests of `[base]` that the base has and that rewrite the code (not
+    /// `adds-only`), as `#3496`. Both tables measure the published crates, whose sampler they
+    /// rewrite, so a body on such a base leaves them out.
     pub rewrites: Vec<String>,
 }
 

@@ -32,19 +32,34 @@ pub fn body(
     // The point that the branch builds on: the published crates, or the branch of a patch.
     let parent = entry.parent.map(|p| stack[p].patch.number());
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
-    let rewritten = (!facts.rewrites.is_empty()).then(|| {
+    // On a base that rewrites the sampler, one sentence, at the first of the two markers, says
+    // why the tables measured on the published crates are left out.
+    let all_parts = || {
+        [&notes.preamble, &notes.sections, &notes.test_plan]
+            .into_iter()
+            .flatten()
+    };
+    let has = |marker: &Part| all_parts().any(|part| part == marker);
+    let measured = match (has(&Part::RealModel), has(&Part::Bench)) {
+        (true, true) => "The real-model outcomes and the benchmarks",
+        (true, false) => "The real-model outcomes",
+        _ => "The benchmarks",
+    };
+    let first_table = all_parts().find(|p| matches!(p, Part::RealModel | Part::Bench));
+    let left_out = (!facts.rewrites.is_empty()).then(|| {
         let (label, shown) = (pin::label(pins), facts.rewrites.join(" and "));
-        format!("{label}, whose sampler this base's {shown} rewrote, so they are left out here")
+        format!(
+            "({measured} measure this change on {label}, whose sampler this base's {shown} \
+             rewrote, so they are left out here.)"
+        )
     });
     let part_text = |part: &Part| -> Result<String> {
         Ok(match part {
-            Part::RealModel | Part::Bench if rewritten.is_some() => {
-                let why = rewritten.as_deref().unwrap_or_default();
-                let what = match part {
-                    Part::RealModel => "The real-model outcomes",
-                    _ => "The benchmarks",
-                };
-                format!("({what} measure this change on {why}.)")
+            Part::RealModel | Part::Bench if left_out.is_some() => {
+                match Some(part) == first_table {
+                    true => left_out.clone().unwrap_or_default(),
+                    false => String::new(),
+                }
             }
             Part::Text(text) => text.clone(),
             Part::CallSites => match &facts.call_sites {
@@ -64,7 +79,9 @@ pub fn body(
         })
     };
     let text = |parts: &[Part]| -> Result<String> {
-        parts.iter().map(|p| Ok(part_text(p)? + "\n\n")).collect()
+        let texts = parts.iter().map(part_text).collect::<Result<Vec<_>>>()?;
+        let texts = texts.into_iter().filter(|text| !text.is_empty());
+        Ok(texts.map(|text| text + "\n\n").collect())
     };
     let checks = checks.map(|checks| {
         let row = |check: &Check| {

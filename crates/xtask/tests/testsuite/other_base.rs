@@ -186,6 +186,16 @@ fn a_body_on_the_rewritten_base_quotes_nothing_of_main() -> Result<()> {
     let (_dir2, before) = candle()?;
     run_pr(&ws, &before)?.1?;
     assert!(body("test-argmax-on-ties")?.starts_with(main_only));
+
+    // A rewrite that only adds code keeps `main`'s examples and tables, where its folder has no
+    // notes for the patch.
+    let adds_only = format!("{STACK_TOML}adds-only = true\n");
+    std::fs::write(patches_dir.join("stack.toml"), adds_only)?;
+    run_pr(&ws, &repo)?.1?;
+    let kept = body("raise-the-threshold")?;
+    assert!(kept.starts_with(main_only), "{kept}");
+    assert!(!kept.contains("left out"), "{kept}");
+    assert!(body("test-argmax-on-ties")?.starts_with(on_base));
     Ok(())
 }
 
@@ -415,6 +425,23 @@ fn check_names_a_resolution_that_stands_for_nothing() -> Result<()> {
     let err = check();
     assert!(
         err.starts_with("patches/on-3496/0003-generation-Test-ties.patch is not the file name of a patch in patches/"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("on-3496/0003-generation-Test-ties.patch"))?;
+    std::fs::write(dir.join("on-3496/0003-generation-Test-ties.md"), "notes\n")?;
+    let err = check();
+    assert!(
+        err.starts_with("patches/on-3496/0003-generation-Test-ties.md belongs to no patch"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("on-3496/0003-generation-Test-ties.md"))?;
+    std::fs::write(
+        dir.join("stack.toml"),
+        format!("{STACK_TOML}adds-only = \"yes\"\n"),
+    )?;
+    let err = check();
+    assert!(
+        err.ends_with("stack.toml: [base.\"3496\"] `adds-only` must be true or false"),
         "{err}"
     );
     std::fs::write(

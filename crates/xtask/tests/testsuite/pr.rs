@@ -529,6 +529,27 @@ fn bodies_without_results_say_so() -> Result<()> {
     Ok(())
 }
 
+/// On a base that rewrites the sampler, one sentence says why both tables are left out, at the
+/// first of their markers.
+#[test]
+fn a_body_on_a_rewritten_base_leaves_out_both_tables_in_one_sentence() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- real-model -->\n\n<!-- bench -->\n")?;
+    let facts = Facts {
+        rewrites: vec!["#3496".to_string()],
+        ..Facts::default()
+    };
+    let body = render::body(&prepared.stack, 0, &notes, &facts, &pins, None)?;
+    let sentence = "(The real-model outcomes and the benchmarks measure this change on \
+        candle-transformers 0.11.1, whose sampler this base's #3496 rewrote, so they are left out \
+        here.)";
+    assert_eq!(body.matches("(The").count(), 1, "{body}");
+    assert!(body.trim_end().ends_with(sentence), "{body}");
+    Ok(())
+}
+
 #[test]
 fn call_sites_are_classified() {
     let text = "\
