@@ -206,6 +206,13 @@ fn softmax_last_dim_empty_and_scalar(device: &Device) -> Result<()> {
     Ok(())
 }
 
+test_device!(
+    softmax_last_dim_empty_and_scalar,
+    softmax_last_dim_empty_and_scalar_cpu,
+    softmax_last_dim_empty_and_scalar_gpu,
+    softmax_last_dim_empty_and_scalar_metal
+);
+
 fn ropei(device: &Device) -> Result<()> {
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
@@ -379,12 +386,6 @@ test_device!(ropei, ropei_cpu, ropei_gpu, ropei_metal);
 test_device!(rope, rope_cpu, rope_gpu, rope_metal);
 test_device!(rope_thd, rope_thd_cpu, rope_thd_gpu, rope_thd_metal);
 test_device!(softmax, softmax_cpu, softmax_gpu, softmax_metal);
-test_device!(
-    softmax_last_dim_empty_and_scalar,
-    softmax_last_dim_empty_and_scalar_cpu,
-    softmax_last_dim_empty_and_scalar_gpu,
-    softmax_last_dim_empty_and_scalar_metal
-);
 test_device!(rms_norm, rms_norm_cpu, rms_norm_gpu, rms_norm_metal);
 test_device!(rms_norml, rms_norml_cpu, rms_norml_gpu, rms_norml_metal);
 test_device!(
