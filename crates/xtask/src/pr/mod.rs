@@ -238,12 +238,19 @@ pub fn make(
         }
     };
     let stack = &built.entries;
-    let rewriting = built.rewrites.iter().filter(|r| !r.rewrite.adds_only);
+    let shown = |adds_only: bool| -> Vec<String> {
+        let found = built
+            .rewrites
+            .iter()
+            .filter(|r| r.rewrite.adds_only == adds_only);
+        found.map(|r| resolutions::shown(&r.name)).collect()
+    };
     let facts = notes::Facts {
         call_sites,
         real_model: notes::real_model(layout, &series.notes),
         bench: notes::bench(layout),
-        rewrites: rewriting.map(|r| resolutions::shown(&r.name)).collect(),
+        rewrites: shown(false),
+        adds_only: shown(true),
     };
     let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;

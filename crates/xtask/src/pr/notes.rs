@@ -137,6 +137,9 @@ pub struct Facts {
     /// `adds-only`), as `#3496`. Both tables measure the published crates, whose sampler they
     /// rewrite, so a body on such a base leaves them out.
     pub rewrites: Vec<String>,
+    /// The upstream pull requests of `[base]` that the base has and that only add code
+    /// (`adds-only`), as `#3731`: the tables hold there, and say where they were measured.
+    pub adds_only: Vec<String>,
 }
 
 /// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the

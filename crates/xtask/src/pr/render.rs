@@ -53,6 +53,15 @@ pub fn body(
              rewrote, so they are left out here.)"
         )
     });
+    // On a base whose pull request only adds code, the tables hold; a sentence says where they
+    // were measured.
+    let added = (!facts.adds_only.is_empty() && left_out.is_none()).then(|| {
+        let shown = facts.adds_only.join(" and ");
+        format!(
+            "({measured} were measured on this change's branch from `main`: this base's {shown} \
+             only adds code, which none of their rows runs.)"
+        )
+    });
     let part_text = |part: &Part| -> Result<String> {
         Ok(match part {
             Part::RealModel | Part::Bench if left_out.is_some() => {
@@ -79,7 +88,14 @@ pub fn body(
         })
     };
     let text = |parts: &[Part]| -> Result<String> {
-        let texts = parts.iter().map(part_text).collect::<Result<Vec<_>>>()?;
+        let with_note = |part: &Part| -> Result<String> {
+            let text = part_text(part)?;
+            Ok(match (&added, Some(part) == first_table) {
+                (Some(note), true) => format!("{note}\n\n{text}"),
+                _ => text,
+            })
+        };
+        let texts = parts.iter().map(with_note).collect::<Result<Vec<_>>>()?;
         let texts = texts.into_iter().filter(|text| !text.is_empty());
         Ok(texts.map(|text| text + "\n\n").collect())
     };

@@ -99,6 +99,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
         )?),
         bench: None,
         rewrites: Vec::new(),
+        adds_only: Vec::new(),
     };
     let command = |args: &str, cross_metal| xtask::pr::verify::Command {
         args: args.split(' ').map(String::from).collect(),
@@ -237,6 +238,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         real_model: None,
         bench,
         rewrites: Vec::new(),
+        adds_only: Vec::new(),
     };
     let options = pr::Options::default();
     let folder = |entry: &stack::Entry| out.path().join(&entry.branch);
