@@ -248,8 +248,8 @@ pub(crate) struct Alternatives<'a> {
     /// The candidates for a patch in the order to try them, the first the one its base's markers
     /// name, the patch itself among them.
     pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
-    /// Whether the branch tree that a later candidate makes builds, given the base's tree.
-    pub builds: &'a dyn Fn(&Patch, Oid) -> Result<bool>,
+    /// Whether the branch tree that a later candidate makes builds on the base.
+    pub builds: crate::pr::stack::Builds<'a>,
 }
 
 impl std::fmt::Debug for Alternatives<'_> {
@@ -373,7 +373,7 @@ pub(crate) fn branches(
                     parent,
                     tree,
                 } if index > 0 && proposed(patch) => {
-                    match alternatives.map_or(Ok(true), |a| (a.builds)(candidate, tree))? {
+                    match alternatives.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
                         true => Attempt::Branch {
                             after,
                             parent,

@@ -12,6 +12,7 @@ use fs_err as fs;
 use git2::{Oid, Repository};
 
 use crate::branches::{Rewrite, StackFile};
+use crate::pr::notes::Notes;
 use crate::series::{self, Patch};
 
 /// The folder of the resolutions for `[base."<name>"]`.
@@ -34,6 +35,8 @@ pub struct Resolutions {
     pub rewrite: Rewrite,
     /// Each stands for the patch in `patches/` with its file name.
     pub patches: Vec<Patch>,
+    /// The notes of a patch on such a base, by the patch's file name.
+    pub notes: Vec<(String, Notes)>,
 }
 
 impl Resolutions {
@@ -64,21 +67,22 @@ pub fn load(
     let mut all = Vec::new();
     for (name, rewrite) in &stack_file.bases {
         let folder = dir(patches_dir, name);
-        let mut resolutions = Vec::new();
+        let (mut resolutions, mut notes) = (Vec::new(), Vec::new());
         if folder.is_dir() {
             for file_name in crate::fsutil::names(&folder)? {
                 let shown = format!("patches/on-{name}/{file_name}");
                 // The notes of a patch on such a base, which `pr` reads in place of its own.
                 if file_name.ends_with(".md") {
-                    let notes = |p: &Patch| crate::pr::notes::file_name(&p.file_name) == file_name;
-                    if !patches.iter().any(notes) {
+                    let of = |p: &&Patch| crate::pr::notes::file_name(&p.file_name) == file_name;
+                    let Some(patch) = patches.iter().find(of) else {
                         bail!(
                             "{shown} belongs to no patch: notes take the name of their patch, \
                              with .md"
                         );
-                    }
+                    };
                     let text = fs::read_to_string(folder.join(&file_name))?;
-                    crate::pr::notes::parse(&text).with_context(|| shown.clone())?;
+                    let parsed = crate::pr::notes::parse(&text).with_context(|| shown.clone())?;
+                    notes.push((patch.file_name.clone(), parsed));
                     continue;
                 }
                 if !patches.iter().any(|p| p.file_name == file_name) {
@@ -98,6 +102,7 @@ pub fn load(
             name: name.clone(),
             rewrite: rewrite.clone(),
             patches: resolutions,
+            notes,
         });
     }
     Ok(all)
@@ -129,15 +134,6 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
         }
     }
     Ok(blobs)
-}
-
-/// `patch`, or the resolution that stands for it on a base with `found`, with the name of the
-/// pull request whose folder it came from.
-pub fn resolve<'a>(patch: &'a Patch, found: &'a [Resolutions]) -> (&'a Patch, Option<&'a str>) {
-    let taken = found
-        .iter()
-        .find_map(|r| Some((r.of(patch)?, Some(r.name.as_str()))));
-    taken.unwrap_or((patch, None))
 }
 
 /// Writes `bytes` into the resolution `file_name` of `[base."<name>"]`, whole or not at all.

@@ -164,7 +164,6 @@ pub fn make(
         metal::preflight(true)?;
     }
     let dir = layout.patches();
-    let dir_of_patches = dir.clone();
     let all = series::load(&dir)?;
     notes::check_paired(&dir, &all)?;
     let stack_file = crate::branches::read(&dir)?;
@@ -261,25 +260,28 @@ pub fn make(
     // Made here, not by the first branch's folder: when every patch has landed there is none.
     fs::create_dir(&new)?;
     for (index, entry) in stack.iter().enumerate() {
-        let dir = new.join(&entry.branch);
-        fs::create_dir_all(&dir)?;
+        let folder = new.join(&entry.branch);
+        fs::create_dir_all(&folder)?;
         let checks = checks.as_ref().map(|all| all[index].as_slice());
         let at = series
             .patches
             .iter()
             .position(|p| p.number() == entry.patch.number());
-        let patch = &series.patches[at.context("a branch for a patch not proposed")?];
+        let at = at.context("a branch for a patch not proposed")?;
         // On a base with another pull request on the same code, the notes written for it.
-        let notes = notes::load_on(&dir_of_patches, &built.rewrites, patch)?;
+        let notes = notes::on_base(&series.notes[at], &built.rewrites, &series.patches[at]);
         let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
-        fs::write(dir.join("title.txt"), entry.message.subject.clone() + "\n")?;
-        fs::write(dir.join("body.md"), body)?;
+        fs::write(
+            folder.join("title.txt"),
+            entry.message.subject.clone() + "\n",
+        )?;
+        fs::write(folder.join("body.md"), body)?;
         // The step's forest plot, for the description; the body is complete without it.
         let parent = entry.parent.map(|p| stack[p].patch.number());
         let number = entry.patch.number();
-        crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &dir)?;
+        crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &folder)?;
         let email = series::email(&repo.find_commit(entry.commit)?)?;
-        fs::write(dir.join(&entry.patch.file_name), email)?;
+        fs::write(folder.join(&entry.patch.file_name), email)?;
     }
     // The summary, in stack.txt as on the console, less how the base relates to the pin.
     let (landed, stopped) = (&built.landed, &built.stopped);

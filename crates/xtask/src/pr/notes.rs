@@ -50,18 +50,19 @@ pub fn load(dir: &Path, patch: &Patch) -> Result<Notes> {
     parse(&text).with_context(|| format!("in {}", path.display()))
 }
 
-/// The notes of `patch` on a base that has the upstream pull requests `found` (`[base]`, in the
-/// order `pr` found them): the first of their folders' notes for it. Else its own notes, less
-/// their lead example where one of `found` rewrites the code (not `adds-only`), since that example
-/// shows what `main` does; a sentence says why.
-pub fn load_on(dir: &Path, found: &[Resolutions], patch: &Patch) -> Result<Notes> {
-    for rewrite in found {
-        let path = crate::resolutions::dir(dir, &rewrite.name).join(file_name(&patch.file_name));
-        if let Some(text) = read_if_exists(&path)? {
-            return parse(&text).with_context(|| format!("in {}", path.display()));
-        }
+/// The notes of `patch`, whose own are `own`, on a base that has the upstream pull requests
+/// `found` (`[base]`, in the order `pr` found them): the first of their notes for it. Else its
+/// own notes, less their lead example where one of `found` rewrites the code (not `adds-only`),
+/// since that example shows what `main` does; a sentence says why.
+pub fn on_base(own: &Notes, found: &[Resolutions], patch: &Patch) -> Notes {
+    let written = found.iter().flat_map(|r| &r.notes);
+    if let Some((_, notes)) = written
+        .into_iter()
+        .find(|(name, _)| *name == patch.file_name)
+    {
+        return notes.clone();
     }
-    let mut notes = load(dir, patch)?;
+    let mut notes = own.clone();
     let rewriting = found.iter().find(|r| !r.rewrite.adds_only);
     if let Some(rewrite) = rewriting.filter(|_| !notes.preamble.is_empty()) {
         let shown = crate::resolutions::shown(&rewrite.name);
@@ -70,7 +71,7 @@ pub fn load_on(dir: &Path, found: &[Resolutions], patch: &Patch) -> Result<Notes
              and no example was written for it.)"
         ))];
     }
-    Ok(notes)
+    notes
 }
 
 pub fn parse(text: &str) -> Result<Notes> {

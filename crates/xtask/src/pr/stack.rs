@@ -88,7 +88,6 @@ pub fn build(
 ) -> Result<Built> {
     let (patches, base_name) = (&series.patches, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
-    let base_tree = tree;
     let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
     // On a base that has another pull request on the same code, a patch's resolution for it
     // stands in for the patch.
@@ -104,23 +103,16 @@ pub fn build(
         let resolved = rewrites.iter().filter_map(|r| r.of(patch).cloned());
         resolved.chain([patch.clone()]).collect()
     };
-    let fits = |candidate: &Patch, tree: Oid| builds(candidate, base_tree, tree);
-    let alternatives = crate::branches::Alternatives {
-        of: &of,
-        builds: &fits,
-    };
+    let alternatives = crate::branches::Alternatives { of: &of, builds };
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
     // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
     for patch in patches {
-        let (resolved, _) = resolutions::resolve(patch, &rewrites);
-        let commit = match merged_as(repo, base, patch)? {
-            Some(commit) => Some(commit),
-            None if resolved.bytes != patch.bytes => merged_as(repo, base, resolved)?,
-            None => None,
-        };
-        if let Some(commit) = commit {
-            merged.insert(patch.number().to_string(), commit);
+        for candidate in of(patch).iter().rev() {
+            if let Some(commit) = merged_as(repo, base, candidate)? {
+                merged.insert(patch.number().to_string(), commit);
+                break;
+            }
         }
     }
     let numbers: Vec<String> = merged.keys().cloned().collect();
