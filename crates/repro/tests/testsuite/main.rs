@@ -7,3 +7,4 @@ mod fixture_run;
 mod help;
 mod real_model;
 mod tokenizer;
+mod workaround;

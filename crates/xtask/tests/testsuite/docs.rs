@@ -188,3 +188,43 @@ fn every_docs_page_linked_exists() {
     let pages = documents().len() - 1;
     assert!(linked >= pages, "{linked} links for {pages} pages");
 }
+
+/// The README's Rust code is the workaround that repro's testsuite runs on the published crates
+/// (`workaround.rs`, between its `README` markers), so it compiles and does what it says.
+#[test]
+fn the_readme_workaround_is_the_tested_one() {
+    let root = root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let shown = readme
+        .split("```rust\n")
+        .nth(1)
+        .expect("the README shows Rust code");
+    let shown = shown.split("```").next().unwrap();
+    let test = "crates/repro/tests/testsuite/workaround.rs";
+    let test = std::fs::read_to_string(root.join(test)).unwrap();
+    let tested = test.split("// README begin\n").nth(1).unwrap();
+    let tested = tested.split("    // README end").next().unwrap();
+    let tested: String = tested
+        .lines()
+        .map(|l| l.strip_prefix("    ").unwrap_or(l).to_string() + "\n")
+        .collect();
+    assert_eq!(shown, tested);
+}
+
+/// The README names the branch of every proposed patch, as `pr` names it.
+#[test]
+fn the_readme_names_each_proposed_branch() -> anyhow::Result<()> {
+    let dir = root().join("patches");
+    let readme = std::fs::read_to_string(root().join("README.md"))?;
+    let stack = xtask::branches::read(&dir)?;
+    let (proposed, _) = stack.split_carried(xtask::series::load(&dir)?);
+    assert!(!proposed.is_empty());
+    for patch in proposed {
+        let branch = xtask::pr::stack::branch_name("", &patch.message()?);
+        assert!(
+            readme.contains(&format!("`{branch}`")),
+            "the README lacks {branch}"
+        );
+    }
+    Ok(())
+}
