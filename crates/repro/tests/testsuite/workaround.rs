@@ -10,7 +10,6 @@ use testbed::sampler::{all_samplings, Sampling, Upstream, RAND_INVALID_WEIGHT};
 fn workaround(sampling: Sampling) -> Sampling {
     // README begin
     use candle_transformers::generation::Sampling::*;
-    // A NaN temperature still fails.
     let temperature = match sampling {
         ArgMax => 1.0,
         All { temperature } | TopK { temperature, .. } | TopP { temperature, .. } => temperature,
