@@ -11,23 +11,18 @@ use crate::patch_use;
 use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-use crate::series;
+use crate::series::{self, Series};
 
 pub fn run(layout: &Layout) -> Result<()> {
-    // What `pr` reads beside the patches names only patches that exist.
-    let dir = layout.patches();
-    let patches = series::load(&dir)?;
-    crate::pr::notes::check_paired(&dir, &patches)?;
-    let stack_file = crate::branches::read(&dir)?;
-    stack_file.check(&patches)?;
-    // Each resolution folder belongs to a `[base]`, and each resolution to a patch.
-    crate::resolutions::load(&dir, &stack_file, &patches)?;
-    retired_in_history(layout, &stack_file, &patches)?;
+    // What `pr` reads beside the patches names only patches that exist (`Series::load`).
+    let series = Series::load(&layout.patches())?;
+    let patches = &series.patches;
+    retired_in_history(layout, &series.stack, patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
     let published = published.collect::<Result<Vec<_>>>()?;
-    check_index_lines(&published, &patches)?;
-    check_generated(layout, &published)?;
+    check_index_lines(&published, patches)?;
+    generated_current(layout, &series, &published)?;
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
@@ -36,7 +31,7 @@ pub fn run(layout: &Layout) -> Result<()> {
     }
     crate::builds::check(&layout.root, &graph)?;
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
-    match crate::bench_report::staleness(layout)? {
+    match crate::bench_report::staleness(layout, &series)? {
         Some(warning) => eprintln!("warning: {warning}"),
         None => eprintln!(
             "ok: {} measured patches/ as it is",
@@ -96,7 +91,7 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
 /// Without the workspace's history (a copy, or a shallow clone) it checks what history there is.
 pub fn retired_in_history(
     layout: &Layout,
-    stack_file: &crate::branches::StackFile,
+    stack_file: &crate::series::stack_file::StackFile,
     patches: &[series::Patch],
 ) -> Result<()> {
     let Ok(repo) = git2::Repository::discover(&layout.root) else {
@@ -142,12 +137,15 @@ pub fn retired_in_history(
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.
 pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
-    let patches = series::load(&layout.patches())?;
+    generated_current(layout, &Series::load(&layout.patches())?, published)
+}
+
+fn generated_current(layout: &Layout, series: &Series, published: &[Published]) -> Result<()> {
     // Every message must parse before anything is generated from the patches.
-    for patch in &patches {
+    for patch in &series.patches {
         patch.message()?;
     }
-    let (scratch, generated) = expected::generated(layout, published, &patches)?;
+    let (scratch, generated) = expected::generated(published, series)?;
     let mut problems = Vec::new();
     let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));
     for entry in entries.into_iter().flatten() {

@@ -8,9 +8,9 @@ use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::branches;
 use crate::pin;
-use crate::project::{self, Layout, GENERATED_ROOT, MARKER, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
+use crate::project::{self, GENERATED_ROOT, MARKER, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
 use crate::published::Published;
-use crate::series::{self, Patch};
+use crate::series::{self, Series};
 use crate::trees::Scratch;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
@@ -29,13 +29,9 @@ pub(crate) struct Folder {
 /// Every generated folder, in a new scratch repository: each crate patched by `patches` (a
 /// `[PATCH]` line per patch), then, when candle-transformers is pinned, its published tests and
 /// the points.
-pub(crate) fn generated(
-    layout: &Layout,
-    crates: &[Published],
-    patches: &[Patch],
-) -> Result<(Scratch, Vec<Folder>)> {
+pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratch, Vec<Folder>)> {
     let scratch = Scratch::new()?;
-    let builds_on = branches::read(&layout.patches())?.builds_on;
+    let (patches, builds_on) = (&series.patches, &series.stack.builds_on);
     let label = pin::label(&crates.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
     let unpatched = published_tree(&scratch.repo, crates)?;
     let mut tip = unpatched;
@@ -84,7 +80,7 @@ pub(crate) fn generated(
             unpatched,
             "the published crates",
             patches,
-            &builds_on,
+            builds_on,
             &|_| true,
             &Default::default(),
         )?;

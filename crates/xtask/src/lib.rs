@@ -18,6 +18,7 @@ pub mod pr;
 pub mod project;
 pub mod published;
 pub mod rebase;
+pub mod record;
 pub mod resolutions;
 pub mod series;
 mod template;

@@ -8,11 +8,11 @@ use anyhow::{ensure, Context, Result};
 use fs_err as fs;
 use git2::Repository;
 
-use crate::branches::Retired;
 use crate::fsutil::{names, read_if_exists, swap_in, temp_in};
 use crate::git;
-use crate::pr::notes;
 use crate::project::Layout;
+use crate::series::notes;
+use crate::series::stack_file::Retired;
 use crate::series::Patch;
 
 /// `patches/` is rewritten whole: refuse while it holds changes that are not committed.
@@ -89,7 +89,7 @@ pub(crate) fn rewrite(
     }
     if !retiring.is_empty() {
         let stack = read_if_exists(&dir.join("stack.toml"))?.unwrap_or_default();
-        let stack = crate::branches::retire(&stack, &retiring)?;
+        let stack = crate::series::stack_file::retire(&stack, &retiring)?;
         fs::write(new.join("stack.toml"), stack)?;
     }
     swap_in(&[(new, dir)])

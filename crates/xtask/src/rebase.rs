@@ -4,12 +4,12 @@
 
 use anyhow::{Context, Result};
 
-use crate::branches::Retired;
 use crate::expected::published_tree;
 use crate::patches_dir;
 use crate::pin;
 use crate::project::Layout;
 use crate::published::Published;
+use crate::series::stack_file::Retired;
 use crate::series::{self, Carried, Patch};
 use crate::trees::Scratch;
 
@@ -31,7 +31,7 @@ pub fn rebase(
     new: &[Published],
 ) -> Result<Vec<(Patch, Moved)>> {
     let dir = layout.patches();
-    let patches = series::load(&dir)?;
+    let patches = series::Series::load(&dir)?.patches;
     let scratch = Scratch::new()?;
     let repo = &scratch.repo;
     let known = series::blobs(repo, published_tree(repo, old)?, &patches)?;

@@ -11,8 +11,8 @@ use anyhow::{bail, Context, Result};
 use fs_err as fs;
 use git2::{Oid, Repository};
 
-use crate::branches::{Rewrite, StackFile};
-use crate::pr::notes::Notes;
+use crate::series::notes::{self, Notes};
+use crate::series::stack_file::{Rewrite, StackFile};
 use crate::series::{self, Patch};
 
 /// The folder of the resolutions for `[base."<name>"]`.
@@ -49,7 +49,7 @@ impl Resolutions {
 /// Every `[base]` of `stack_file` with its resolutions, read from `patches_dir`. Fails, naming
 /// it, on a folder `on-*` that no `[base]` names, on a file there whose name is no patch's of
 /// `patches`, and on a resolution whose message git cannot read.
-pub fn load(
+pub(crate) fn load(
     patches_dir: &Path,
     stack_file: &StackFile,
     patches: &[Patch],
@@ -73,7 +73,7 @@ pub fn load(
                 let shown = format!("patches/on-{name}/{file_name}");
                 // The notes of a patch on such a base, which `pr` reads in place of its own.
                 if file_name.ends_with(".md") {
-                    let of = |p: &&Patch| crate::pr::notes::file_name(&p.file_name) == file_name;
+                    let of = |p: &&Patch| notes::file_name(&p.file_name) == file_name;
                     let Some(patch) = patches.iter().find(of) else {
                         bail!(
                             "{shown} belongs to no patch: notes take the name of their patch, \
@@ -81,7 +81,7 @@ pub fn load(
                         );
                     };
                     let text = fs::read_to_string(folder.join(&file_name))?;
-                    let parsed = crate::pr::notes::parse(&text).with_context(|| shown.clone())?;
+                    let parsed = notes::parse(&text).with_context(|| shown.clone())?;
                     notes.push((patch.file_name.clone(), parsed));
                     continue;
                 }

@@ -10,7 +10,7 @@ use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::rebase::{self, Moved};
-use crate::series;
+use crate::series::Series;
 use crate::trees::write_tree;
 
 #[derive(Debug, Default, clap::Args)]
@@ -146,8 +146,8 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 
 /// Writes and marks every generated folder, all built first so a failing patch changes nothing.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
-    let patches = series::load(&layout.patches())?;
-    let (scratch, generated) = expected::generated(layout, published, &patches)?;
+    let series = Series::load(&layout.patches())?;
+    let (scratch, generated) = expected::generated(published, &series)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
     let root = layout.root.join(GENERATED_ROOT);
     let temp = temp_in(&root, "vendor")?;

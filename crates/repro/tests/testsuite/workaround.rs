@@ -5,20 +5,24 @@
 use anyhow::Result;
 use candle::Device;
 use testbed::fixture::Fixture;
-use testbed::sampler::{all_samplings, Sampling, Upstream, RAND_INVALID_WEIGHT};
+use testbed::sampler::{all_samplings, Upstream, RAND_INVALID_WEIGHT};
 
-fn workaround(sampling: Sampling) -> Sampling {
-    // README begin
+// README begin
+use candle_transformers::generation::Sampling;
+fn greedy_if_cold(sampling: Sampling) -> Sampling {
     use candle_transformers::generation::Sampling::*;
     let temperature = match sampling {
         ArgMax => 1.0,
         All { temperature } | TopK { temperature, .. } | TopP { temperature, .. } => temperature,
         TopKThenTopP { temperature, .. } | GumbelSoftmax { temperature } => temperature,
     };
-    let sampling = if temperature < 1e-7 { ArgMax } else { sampling };
-    // README end
-    sampling
+    if temperature < 1e-7 {
+        ArgMax
+    } else {
+        sampling
+    }
 }
+// README end
 
 /// On the published sampler and the real logits, temperature 0 fails with rand's error (all
 /// but `GumbelSoftmax`); with the workaround, 0 and -1 give the greedy token.
@@ -39,7 +43,7 @@ fn the_readme_workaround_makes_temperature_0_greedy_on_the_published_crates() ->
                     "{sampling:?}: {err}"
                 );
             }
-            let mut fixed = Upstream.from_sampling(42, &workaround(sampling.clone()));
+            let mut fixed = Upstream.from_sampling(42, &greedy_if_cold(sampling.clone()));
             assert_eq!(fixed.sample(&logits)?, greedy, "{sampling:?}");
         }
     }
@@ -48,6 +52,6 @@ fn the_readme_workaround_makes_temperature_0_greedy_on_the_published_crates() ->
         k: 40,
         temperature: 0.7,
     };
-    assert_eq!(workaround(warm.clone()), warm);
+    assert_eq!(greedy_if_cold(warm.clone()), warm);
     Ok(())
 }

@@ -10,6 +10,7 @@ use fs_err as fs;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::{Layout, REPORT_DIR};
+use crate::series::Series;
 
 pub mod chart;
 mod criterion;
@@ -188,9 +189,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
     }
     // The series' patches, each against the point it builds on, not measured yet.
-    let builds_on = crate::branches::read(&layout.patches())?.builds_on;
+    let series = Series::load(&layout.patches())?;
+    let builds_on = &series.stack.builds_on;
     let mut patches = Vec::new();
-    for p in crate::series::load(&layout.patches())? {
+    for p in &series.patches {
         let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
         patches.push(PatchStep {
             patch: p.number().to_string(),
@@ -269,7 +271,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         rounds: ROUNDS,
         short: options.short,
         commands: commands(options),
-        patch_hashes: patch_hashes(layout)?,
+        patch_hashes: patch_hashes(&series),
         stale: Vec::new(),
         decode_tokens: tokens,
         decode_rounds: DECODE_ROUNDS,
@@ -341,19 +343,18 @@ fn commands(options: &Options) -> Vec<String> {
 }
 
 /// The sha256 of each patch file of `patches/`, by number.
-pub fn patch_hashes(layout: &Layout) -> Result<BTreeMap<String, String>> {
-    let patches = crate::series::load(&layout.patches())?;
+pub fn patch_hashes(series: &Series) -> BTreeMap<String, String> {
     let hash = |p: &crate::series::Patch| (p.number().to_string(), shared::sha256_hex(&p.bytes));
-    Ok(patches.iter().map(hash).collect())
+    series.patches.iter().map(hash).collect()
 }
 
 /// The committed report, with the steps of patches changed since it was written taken out;
 /// `None` where there is none, or it cannot be read (the reason on stderr).
-pub fn committed(layout: &Layout) -> Result<Option<Report>> {
+pub fn committed(layout: &Layout, series: &Series) -> Result<Option<Report>> {
     let Some(mut report) = read_committed(layout)? else {
         return Ok(None);
     };
-    report.keep_current(&patch_hashes(layout)?);
+    report.keep_current(&patch_hashes(series));
     Ok(Some(report))
 }
 
@@ -377,8 +378,8 @@ fn read_committed(layout: &Layout) -> Result<Option<Report>> {
 
 /// What `check` says when `patches/` differs from what the committed report measured: the
 /// patches, and the command that measures them again. `None` when the report is current.
-pub fn staleness(layout: &Layout) -> Result<Option<String>> {
-    let current = patch_hashes(layout)?;
+pub fn staleness(layout: &Layout, series: &Series) -> Result<Option<String>> {
+    let current = patch_hashes(series);
     let changed = match read_committed(layout)? {
         Some(report) => report.changed(&current),
         None => current.into_keys().collect(),

@@ -15,13 +15,14 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::branches::{self, Retired, StackFile};
+use crate::branches;
 use crate::git::{self, short};
 use crate::merge::{self, Merged};
 use crate::patches_dir;
-use crate::pr::record;
 use crate::project::Layout;
 use crate::published::{self, Published};
+use crate::record;
+use crate::series::stack_file::{Retired, StackFile};
 use crate::series::{self, Carried, Message, Patch};
 use crate::trees::Scratch;
 
@@ -111,8 +112,11 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         "commit them (or `git commit --amend`) first, since format-patch writes back commits only",
     )?;
     let dir = layout.patches();
-    let patches = series::load(&dir)?;
-    let stack_file = branches::read(&dir)?;
+    let series::Series {
+        patches,
+        stack: stack_file,
+        ..
+    } = series::Series::load(&dir)?;
     let tip = git::resolve(&repo, branch)?;
     let mut record = record::read(&repo)?;
     let made = record.branches.get(branch.as_str()).cloned();

@@ -8,9 +8,9 @@ use anyhow::{bail, ensure, Result};
 use git2::{Oid, Repository};
 
 use super::{commits_between, Options, Slot, Source};
-use crate::branches::StackFile;
 use crate::git;
-use crate::pr::record;
+use crate::record;
+use crate::series::stack_file::StackFile;
 use crate::series::Patch;
 
 /// What a commit and a patch are compared by: their change (`git patch-id`), then their subject.

@@ -3,10 +3,10 @@
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use super::record::{self, Made};
-use super::{audit, base, stack, Existing, Prepared, Series};
+use super::{audit, base, stack, Existing, Prepared, Selection};
 use crate::git::{self, short};
 use crate::published::Published;
+use crate::record::{self, Made};
 
 /// Makes the stack's branches in `repo`, writing nothing until every check succeeded and every
 /// patch was applied or found to conflict. A patch that conflicts gets no branch: one that
@@ -14,7 +14,7 @@ use crate::published::Published;
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
-    series: &Series,
+    series: &Selection,
     base_name: &str,
     contributor: &git2::Signature<'_>,
     existing: Existing,
@@ -68,7 +68,7 @@ pub fn prepare(
     // The blobs the series gives on the published crates, which its index lines name: a patch
     // whose context moved on the base merges three ways from them.
     let published_tree = crate::expected::published_tree(repo, published)?;
-    let known = crate::series::blobs(repo, published_tree, &series.whole)?;
+    let known = crate::series::blobs(repo, published_tree, &series.series.patches)?;
     let built = stack::build(repo, base, series, contributor, &known, builds).context(at)?;
     let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
     // A series branch is written back whole into patches/, never into a resolution.

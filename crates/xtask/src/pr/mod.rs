@@ -3,8 +3,7 @@
 pub mod audit;
 pub mod base;
 mod clone;
-pub mod notes;
-pub mod record;
+pub mod facts;
 pub mod render;
 pub mod stack;
 pub mod summary;
@@ -22,7 +21,7 @@ use crate::git;
 use crate::pin::{self, Pin};
 use crate::project::Layout;
 use crate::published::{self, Published};
-use crate::series::{self, Patch};
+use crate::series::{self, Patch, Series};
 use crate::{expected, metal, resolutions, trees};
 
 pub use clone::prepare;
@@ -163,27 +162,19 @@ pub fn make(
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
     }
-    let dir = layout.patches();
-    let all = series::load(&dir)?;
-    notes::check_paired(&dir, &all)?;
-    let stack_file = crate::branches::read(&dir)?;
-    stack_file.check(&all)?;
-    // A carried patch gets no branch (`Series::linear`).
-    let linear = select(all.clone(), &options.patches)?;
-    let (patches, carried) = stack_file.split_carried(linear.clone());
+    let all = Series::load(&layout.patches())?;
+    // A carried patch gets no branch (`Selection::linear`).
+    let linear = select(all.patches.clone(), &options.patches)?;
+    let (patches, carried) = all.stack.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
-    let load = |patch| notes::load(&dir, patch);
-    let series = Series {
-        notes: patches.iter().map(load).collect::<Result<_>>()?,
+    let carried = summary::carried(&carried, &all.stack.carried)?;
+    let series = Selection {
         branches: branch_names(&options.prefix, &patches)?,
-        builds_on: stack_file.builds_on.clone(),
         patches,
         linear,
         series_branch: options.series_branch.clone(),
-        resolutions: crate::resolutions::load(&dir, &stack_file, &all)?,
-        whole: all,
+        series: all,
     };
-    let carried = summary::carried(&carried, &stack_file.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
     let (repo, built, base, call_sites) = match &options.candle {
@@ -244,10 +235,15 @@ pub fn make(
             .filter(|r| r.rewrite.adds_only == adds_only);
         found.map(|r| resolutions::shown(&r.name)).collect()
     };
-    let facts = notes::Facts {
+    let notes: Vec<_> = series
+        .patches
+        .iter()
+        .map(|p| series.series.notes_of(p))
+        .collect();
+    let facts = facts::Facts {
         call_sites,
-        real_model: notes::real_model(layout, &series.notes),
-        bench: notes::bench(layout),
+        real_model: facts::real_model(layout, &notes),
+        bench: facts::bench(layout, &series.series),
         rewrites: shown(false),
         adds_only: shown(true),
     };
@@ -263,13 +259,9 @@ pub fn make(
         let folder = new.join(&entry.branch);
         fs::create_dir_all(&folder)?;
         let checks = checks.as_ref().map(|all| all[index].as_slice());
-        let at = series
-            .patches
-            .iter()
-            .position(|p| p.number() == entry.patch.number());
-        let at = at.context("a branch for a patch not proposed")?;
         // On a base with another pull request on the same code, the notes written for it.
-        let notes = notes::on_base(&series.notes[at], &built.rewrites, &series.patches[at]);
+        let own = series.series.notes_of(&entry.patch);
+        let notes = facts::on_base(&own, &built.rewrites, &entry.patch);
         let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
         fs::write(
             folder.join("title.txt"),
@@ -308,23 +300,19 @@ pub fn make(
     Ok(())
 }
 
-/// The selected patches to propose, their notes, their branches' names and `patches/stack.toml`.
-pub struct Series {
+/// What `pr` makes from the series: the selected patches to propose, with their branches.
+pub struct Selection {
+    /// All of `patches/`, selected or not: the blobs its patches give on the published crates
+    /// are what a three-way merge of any of them starts from.
+    pub series: Series,
     pub patches: Vec<Patch>,
+    /// The branch of each of `patches`, in the same order.
+    pub branches: Vec<String>,
     /// Every selected patch in series order, the carried ones too, which get no branch but stay
     /// under the patches after them, as the series was written.
     pub linear: Vec<Patch>,
-    pub notes: Vec<notes::Notes>,
-    pub branches: Vec<String>,
-    pub builds_on: std::collections::BTreeMap<String, String>,
     /// The branch that holds the whole series, if one is asked for.
     pub series_branch: Option<String>,
-    /// Every patch in `patches/`, selected or not: the blobs they give on the published crates
-    /// are what a three-way merge of any of them starts from.
-    pub whole: Vec<Patch>,
-    /// The resolutions carried for bases with another upstream pull request (`[base]`): on such
-    /// a base each stands in for its patch.
-    pub resolutions: Vec<crate::resolutions::Resolutions>,
 }
 
 /// Who the pull requests' commits are by: `--author "Name <email>"`, else `repo`'s git identity.

@@ -5,7 +5,7 @@ use anyhow::Result;
 use minijinja::Value;
 
 use super::audit::CallSite;
-use super::notes::{Facts, Notes, Part, RealModel};
+use super::facts::{Facts, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
 use crate::bench_report::chart::point;
@@ -13,6 +13,7 @@ use crate::bench_report::data::{Report, Step};
 use crate::bench_report::render as report;
 use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
+use crate::series::notes::{Notes, Part};
 use crate::template::{self, render};
 
 /// The body of `stack[index]`'s pull request: its message, its notes with the evidence they ask

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use super::Series;
+use super::Selection;
 use crate::branches::{branches, Stopped};
 use crate::git::short;
 use crate::resolutions::{self, Resolutions};
@@ -81,7 +81,7 @@ pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
 pub fn build(
     repo: &Repository,
     base: Oid,
-    series: &Series,
+    series: &Selection,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
     builds: Builds<'_>,
@@ -91,7 +91,7 @@ pub fn build(
     let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
     // On a base that has another pull request on the same code, a patch's resolution for it
     // stands in for the patch.
-    let mut rewrites = resolutions::in_tree(repo, tree, &series.resolutions)?;
+    let mut rewrites = resolutions::in_tree(repo, tree, &series.series.resolutions)?;
     for rewrite in &mut rewrites {
         let selected = |r: &Patch| series.linear.iter().any(|p| p.file_name == r.file_name);
         rewrite.patches.retain(selected);
@@ -121,7 +121,7 @@ pub fn build(
         tree,
         short(&base_name),
         &series.linear,
-        &series.builds_on,
+        &series.series.stack.builds_on,
         &proposed,
         &crate::branches::Upstream {
             known,
@@ -242,7 +242,7 @@ pub fn pull_request(subject: &str) -> Option<&str> {
 pub fn series_commits(
     repo: &Repository,
     base: Oid,
-    series: &Series,
+    series: &Selection,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
 ) -> Result<Oid> {

@@ -9,13 +9,14 @@ use anyhow::Result;
 use minijinja::{context, Value};
 
 use super::base::BaseReport;
-use super::notes::Facts;
+use super::facts::Facts;
 use super::stack::{pull_request, Entry, Landed};
 use super::verify::Check;
-use crate::branches::{Carried, Stop, Stopped};
+use crate::branches::{Stop, Stopped};
 use crate::git::short;
 use crate::pin::{self, Pin};
 use crate::resolutions::{self, Resolutions};
+use crate::series::stack_file::Carried;
 use crate::series::Patch;
 use crate::template::call;
 

@@ -1,10 +1,13 @@
 //! The `git format-patch` files in `patches/`, in apply order, read as `git am` reads them.
 
 mod mail;
+pub mod notes;
+pub mod stack_file;
 
 pub use mail::{parse_message, Message};
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -12,6 +15,9 @@ use fs_err as fs;
 use git2::{ApplyOptions, Diff, Oid, Repository};
 
 use crate::merge;
+use crate::resolutions::Resolutions;
+use notes::Notes;
+use stack_file::StackFile;
 
 /// One `NNNN-<subject>.patch` file.
 #[derive(Clone, Debug)]
@@ -20,8 +26,56 @@ pub struct Patch {
     pub bytes: Vec<u8>,
 }
 
+/// Everything `patches/` holds, read and checked once per command: nothing else reads the
+/// patches, `stack.toml`, the notes or the resolutions.
+#[derive(Clone, Debug)]
+pub struct Series {
+    /// Every patch, carried ones too, in apply order.
+    pub patches: Vec<Patch>,
+    pub stack: StackFile,
+    /// Each patch's notes, by its file name: empty where it has none.
+    pub notes: BTreeMap<String, Notes>,
+    /// Each `[base]` of `stack.toml` with its resolutions and notes from `patches/on-<name>/`.
+    pub resolutions: Vec<Resolutions>,
+}
+
+impl Series {
+    /// `patches/` (`dir`), checked: every notes file and resolution belongs to a patch, and
+    /// `stack.toml` names only patches there and no retired number.
+    pub fn load(dir: &Path) -> Result<Series> {
+        let patches = load_patches(dir)?;
+        notes::check_paired(dir, &patches)?;
+        let stack = stack_file::read(dir)?;
+        stack.check(&patches)?;
+        let resolutions = crate::resolutions::load(dir, &stack, &patches)?;
+        let mut notes = BTreeMap::new();
+        for patch in &patches {
+            notes.insert(patch.file_name.clone(), notes::load(dir, patch)?);
+        }
+        Ok(Series {
+            patches,
+            stack,
+            notes,
+            resolutions,
+        })
+    }
+
+    /// The notes of `patch`, one of the series.
+    pub fn notes_of(&self, patch: &Patch) -> Notes {
+        self.notes
+            .get(&patch.file_name)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Whether `patch` is carried: kept out of the pull requests.
+    pub fn is_carried(&self, patch: &Patch) -> bool {
+        self.stack.carried.contains_key(patch.number())
+    }
+}
+
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
-pub fn load(dir: &Path) -> Result<Vec<Patch>> {
+fn load_patches(dir: &Path) -> Result<Vec<Patch>> {
     let names = crate::fsutil::names(dir)?;
     let mut patches = Vec::new();
     for file_name in names.into_iter().filter(|name| name.ends_with(".patch")) {

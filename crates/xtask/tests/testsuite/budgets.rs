@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use xtask::series;
 
 fn patches_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../patches")
@@ -37,8 +36,8 @@ fn library_lines(patch: &[u8]) -> usize {
 #[test]
 fn every_proposed_patch_and_its_resolutions_keep_their_budget() -> Result<()> {
     let dir = patches_dir();
-    let stack = xtask::branches::read(&dir)?;
-    let all = series::load(&dir)?;
+    let stack = xtask::series::Series::load(&dir)?.stack;
+    let all = xtask::series::Series::load(&dir)?.patches;
     let (proposed, _) = stack.split_carried(all.clone());
     let numbers: Vec<&str> = proposed.iter().map(|p| p.number()).collect();
     let budgeted: Vec<&str> = LIBRARY_LINES.iter().map(|(n, _)| *n).collect();
@@ -64,7 +63,7 @@ fn every_proposed_patch_and_its_resolutions_keep_their_budget() -> Result<()> {
                     path.display()
                 );
             }
-            let notes = folder.join(xtask::pr::notes::file_name(&patch.file_name));
+            let notes = folder.join(xtask::series::notes::file_name(&patch.file_name));
             if let Ok(text) = std::fs::read_to_string(&notes) {
                 let lines = text.lines().count();
                 assert!(

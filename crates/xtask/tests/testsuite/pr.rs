@@ -5,10 +5,11 @@
 use crate::common::stack::*;
 use crate::common::*;
 use anyhow::{Context, Result};
-use xtask::pr::notes::{self, Facts, Notes};
+use xtask::pr::facts::{parse_real_model, Facts};
 use xtask::pr::render;
 use xtask::pr::stack;
 use xtask::pr::{self, audit};
+use xtask::series::notes::{self, Notes};
 use xtask::series::{self, Patch};
 
 #[test]
@@ -92,7 +93,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     )?;
     let facts = Facts {
         call_sites: Some(prepared.call_sites.clone()),
-        real_model: Some(notes::parse_real_model(
+        real_model: Some(parse_real_model(
             r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
                 "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\"",
                           "points": {"published": "error: rand", "0001": "66 \"R\"", "0002": "66 \"R\"", "0003": "error: rand", "series": "66 \"R\""}}]}"#,
@@ -348,7 +349,7 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
     let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- real-model -->\n\n<!-- bench -->\n")?;
     let facts = Facts {
-        real_model: Some(notes::parse_real_model(
+        real_model: Some(parse_real_model(
             r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
                 "rows": [{"case": "All { temperature: 0.0 }", "upstream": "error: rand", "patched": "66",
                           "points": {"published": "error: rand", "0001": "66", "0002": "66", "0003": "error: rand", "series": "66"}},

@@ -10,9 +10,10 @@ use crate::common::*;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use xtask::branches::{Stop, Stopped};
-use xtask::pr::notes;
 use xtask::pr::{self, Options};
 use xtask::series;
+use xtask::series::stack_file::StackFile;
+use xtask::series::Series;
 
 /// Runs `pr` expecting a refusal that contains `expected`, and checks every file of the
 /// repository, `.git` included, is byte for byte as before.
@@ -194,18 +195,15 @@ fn a_notes_file_without_its_patch_is_refused() -> Result<()> {
     for patch in stack_patches()? {
         ws.add_patch(&patch.file_name, &patch.bytes)?;
     }
-    let patches = series::load(&ws.layout.patches())?;
     std::fs::write(
         ws.layout
             .patches()
             .join("0001-generation-Raise-the-threshold.md"),
         "",
     )?;
-    notes::check_paired(&ws.layout.patches(), &patches)?;
+    Series::load(&ws.layout.patches())?;
     std::fs::write(ws.layout.patches().join("0009-gone.md"), "")?;
-    let err = notes::check_paired(&ws.layout.patches(), &patches)
-        .unwrap_err()
-        .to_string();
+    let err = Series::load(&ws.layout.patches()).unwrap_err().to_string();
     assert!(
         err.starts_with("patches/0009-gone.md belongs to no patch"),
         "{err}"
@@ -273,15 +271,18 @@ fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
 }
 
 /// `patches/stack.toml` as the three-patch stack's workspace holds it.
-fn stack_file(ws: &Workspace, text: &str) -> Result<xtask::branches::StackFile> {
+fn stack_file(ws: &Workspace, text: &str) -> Result<StackFile> {
     std::fs::write(ws.layout.patches().join("stack.toml"), text)?;
-    xtask::branches::read(&ws.layout.patches())
+    Ok(Series::load(&ws.layout.patches())?.stack)
 }
 
 #[test]
 fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
     let ws = workspace()?;
     let patches = stack_patches()?;
+    for patch in &patches {
+        ws.add_patch(&patch.file_name, &patch.bytes)?;
+    }
     // The middle patch is carried: the third still applies after it, as the series was written.
     let file = stack_file(
         &ws,
@@ -354,20 +355,23 @@ fn a_stack_file_that_names_no_patch_is_refused() -> Result<()> {
         ),
     ];
     for (text, expected) in cases {
-        let err = stack_file(&ws, text)?
-            .check(&patches)
-            .unwrap_err()
-            .to_string();
+        let err = stack_file(&ws, text).unwrap_err().to_string();
         assert!(err.starts_with(expected), "{text}: {err}");
         // `check` reads it before anything else, so it fails there too, naming the same.
         let err = xtask::check::run(&ws.layout).unwrap_err().to_string();
         assert!(err.starts_with(expected), "{text}: {err}");
     }
     for (text, expected) in [
-        ("\"0002\" = \"0001\"\n", "`0002` must be a table"),
-        ("[stack]\n\"0002\" = \"0001\"\n", "unknown table [stack]"),
-        ("[stack]\n", "unknown table [stack]"),
-        ("[carried.0003]\n", "[carried.0003] needs `why"),
+        (
+            "\"0002\" = \"0001\"\n",
+            "stack.toml:1:1: unknown field `0002`, expected one of",
+        ),
+        (
+            "[stack]\n\"0002\" = \"0001\"\n",
+            "stack.toml:1:2: unknown field `stack`",
+        ),
+        ("[stack]\n", "stack.toml:1:2: unknown field `stack`"),
+        ("[carried.0003]\n", "stack.toml:1:1: missing field `why`"),
     ] {
         let err = stack_file(&ws, text).unwrap_err().to_string();
         assert!(err.contains(expected), "{text}: {err}");

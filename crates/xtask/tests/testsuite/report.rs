@@ -2,6 +2,7 @@
 //! `pr` leaves that patch's numbers out, as do the steps that build on it.
 
 use std::collections::BTreeMap;
+use xtask::series::Series;
 
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{PatchStep, Report, Step};
@@ -81,26 +82,31 @@ fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
         "Run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
                    docs/report/";
     assert_eq!(
-        bench_report::staleness(layout)?.as_deref(),
+        bench_report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
         Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0001, 0002. {command}")),
         "no report yet"
     );
-    let measured = bench_report::patch_hashes(layout)?;
+    let measured = bench_report::patch_hashes(&Series::load(&layout.patches())?);
     let written = report(&[("0001", "published"), ("0002", "published")], measured);
     let path = bench_report::data_path(layout);
     std::fs::create_dir_all(path.parent().context("docs/report")?)?;
     std::fs::write(&path, serde_json::to_string_pretty(&written)?)?;
-    assert_eq!(bench_report::staleness(layout)?, None);
-    let committed = bench_report::committed(layout)?.context("the committed report")?;
+    assert_eq!(
+        bench_report::staleness(layout, &Series::load(&layout.patches())?)?,
+        None
+    );
+    let committed = bench_report::committed(layout, &Series::load(&layout.patches())?)?
+        .context("the committed report")?;
     assert_eq!((committed.patches.len(), committed.stale.len()), (2, 0));
 
     workspace.add_patch("0002-generation-Two.patch", b"two, reviewed\n")?;
     assert_eq!(
-        bench_report::staleness(layout)?.as_deref(),
+        bench_report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
         Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0002. {command}"))
     );
     // What `pr` reads: the report without 0002's step.
-    let committed = bench_report::committed(layout)?.context("the committed report")?;
+    let committed = bench_report::committed(layout, &Series::load(&layout.patches())?)?
+        .context("the committed report")?;
     let kept: Vec<&str> = committed.patches.iter().map(|s| &*s.patch).collect();
     assert_eq!(
         (kept, committed.stale),

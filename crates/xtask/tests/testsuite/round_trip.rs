@@ -9,10 +9,10 @@ use crate::common::*;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
-use xtask::branches;
 use xtask::format_patch::{self, Options};
-use xtask::pr::{self, notes, Existing, Prepared};
-use xtask::series::{self, Patch};
+use xtask::pr::{self, Existing, Prepared};
+use xtask::series::notes;
+use xtask::series::Patch;
 
 /// The author of the fixture's patches, as `commit_all` writes them: the commits `pr` makes
 /// are theirs, so that a round trip that changes nothing gives the same bytes.
@@ -36,7 +36,7 @@ fn trip(stack_toml: &str) -> Result<Trip> {
     }
     let dir = ws.layout.patches();
     std::fs::write(dir.join("stack.toml"), stack_toml)?;
-    let third = &series::load(&dir)?[2];
+    let third = &xtask::series::Series::load(&dir)?.patches[2];
     std::fs::write(
         dir.join(notes::file_name(&third.file_name)),
         "## Why\n\nTies.\n",
@@ -54,13 +54,11 @@ fn trip(stack_toml: &str) -> Result<Trip> {
 
 fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<Prepared> {
     let dir = ws.layout.patches();
-    let patches = series::load(&dir)?;
-    let stack_file = branches::read(&dir)?;
-    let (proposed, _) = stack_file.split_carried(patches.clone());
+    let all = xtask::series::Series::load(&dir)?;
+    let (proposed, _) = all.stack.split_carried(all.patches.clone());
     let mut series = series(proposed, "", &[])?;
-    series.linear = patches.clone();
-    series.whole = patches;
-    series.builds_on = stack_file.builds_on;
+    series.linear = all.patches.clone();
+    series.series = all;
     series.series_branch = Some("series".to_string());
     pr::prepare(
         repo,
@@ -185,7 +183,7 @@ fn a_round_trip_that_changes_nothing_leaves_patches_byte_identical() -> Result<(
     write_back(&trip, "series", &[])?;
     assert_eq!(changed(&before, &patches_dir(&trip)?), Vec::<String>::new());
     // Every patch carries the zero commit id on its first line, as `--zero-commit` writes it.
-    for patch in series::load(&trip.ws.layout.patches())? {
+    for patch in xtask::series::Series::load(&trip.ws.layout.patches())?.patches {
         assert!(patch
             .bytes
             .starts_with(format!("From {} ", "0".repeat(40)).as_bytes()));
@@ -213,7 +211,7 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
     write_back(&trip, &third.branch, &[])?;
     let after = patches_dir(&trip)?;
     assert_eq!(changed(&before, &after), [third.patch.file_name.as_str()]);
-    let written = series::load(&trip.ws.layout.patches())?;
+    let written = xtask::series::Series::load(&trip.ws.layout.patches())?.patches;
     assert!(String::from_utf8_lossy(&written[2].bytes).contains("+    // Reviewed."));
     // The series still vendors, and check's proofs hold.
     vendor_and_check(&trip)?;
@@ -253,10 +251,8 @@ fn vendor_and_check(trip: &Trip) -> Result<()> {
     let published = [trip.ws.published.clone()];
     xtask::vendor::vendor(&trip.ws.layout, &published)?;
     xtask::check::check_generated(&trip.ws.layout, &published)?;
-    let patches = series::load(&trip.ws.layout.patches())?;
-    xtask::check::check_index_lines(&published, &patches)?;
-    notes::check_paired(&trip.ws.layout.patches(), &patches)?;
-    branches::read(&trip.ws.layout.patches())?.check(&patches)
+    let series = xtask::series::Series::load(&trip.ws.layout.patches())?;
+    xtask::check::check_index_lines(&published, &series.patches)
 }
 
 #[test]
@@ -318,7 +314,8 @@ fn a_new_patch_from_the_series_branch_takes_the_next_free_number() -> Result<()>
         Commit::OnTop("generation: Test more\n\nMore.\n"),
     )?;
     write_back(&trip, "series", &[])?;
-    let names: Vec<String> = series::load(&trip.ws.layout.patches())?
+    let names: Vec<String> = xtask::series::Series::load(&trip.ws.layout.patches())?
+        .patches
         .into_iter()
         .map(|p| p.file_name)
         .collect();
@@ -361,7 +358,7 @@ fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -
     write_back(&trip, "short", &["0003"])?;
     let names: Vec<String> = patches_dir(&trip)?.into_iter().map(|(n, _)| n).collect();
     assert!(!names.iter().any(|n| n.starts_with("0003")), "{names:?}");
-    let stack_file = branches::read(&trip.ws.layout.patches())?;
+    let stack_file = xtask::series::Series::load(&trip.ws.layout.patches())?.stack;
     assert!(stack_file.retired["0003"]
         .why
         .contains("Test argmax on ties"));
@@ -375,7 +372,7 @@ fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -
         .parent(0)?;
     trip.repo.branch("shorter", &first, false)?;
     write_back(&trip, "shorter", &["0002"])?;
-    let stack_file = branches::read(&trip.ws.layout.patches())?;
+    let stack_file = xtask::series::Series::load(&trip.ws.layout.patches())?.stack;
     assert!(stack_file.builds_on.is_empty(), "{stack_file:?}");
     assert!(stack_file.retired.contains_key("0002"));
     vendor_and_check(&trip)
@@ -470,7 +467,7 @@ fn fixes_written_back_one_after_another_keep_the_patch_whole() -> Result<()> {
             &format!("round {round}"),
         )?;
     }
-    let written = series::load(&trip.ws.layout.patches())?;
+    let written = xtask::series::Series::load(&trip.ws.layout.patches())?.patches;
     let text = String::from_utf8_lossy(&written[2].bytes);
     // The patch's own change, and both fixes.
     assert!(text.contains("+fn sample_ties() -> Result<()> {"), "{text}");
@@ -507,7 +504,7 @@ fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
     // Once written back, the fix is in patches/, and the branch may move.
     commit_all(&Repository::open(&trip.ws.layout.root)?, "before")?;
     write_back(&trip, &third.branch, &[])?;
-    let written = series::load(&trip.ws.layout.patches())?;
+    let written = xtask::series::Series::load(&trip.ws.layout.patches())?.patches;
     assert!(String::from_utf8_lossy(&written[2].bytes).contains("+// fix"));
     let prepared = make_stack(&trip.ws, &trip.repo, Existing::Move)?;
     assert_eq!(
@@ -577,7 +574,7 @@ fn check_names_a_stray_notes_file_a_stack_key_and_a_wrong_index_line() -> Result
     std::fs::write(dir.join("stack.toml"), STACK)?;
     vendor_and_check(&trip)?;
     // An index line that names another blob than the series gives.
-    let patches = series::load(&dir)?;
+    let patches = xtask::series::Series::load(&dir)?.patches;
     let second = &patches[1];
     let line = &second.index_lines()[0];
     let text = String::from_utf8(second.bytes.clone())?;

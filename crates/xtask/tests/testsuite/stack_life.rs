@@ -175,14 +175,14 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
     }
     let dir = ws.layout.patches();
     std::fs::write(dir.join("stack.toml"), "[builds-on]\n\"0002\" = \"0001\"\n")?;
-    let first = xtask::series::load(&dir)?[0].clone();
+    let first = xtask::series::Series::load(&dir)?.patches[0].clone();
     std::fs::write(
-        dir.join(xtask::pr::notes::file_name(&first.file_name)),
+        dir.join(xtask::series::notes::file_name(&first.file_name)),
         "Notes.\n",
     )?;
     xtask::vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     commit_all(&Repository::init(&ws.layout.root)?, "series")?;
-    let before: Vec<_> = xtask::series::load(&dir)?;
+    let before: Vec<_> = xtask::series::Series::load(&dir)?.patches;
 
     // 0.11.2 holds the first patch's change, and a line more at the top of the module, which
     // moves the second patch's lines.
@@ -207,7 +207,7 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
         outcomes,
         [&Moved::Released, &Moved::Rewritten, &Moved::Unchanged]
     );
-    let after = xtask::series::load(&dir)?;
+    let after = xtask::series::Series::load(&dir)?.patches;
     let names: Vec<&str> = after.iter().map(|p| p.file_name.as_str()).collect();
     assert_eq!(
         names,
@@ -218,9 +218,9 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
         "the third patch keeps its bytes"
     );
     assert!(!dir
-        .join(xtask::pr::notes::file_name(&first.file_name))
+        .join(xtask::series::notes::file_name(&first.file_name))
         .exists());
-    let stack_file = xtask::branches::read(&dir)?;
+    let stack_file = xtask::series::Series::load(&dir)?.stack;
     assert!(stack_file.builds_on.is_empty(), "{stack_file:?}");
     let retired = &stack_file.retired["0001"];
     assert_eq!(retired.version.as_deref(), Some("0.11.2"));
@@ -235,6 +235,5 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
     xtask::vendor::vendor(&ws.layout, published)?;
     xtask::check::check_generated(&ws.layout, published)?;
     xtask::check::check_index_lines(published, &after)?;
-    xtask::pr::notes::check_paired(&dir, &after)?;
-    stack_file.check(&after)
+    xtask::series::Series::load(&dir).map(drop)
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
-use xtask::pr::notes::Notes;
 use xtask::pr::{self, Prepared};
+use xtask::series::stack_file::StackFile;
 use xtask::series::{self, Patch};
 
 use super::*;
@@ -57,19 +57,29 @@ pub fn candle() -> Result<(TempDir, Repository)> {
 }
 
 /// The series `patches` with their branches, and what `builds_on` names.
-pub fn series(patches: Vec<Patch>, prefix: &str, builds_on: &[(&str, &str)]) -> Result<pr::Series> {
-    Ok(pr::Series {
+pub fn series(
+    patches: Vec<Patch>,
+    prefix: &str,
+    builds_on: &[(&str, &str)],
+) -> Result<pr::Selection> {
+    let builds_on = builds_on
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+    let stack = StackFile {
+        builds_on: builds_on.collect(),
+        ..StackFile::default()
+    };
+    Ok(pr::Selection {
         branches: pr::branch_names(prefix, &patches)?,
-        notes: vec![Notes::default(); patches.len()],
         linear: patches.clone(),
-        whole: patches.clone(),
+        series: xtask::series::Series {
+            patches: patches.clone(),
+            stack,
+            notes: Default::default(),
+            resolutions: Vec::new(),
+        },
         patches,
-        builds_on: builds_on
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
         series_branch: None,
-        resolutions: Vec::new(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! The unit tests of `pr/notes`.
 
 use anyhow::Result;
-use xtask::pr::notes::*;
+use xtask::series::notes::*;
 
 #[test]
 fn notes_split_at_the_test_plan_and_find_markers() -> Result<()> {

@@ -50,17 +50,18 @@ fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
     fs::write(temp.path().join("upstream.toml"), "")?;
     fs::write(temp.path().join("0002-b.patch"), "")?;
     fs::write(temp.path().join("0001-a.patch"), "")?;
-    let names: Vec<String> = load(temp.path())?
+    let names: Vec<String> = Series::load(temp.path())?
+        .patches
         .into_iter()
         .map(|p| p.file_name)
         .collect();
     assert_eq!(names, ["0001-a.patch", "0002-b.patch"]);
     fs::write(temp.path().join("0001-again.patch"), "")?;
-    let err = load(temp.path()).unwrap_err().to_string();
+    let err = Series::load(temp.path()).unwrap_err().to_string();
     assert_eq!(err, "0001-a.patch and 0001-again.patch share a number");
     fs::remove_file(temp.path().join("0001-again.patch"))?;
     fs::write(temp.path().join("fix.patch"), "")?;
-    let err = load(temp.path()).unwrap_err().to_string();
+    let err = Series::load(temp.path()).unwrap_err().to_string();
     assert!(
         err.starts_with("fix.patch: a patch's name must start"),
         "{err}"
