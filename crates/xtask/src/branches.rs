@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::merge::{self, Merged};
-use crate::series::{self, Applied, DoesNotApply, Patch};
+use crate::apply::{self, Outcome};
+use crate::series::Patch;
 
 /// One patch's branch: the patch, the branch it starts from (`None`: the base), and its tree.
 #[derive(Clone, Debug)]
@@ -55,7 +55,7 @@ pub struct Stopped {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
     /// It does not go onto the linear series, or onto the branch it builds on: the conflict as
-    /// `series::DoesNotApply` shows it, both sides and how to redo the patch.
+    /// `apply::Outcome::Conflict` shows it, both sides and how to redo the patch.
     Conflict(String),
     /// It builds on this patch (`[builds-on]`), which has no branch.
     BuildsOn(String),
@@ -142,52 +142,41 @@ pub(crate) fn branches(
         // Each candidate in turn; the first that applies (and, after the first, builds) stands
         // for the patch. Where none does, the first one's conflict is the patch's, with why each
         // other one was passed over.
+        let on = On {
+            base,
+            base_name,
+            wanted,
+            proposed: proposed(patch),
+        };
         let mut passed_over: Vec<(&str, String)> = Vec::new();
         let mut taken = None;
         for (index, candidate) in candidates.iter().enumerate() {
-            let on = On {
-                base,
-                base_name,
-                linear,
-                wanted,
-                known,
-                proposed: proposed(patch),
+            let what = match candidate.bytes == patch.bytes {
+                true => "the patch as written",
+                false => "its resolution for a pull request in the base",
             };
-            let attempt = attempt(repo, &on, candidate, &made)?;
-            let attempt = match attempt {
-                Attempt::Branch {
-                    after,
-                    parent,
-                    tree,
-                } if index > 0 && proposed(patch) => {
-                    match alternatives.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
-                        true => Attempt::Branch {
-                            after,
-                            parent,
-                            tree,
-                        },
-                        false => Attempt::Conflict(
-                            "it applies to the base, but its branch does not build there".into(),
-                        ),
+            let outcome = apply::patch(repo, linear, candidate, known)?;
+            if let Outcome::Conflict(why) = outcome {
+                passed_over.push((what, why));
+                continue;
+            }
+            // A later candidate's branch must also build on the base.
+            if let (Outcome::Applied { tree: after, .. }, true) =
+                (&outcome, index > 0 && on.proposed)
+            {
+                let (_, branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
+                if let Outcome::Applied { tree, .. } = branch {
+                    if !alternatives.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
+                        let why = "it applies to the base, but its branch does not build there";
+                        passed_over.push((what, why.into()));
+                        continue;
                     }
                 }
-                attempt => attempt,
-            };
-            match attempt {
-                Attempt::Conflict(why) => {
-                    let what = match candidate.bytes == patch.bytes {
-                        true => "the patch as written",
-                        false => "its resolution for a pull request in the base",
-                    };
-                    passed_over.push((what, why));
-                }
-                attempt => {
-                    taken = Some((candidate.clone(), attempt));
-                    break;
-                }
             }
+            taken = Some((candidate.clone(), outcome));
+            break;
         }
-        let Some((candidate, attempt)) = taken else {
+        let Some((candidate, outcome)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
             let (_, mut why) = passed_over.remove(0);
             for (what, other) in passed_over {
@@ -196,124 +185,84 @@ pub(crate) fn branches(
             made.stopped.push(stop(Stop::Conflict(why)));
             continue;
         };
-        match attempt {
-            Attempt::AlreadyThere => {
-                if proposed(patch) {
-                    made.landed.push(patch.clone());
-                }
+        let Outcome::Applied { tree: after, .. } = outcome else {
+            // The linear series holds its change already.
+            if proposed(patch) {
+                made.landed.push(patch.clone());
             }
-            Attempt::Branch {
-                after,
+            continue;
+        };
+        let before = std::mem::replace(&mut linear, after);
+        if !proposed(patch) {
+            continue;
+        }
+        let (parent, branch) = branch_on(repo, &on, &candidate, before, after, &made)?;
+        match branch {
+            Outcome::Applied { tree, .. } => made.branches.push(Branch {
+                patch: candidate,
                 parent,
                 tree,
-            } => {
-                linear = after;
-                if proposed(patch) {
-                    made.branches.push(Branch {
-                        patch: candidate,
-                        parent,
-                        tree,
-                    });
-                }
-            }
-            Attempt::MergeConflict { after, why } => {
-                // It stays in the linear series, where it applies: only its branch is not made.
-                linear = after;
-                made.stopped.push(stop(Stop::Conflict(why)));
-            }
-            Attempt::Conflict(_) => unreachable!("a conflict is passed over above"),
+            }),
+            // It stays in the linear series, where it applies: only its branch is not made.
+            Outcome::Conflict(why) => made.stopped.push(stop(Stop::Conflict(why))),
+            Outcome::AlreadyThere => unreachable!("branch_on gives the tree it starts from"),
         }
     }
     Ok(made)
 }
 
-/// What putting one candidate for a patch onto the linear series `linear` gives.
-enum Attempt {
-    /// It does not go onto the linear series, as `series::DoesNotApply` shows it.
-    Conflict(String),
-    /// The linear series holds its change already.
-    AlreadyThere,
-    /// It goes onto the linear series (`after`), and its change onto the tree its branch starts
-    /// from (`parent`, `None`: the base) makes `tree`; for a patch that is not proposed, `tree`
-    /// is `after`.
-    Branch {
-        after: Oid,
-        parent: Option<usize>,
-        tree: Oid,
-    },
-    /// It goes onto the linear series, but its change conflicts with its branch's start.
-    MergeConflict { after: Oid, why: String },
-}
-
-/// Where a candidate goes: the base, the linear series so far, the patch its branch builds on
-/// (`[builds-on]`), the blobs a three-way merge starts from, and whether it gets a branch.
+/// Where a candidate's branch goes: the base, the patch it builds on (`[builds-on]`), and
+/// whether it gets a branch at all.
 struct On<'a> {
     base: Oid,
     base_name: &'a str,
-    linear: Oid,
     wanted: Option<&'a String>,
-    known: &'a [Oid],
     proposed: bool,
 }
 
-fn attempt(repo: &Repository, on: &On<'_>, patch: &Patch, made: &Branches) -> Result<Attempt> {
-    let On {
-        base,
-        base_name,
-        linear,
-        wanted,
-        known,
-        proposed,
-    } = *on;
+/// The branch of a candidate that went onto the linear series, from `linear` to `after`: the
+/// branch it starts from (`None`: the base), and its change merged onto that branch's tree. A
+/// branch that holds the change already keeps its tree.
+fn branch_on(
+    repo: &Repository,
+    on: &On<'_>,
+    patch: &Patch,
+    linear: Oid,
+    after: Oid,
+    made: &Branches,
+) -> Result<(Option<usize>, Outcome)> {
     let file = &patch.file_name;
-    let applied = match series::apply_three_way(repo, linear, patch, known) {
-        Ok(applied) => applied,
-        Err(err) => return Ok(Attempt::Conflict(err.downcast::<DoesNotApply>()?.0)),
-    };
-    if applied == Applied::AlreadyThere {
-        return Ok(Attempt::AlreadyThere);
-    }
-    let after = applied.tree(linear);
-    if !proposed {
-        return Ok(Attempt::Branch {
-            after,
-            parent: None,
-            tree: after,
-        });
-    }
     let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
-    let parent = wanted.filter(|wanted| !landed(wanted)).map(|on| {
-        let found = made.branches.iter().position(|b| b.patch.number() == on);
+    let parent = on.wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
+        let found = made
+            .branches
+            .iter()
+            .position(|b| b.patch.number() == wanted);
         found.with_context(|| {
             format!(
-                "{file} builds on {on} (patches/stack.toml), which is not in the series before it"
+                "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
+                 before it"
             )
         })
     });
     let parent = parent.transpose()?;
-    let onto = parent.map_or(base, |index| made.branches[index].tree);
-    let change = merge::changes(repo, linear, after)?;
-    let tree = match merge::merge(repo, onto, &change)? {
-        Merged::Tree(tree) => tree,
-        Merged::AlreadyThere => onto,
-        Merged::Conflicts(conflicts) => {
-            let on = match parent {
-                None => format!("the base ({base_name})"),
+    let onto = parent.map_or(on.base, |index| made.branches[index].tree);
+    let outcome = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
+        Outcome::AlreadyThere => Outcome::Applied {
+            tree: onto,
+            three_way: true,
+        },
+        Outcome::Conflict(conflicts) => {
+            let onto = match parent {
+                None => format!("the base ({})", on.base_name),
                 Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
             };
-            let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-            let why = format!(
-                "{file} does not merge onto {on} without a conflict, in {}:{}\nname the patch it \
-                 builds on in patches/stack.toml ([builds-on])",
-                paths.join(", "),
-                merge::show(&conflicts)
-            );
-            return Ok(Attempt::MergeConflict { after, why });
+            Outcome::Conflict(format!(
+                "{file} does not merge onto {onto} without a conflict, {conflicts}\nname the \
+                 patch it builds on in patches/stack.toml ([builds-on])"
+            ))
         }
+        applied => applied,
     };
-    Ok(Attempt::Branch {
-        after,
-        parent,
-        tree,
-    })
+    Ok((parent, outcome))
 }

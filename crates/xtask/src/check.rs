@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 use fs_err as fs;
 
+use crate::apply;
 use crate::expected::{self, Folder};
 use crate::patch_use;
 use crate::pin;
@@ -78,7 +79,7 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
     let scratch = crate::trees::Scratch::new()?;
     let mut tree = expected::published_tree(&scratch.repo, published)?;
     for patch in patches {
-        let after = series::apply(&scratch.repo, tree, patch)?;
+        let after = apply::as_written(&scratch.repo, tree, patch)?.or_conflict(tree)?;
         series::check_index_lines(&scratch.repo, tree, after, patch)?;
         tree = after;
     }

@@ -6,11 +6,12 @@ use anyhow::{ensure, Context, Result};
 use git2::{FileMode, ObjectType, Oid, Repository};
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
+use crate::apply;
 use crate::branches;
 use crate::pin;
 use crate::project::{self, GENERATED_ROOT, MARKER, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
 use crate::published::Published;
-use crate::series::{self, Series};
+use crate::series::Series;
 use crate::trees::Scratch;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
@@ -44,7 +45,8 @@ pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratc
                  crate to patches/upstream.toml"
             );
         }
-        tip = series::apply(&scratch.repo, tip, patch)
+        tip = apply::as_written(&scratch.repo, tip, patch)?
+            .or_conflict(tip)
             .with_context(|| format!("patching {label}"))?;
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
     }

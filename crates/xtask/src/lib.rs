@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`, a module with a `run` each; what the tests reach is `pub`.
 #![warn(unreachable_pub)]
 
+pub mod apply;
 pub mod bench_report;
 pub mod branches;
 pub mod builds;
@@ -10,7 +11,6 @@ pub mod flags;
 pub mod format_patch;
 mod fsutil;
 pub mod git;
-pub mod merge;
 pub mod metal;
 pub mod patch_use;
 mod patches_dir;

@@ -13,7 +13,7 @@ use git2::{Oid, Repository};
 
 use crate::series::notes::{self, Notes};
 use crate::series::stack_file::{Rewrite, StackFile};
-use crate::series::{self, Patch};
+use crate::series::Patch;
 
 /// The folder of the resolutions for `[base."<name>"]`.
 pub fn dir(patches_dir: &Path, name: &str) -> PathBuf {
@@ -129,7 +129,7 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
     let mut blobs = Vec::new();
     for patch in found.iter().flat_map(|r| &r.patches) {
         // One that does not apply as written goes through the usual three-way path and its error.
-        if let Ok(known) = series::blobs(repo, tree, std::slice::from_ref(patch)) {
+        if let Ok(known) = crate::apply::blobs(repo, tree, std::slice::from_ref(patch)) {
             blobs.extend(known);
         }
     }

@@ -4,12 +4,13 @@ use anyhow::{ensure, Context, Result};
 use fs_err as fs;
 use toml_edit::{DocumentMut, Item};
 
+use crate::apply::Moved;
 use crate::expected;
 use crate::fsutil::{swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-use crate::rebase::{self, Moved};
+use crate::rebase;
 use crate::series::Series;
 use crate::trees::write_tree;
 
@@ -41,7 +42,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             let what = match moved {
                 Moved::Unchanged => continue,
                 Moved::Rewritten => "merged three ways onto the release, written again",
-                Moved::Released => "the release holds it: retired in patches/stack.toml",
+                Moved::AlreadyThere => "the release holds it: retired in patches/stack.toml",
             };
             eprintln!("[vendor] {}: {what}", patch.file_name);
         }

@@ -15,15 +15,15 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
+use crate::apply::{self, Moved, Outcome};
 use crate::branches;
 use crate::git::{self, short};
-use crate::merge::{self, Merged};
 use crate::patches_dir;
 use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::record;
 use crate::series::stack_file::{Retired, StackFile};
-use crate::series::{self, Carried, Message, Patch};
+use crate::series::{self, Message, Patch};
 use crate::trees::Scratch;
 
 #[derive(Debug, clap::Args)]
@@ -79,7 +79,7 @@ impl Source {
 }
 
 /// One patch of the new series: its number, the patch it replaces if any, and its source if the
-/// branch holds it (otherwise the patch is carried over as it is).
+/// branch holds it (otherwise the patch is moved over as it is).
 struct Slot {
     number: String,
     old: Option<Patch>,
@@ -89,7 +89,7 @@ struct Slot {
 }
 
 /// What happened to one patch, as the summary shows it.
-enum Outcome {
+enum WroteBack {
     Unchanged,
     /// From these commits (`Source::shown`), this many.
     Written(String, usize),
@@ -161,11 +161,11 @@ fn write_series(
     slots: &[Slot],
 ) -> Result<String> {
     // The series again, on the published crates: the old one first, whose blobs the index lines
-    // of the patches carried over name, then the new one.
+    // of the patches moved over name, then the new one.
     let scratch = Scratch::new()?;
     let repo = &scratch.repo;
     let start = crate::expected::published_tree(repo, published)?;
-    let known = series::blobs(repo, start, patches)?;
+    let known = apply::blobs(repo, start, patches)?;
     let mut tree = start;
     let write = |slot| write_slot(repo, clone, &mut tree, slot, &known);
     let written = slots.iter().map(write).collect::<Result<Vec<_>>>()?;
@@ -264,8 +264,8 @@ fn write_slot(
     tree: &mut Oid,
     slot: &Slot,
     known: &[Oid],
-) -> Result<(Option<Patch>, Outcome)> {
-    let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, Outcome)> {
+) -> Result<(Option<Patch>, WroteBack)> {
+    let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, WroteBack)> {
         let subject = series::parse_message(&bytes)?.subject;
         let file_name = series::file_name(slot.number.parse()?, &subject);
         Ok((Some(Patch { file_name, bytes }), outcome))
@@ -273,59 +273,58 @@ fn write_slot(
     let Some(source) = &slot.source else {
         let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;
         if slot.drop {
-            return Ok((None, Outcome::Dropped));
+            return Ok((None, WroteBack::Dropped));
         }
-        let (after, carried) = series::carry(scratch, *tree, old, known)?;
+        let (after, patch, moved) = apply::move_onto(scratch, *tree, old, known)?;
         *tree = after;
-        return match carried {
-            Carried::AlreadyThere => bail!(
+        return match moved {
+            Moved::AlreadyThere => bail!(
                 "{}: the patches before it already make its change, which is then empty",
                 old.file_name
             ),
-            Carried::Unchanged => written(old.bytes.clone(), Outcome::Unchanged),
-            Carried::Rewritten(bytes) => written(bytes, Outcome::Followed),
+            Moved::Unchanged => written(patch.bytes, WroteBack::Unchanged),
+            Moved::Rewritten => written(patch.bytes, WroteBack::Followed),
         };
     };
     let (onto, tip, message) = source.change(clone)?;
-    let changes = merge::changes(clone, onto, tip)?;
-    merge::copy_blobs(clone, scratch, &changes)?;
-    let after = match merge::merge(scratch, *tree, &changes)? {
-        Merged::Tree(after) => after,
-        Merged::AlreadyThere => bail!(
+    let changes = apply::changes(clone, onto, tip)?;
+    apply::copy_blobs(clone, scratch, &changes)?;
+    let after = match apply::change(scratch, *tree, &changes)? {
+        Outcome::Applied { tree, .. } => tree,
+        Outcome::AlreadyThere => bail!(
             "{} changes nothing that the patches before it do not already change",
             short(&source.tip.to_string())
         ),
-        Merged::Conflicts(conflicts) => bail!(
-            "the change of {} does not merge into the series before patch {}:{}",
+        Outcome::Conflict(conflicts) => bail!(
+            "the change of {} does not merge into the series before patch {}, {conflicts}",
             short(&source.tip.to_string()),
             slot.number,
-            merge::show(&conflicts)
         ),
     };
     let bytes = series::email_of(scratch, *tree, after, &message)?;
     *tree = after;
     match slot.old.as_ref().is_some_and(|old| old.bytes == bytes) {
-        true => written(bytes, Outcome::Unchanged),
+        true => written(bytes, WroteBack::Unchanged),
         false => {
-            let outcome = Outcome::Written(source.shown(clone)?, source.commits.len());
+            let outcome = WroteBack::Written(source.shown(clone)?, source.commits.len());
             written(bytes, outcome)
         }
     }
 }
 
 /// One line per patch: what happened to it, as `write_slot` said for each of `slots`.
-fn summary(slots: &[Slot], written: &[(Option<Patch>, Outcome)]) -> String {
+fn summary(slots: &[Slot], written: &[(Option<Patch>, WroteBack)]) -> String {
     let mut lines = String::new();
     let mut unchanged = Vec::new();
     for (slot, (patch, outcome)) in slots.iter().zip(written) {
         let old = slot.old.as_ref();
         let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
         let said = match outcome {
-            Outcome::Unchanged => {
+            WroteBack::Unchanged => {
                 unchanged.push(slot.number.as_str());
                 continue;
             }
-            Outcome::Written(from, commits) => {
+            WroteBack::Written(from, commits) => {
                 let new = if old.is_none() { " (new)" } else { "" };
                 let squashed = match commits {
                     1 => String::new(),
@@ -333,12 +332,12 @@ fn summary(slots: &[Slot], written: &[(Option<Patch>, Outcome)]) -> String {
                 };
                 format!("{new} <- {from}{squashed}")
             }
-            Outcome::Followed => {
+            WroteBack::Followed => {
                 ": its context and index lines follow the change before it; its own change is \
                  the same"
                     .into()
             }
-            Outcome::Dropped => ": dropped; its number is retired in patches/stack.toml".into(),
+            WroteBack::Dropped => ": dropped; its number is retired in patches/stack.toml".into(),
         };
         lines += &format!("[format-patch] {name}{said}\n");
     }

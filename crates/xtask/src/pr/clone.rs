@@ -68,7 +68,7 @@ pub fn prepare(
     // The blobs the series gives on the published crates, which its index lines name: a patch
     // whose context moved on the base merges three ways from them.
     let published_tree = crate::expected::published_tree(repo, published)?;
-    let known = crate::series::blobs(repo, published_tree, &series.series.patches)?;
+    let known = crate::apply::blobs(repo, published_tree, &series.series.patches)?;
     let built = stack::build(repo, base, series, contributor, &known, builds).context(at)?;
     let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
     // A series branch is written back whole into patches/, never into a resolution.

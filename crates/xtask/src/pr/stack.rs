@@ -6,10 +6,11 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::Selection;
+use crate::apply::{self, Outcome};
 use crate::branches::{branches, Stopped};
 use crate::git::short;
 use crate::resolutions::{self, Resolutions};
-use crate::series::{self, Message, Patch};
+use crate::series::{Message, Patch};
 
 #[derive(Debug)]
 pub struct Entry {
@@ -167,8 +168,8 @@ pub fn build(
         let commit = match merged.remove(patch.number()) {
             Some(commit) => Some(commit),
             None => first_parent_where(repo, base, |parent, _| {
-                let applied = series::apply_three_way(repo, parent.tree_id(), &patch, known);
-                Ok(!matches!(applied, Ok(series::Applied::AlreadyThere)))
+                let outcome = apply::patch(repo, parent.tree_id(), &patch, known)?;
+                Ok(outcome != Outcome::AlreadyThere)
             })?,
         };
         landed.push(Landed {
@@ -250,11 +251,10 @@ pub fn series_commits(
     for patch in &series.linear {
         let message = patch.message()?;
         let parent = repo.find_commit(tip)?;
-        let applied = series::apply_three_way(repo, parent.tree_id(), patch, known)?;
-        if applied == series::Applied::AlreadyThere {
-            continue;
-        }
-        let tree = applied.tree(parent.tree_id());
+        let tree = match apply::patch(repo, parent.tree_id(), patch, known)? {
+            Outcome::AlreadyThere => continue,
+            outcome => outcome.or_conflict(parent.tree_id())?,
+        };
         tip = commit(repo, contributor, &message, tree, tip)?;
     }
     Ok(tip)

@@ -6,15 +6,13 @@ pub mod stack_file;
 
 pub use mail::{parse_message, Message};
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use fs_err as fs;
-use git2::{ApplyOptions, Diff, Oid, Repository};
+use git2::{Diff, Oid, Repository};
 
-use crate::merge;
 use crate::resolutions::Resolutions;
 use notes::Notes;
 use stack_file::StackFile;
@@ -135,93 +133,6 @@ impl Patch {
     }
 }
 
-/// Applies `patch` to `tree`; a hunk that fails shows the lines it expected and the file's.
-pub fn apply(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Oid> {
-    let diff = patch.diff()?;
-    let base = repo.find_tree(tree)?;
-    // The file and hunk libgit2 last reached, from its callbacks (that one failed): the file,
-    // the hunk's number in it, and its `@@ ... @@` header.
-    let reached = RefCell::new((None::<PathBuf>, 0_usize, None::<String>));
-    let mut options = ApplyOptions::new();
-    options.delta_callback(|delta| {
-        let path = delta.and_then(|d| d.old_file().path().or(d.new_file().path()));
-        *reached.borrow_mut() = (path.map(Path::to_path_buf), 0, None);
-        true
-    });
-    options.hunk_callback(|found| {
-        let mut reached = reached.borrow_mut();
-        reached.1 += 1;
-        reached.2 = found.map(|h| String::from_utf8_lossy(h.header()).trim_end().to_string());
-        true
-    });
-    let err = match repo.apply_to_tree(&base, &diff, Some(&mut options)) {
-        Ok(mut index) => return Ok(index.write_tree_to(repo)?),
-        Err(err) => err,
-    };
-    let (path, number, header) = reached.take();
-    let Some(path) = path else {
-        let text = format!("{} does not apply: {}", patch.file_name, err.message());
-        return Err(DoesNotApply(text).into());
-    };
-    let file = path.display();
-    let explain_hunk = |header: &str| -> Result<String> {
-        let mut deltas = diff.deltas();
-        let index = deltas.position(|d| d.old_file().path().or(d.new_file().path()) == Some(&path));
-        let index = index.context("no such file in the patch")?;
-        let patch = git2::Patch::from_diff(&diff, index)?.context("no patch for the file")?;
-        let (found_hunk, line_count) = patch.hunk(number - 1)?;
-        let lines = (0..line_count).map(|line| patch.line_in_hunk(number - 1, line));
-        let lines = lines.collect::<Result<Vec<_>, _>>()?;
-        let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
-        let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
-        let expected: Vec<String> = old.map(|l| l.trim_end_matches('\n').to_string()).collect();
-        let blob = repo.find_blob(base.get_path(&path)?.id())?;
-        let text = String::from_utf8_lossy(blob.content());
-        let start = found_hunk.old_start().max(1) as usize - 1;
-        let found: Vec<&str> = text.lines().skip(start).take(expected.len()).collect();
-        // The first line that differs, marked `>` on both sides.
-        let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i].as_str()));
-        let differs = differs.unwrap_or(expected.len());
-        let mark = |i| if i == differs { '>' } else { '|' };
-        let show = |(i, line): (usize, &str)| format!("\n    {} {line}", mark(i));
-        let (line, first) = (start + 1, start + 1 + differs);
-        let expected = expected.iter().map(String::as_str).enumerate();
-        let expected: String = expected.map(show).collect();
-        let found: String = found.into_iter().enumerate().map(show).collect();
-        Ok(format!(
-            "{file}: hunk {number} ({header}) differs first at line {first} (>); it expected, \
-             from line {line}:{expected}\nbut the file has:{found}"
-        ))
-    };
-    let detail = match header {
-        Some(header) => explain_hunk(&header)
-            .unwrap_or_else(|_| format!("{file}: hunk {number} ({header}) does not apply")),
-        None if base.get_path(&path).is_err() => format!("{file} does not exist"),
-        None => format!("{file}: {}", err.message()),
-    };
-    let text = format!("{} does not apply: {detail}\n{REDO}", patch.file_name);
-    Err(DoesNotApply(text).into())
-}
-
-/// Why a patch does not go onto a tree: it does not apply and cannot be merged three ways, or
-/// the merge conflicts. The text names the patch and the file, shows the lines of both sides,
-/// and says how to redo the patch. `pr` goes on without that patch; every other caller stops.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DoesNotApply(pub String);
-
-impl std::fmt::Display for DoesNotApply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DoesNotApply {}
-
-/// How to redo a patch that no longer applies, said with the failure.
-pub const REDO: &str = "to redo it: in a clone of candle, `git checkout -b redo <base>` and \
-    `git am -3 <workspace>/patches/*.patch` (resolve, `git am --continue`), then `cargo xtask \
-    format-patch --candle <clone> --branch redo`";
-
 /// One `index <before>..<after>` line of a patch: the blobs, abbreviated, that the file named
 /// by the `diff --git` line above it has before and after the patch (zeros: no file).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,123 +170,6 @@ pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Pat
         }
     }
     Ok(())
-}
-
-/// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
-/// file three ways, from the blobs that its `index` lines name (which must be in `repo`) and the
-/// file `tree` holds. Fails with `DoesNotApply` on a conflict or where the blobs are missing.
-///
-/// `known` are blobs that `repo` holds, looked up first: an in-memory object store finds an
-/// object by its whole id alone.
-pub fn apply_three_way(
-    repo: &Repository,
-    tree: Oid,
-    patch: &Patch,
-    known: &[Oid],
-) -> Result<Applied> {
-    let strict = match apply(repo, tree, patch) {
-        Ok(after) => return Ok(Applied::AsWritten(after)),
-        Err(err) => err,
-    };
-    let mut changes = Vec::new();
-    for line in patch.index_lines() {
-        let find = |hex: &str| -> Option<Option<Oid>> {
-            if hex.bytes().all(|b| b == b'0') {
-                return Some(None);
-            }
-            if let Some(id) = known.iter().find(|id| id.to_string().starts_with(hex)) {
-                return Some(Some(*id));
-            }
-            let odb = repo.odb().ok()?;
-            let short = Oid::from_str(hex).ok()?;
-            odb.exists_prefix(short, hex.len()).ok().map(Some)
-        };
-        // Without the blobs it was written against, the patch applies as written or not at all.
-        let (Some(before), Some(after)) = (find(&line.before), find(&line.after)) else {
-            return Err(strict);
-        };
-        changes.push(merge::FileChange {
-            path: line.path,
-            before,
-            after,
-            mode: git2::FileMode::Blob,
-        });
-    }
-    match merge::merge(repo, tree, &changes)? {
-        merge::Merged::Tree(after) => Ok(Applied::ThreeWay(after)),
-        merge::Merged::AlreadyThere => Ok(Applied::AlreadyThere),
-        merge::Merged::Conflicts(conflicts) => {
-            let paths: Vec<&str> = conflicts.iter().map(|c| c.path.as_str()).collect();
-            let text = format!(
-                "{} conflicts with the tree it goes on, in {}:{}\n{REDO}",
-                patch.file_name,
-                paths.join(", "),
-                merge::show(&conflicts)
-            );
-            Err(DoesNotApply(text).into())
-        }
-    }
-}
-
-/// What became of a patch carried onto another tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Carried {
-    /// It applies as written and its index lines name the blobs: its bytes stay.
-    Unchanged,
-    /// Merged three ways, or its index lines named other blobs: its change and message, written
-    /// again from the trees.
-    Rewritten(Vec<u8>),
-    /// The tree holds its change already.
-    AlreadyThere,
-}
-
-/// `patch` carried onto `tree` (`apply_three_way`): the tree after it, and what became of it.
-pub fn carry(repo: &Repository, tree: Oid, patch: &Patch, known: &[Oid]) -> Result<(Oid, Carried)> {
-    let applied = apply_three_way(repo, tree, patch, known)?;
-    let after = applied.tree(tree);
-    let carried = match applied {
-        Applied::AlreadyThere => Carried::AlreadyThere,
-        Applied::AsWritten(_) if check_index_lines(repo, tree, after, patch).is_ok() => {
-            Carried::Unchanged
-        }
-        _ => Carried::Rewritten(email_of(repo, tree, after, &patch.message()?)?),
-    };
-    Ok((after, carried))
-}
-
-/// `patches` applied as written from `tree`, in `repo`: every blob the series gives, before and
-/// after each patch, which `apply_three_way` merges from.
-pub fn blobs(repo: &Repository, tree: Oid, patches: &[Patch]) -> Result<Vec<Oid>> {
-    let (mut tree, mut blobs) = (tree, Vec::new());
-    for patch in patches {
-        let after = apply(repo, tree, patch)?;
-        for change in merge::changes(repo, tree, after)? {
-            blobs.extend(change.before.into_iter().chain(change.after));
-        }
-        tree = after;
-    }
-    Ok(blobs)
-}
-
-/// How a patch went onto a tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Applied {
-    /// Its context matched: the new tree.
-    AsWritten(Oid),
-    /// Merged three ways, its context having moved: the new tree.
-    ThreeWay(Oid),
-    /// The tree holds its change already.
-    AlreadyThere,
-}
-
-impl Applied {
-    /// The tree after the patch, `tree` when it held the change already.
-    pub fn tree(self, tree: Oid) -> Oid {
-        match self {
-            Applied::AsWritten(after) | Applied::ThreeWay(after) => after,
-            Applied::AlreadyThere => tree,
-        }
-    }
 }
 
 /// The `git format-patch` mail of the change from the tree `before` to the tree `after`, with

@@ -201,11 +201,11 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
         std::slice::from_ref(&ws.published),
         std::slice::from_ref(&next),
     )?;
-    use xtask::rebase::Moved;
+    use xtask::apply::Moved;
     let outcomes: Vec<&Moved> = moved.iter().map(|(_, m)| m).collect();
     assert_eq!(
         outcomes,
-        [&Moved::Released, &Moved::Rewritten, &Moved::Unchanged]
+        [&Moved::AlreadyThere, &Moved::Rewritten, &Moved::Unchanged]
     );
     let after = xtask::series::Series::load(&dir)?.patches;
     let names: Vec<&str> = after.iter().map(|p| p.file_name.as_str()).collect();

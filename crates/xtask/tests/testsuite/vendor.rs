@@ -190,7 +190,7 @@ fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result
         "{err}"
     );
     assert_eq!(err.matches("\n    > ").count(), 2, "{err}");
-    assert!(err.ends_with(xtask::series::REDO), "{err}");
+    assert!(err.ends_with(xtask::apply::REDO), "{err}");
     assert_eq!(snapshot(&crates), before);
     Ok(())
 }
@@ -218,7 +218,7 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
         format!(
             "patching candle-transformers 0.11.1: 0001-extra.patch does not apply: \
              candle-transformers/src/extra.rs does not exist\n{}",
-            xtask::series::REDO
+            xtask::apply::REDO
         )
     );
     assert!(!ws

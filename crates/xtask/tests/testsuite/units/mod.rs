@@ -1,7 +1,7 @@
 //! The tests of single modules, through what each makes `pub`, in one binary.
 
+mod apply;
 mod mail;
-mod merge;
 mod notes;
 mod resolutions;
 mod series;

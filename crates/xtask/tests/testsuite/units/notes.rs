@@ -1,4 +1,4 @@
-//! The unit tests of `pr/notes`.
+//! The unit tests of `series/notes`.
 
 use anyhow::Result;
 use xtask::series::notes::*;

@@ -1,8 +1,8 @@
-//! The unit tests of `merge`.
+//! The unit tests of `apply`.
 
 use anyhow::Result;
 use git2::{FileMode, Oid, Repository};
-use xtask::merge::*;
+use xtask::apply::*;
 
 fn tree(repo: &Repository, files: &[(&str, &str)]) -> Result<Oid> {
     let mut update = git2::build::TreeUpdateBuilder::new();
@@ -26,36 +26,31 @@ fn a_change_lands_where_its_lines_moved_and_conflicts_where_they_changed() -> Re
     let lines = "a\nb\nc\nd\ne\nf\ng\nh\n";
     let before = tree(repo, &[("f.rs", lines)])?;
     let after = tree(repo, &[("f.rs", &lines.replace("g\n", "G\n"))])?;
-    let change = changes(repo, before, after)?;
+    let changed = changes(repo, before, after)?;
     // Lines added at the top move `g` down: the change still lands on it.
     let moved = tree(repo, &[("f.rs", &format!("new\n{lines}"))])?;
-    let Merged::Tree(merged) = merge(repo, moved, &change)? else {
+    let Outcome::Applied { tree: merged, .. } = change(repo, moved, &changed)? else {
         panic!("a change whose lines moved merges");
     };
     assert_eq!(text(repo, merged, "f.rs")?, "new\na\nb\nc\nd\ne\nf\nG\nh\n");
     // The tree holds the change already.
-    assert_eq!(merge(repo, after, &change)?, Merged::AlreadyThere);
+    assert_eq!(change(repo, after, &changed)?, Outcome::AlreadyThere);
     // Someone else changed `g` too: a conflict that shows both sides.
     let other = tree(repo, &[("f.rs", &lines.replace("g\n", "g2\n"))])?;
-    let Merged::Conflicts(conflicts) = merge(repo, other, &change)? else {
+    let Outcome::Conflict(conflict) = change(repo, other, &changed)? else {
         panic!("a change to the same line conflicts");
     };
-    assert_eq!(conflicts.len(), 1);
-    assert_eq!(conflicts[0].path, "f.rs");
-    assert!(
-        conflicts[0].lines.contains("| g2"),
-        "{}",
-        conflicts[0].lines
-    );
-    assert!(conflicts[0].lines.contains("| G"), "{}", conflicts[0].lines);
+    assert!(conflict.starts_with("in f.rs:\nf.rs:\n"), "{conflict}");
+    assert!(conflict.contains("| g2"), "{conflict}");
+    assert!(conflict.contains("| G"), "{conflict}");
     // A change to a file that is not there.
     let empty = tree(repo, &[("other.rs", "x\n")])?;
-    let Merged::Conflicts(conflicts) = merge(repo, empty, &change)? else {
+    let Outcome::Conflict(conflict) = change(repo, empty, &changed)? else {
         panic!("a change to a missing file conflicts");
     };
     assert_eq!(
-        conflicts[0].lines,
-        "the change edits the file, which does not exist"
+        conflict,
+        "in f.rs:\nf.rs:\nthe change edits the file, which does not exist"
     );
     Ok(())
 }
