@@ -8,10 +8,8 @@
 //! of its own, so that a pull request's description can show a step's panel on any machine.
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use fs_err as fs;
 use plotters::coord::combinators::WithKeyPoints;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::CoordTranslate;
@@ -72,25 +70,20 @@ pub fn report_svg(report: &Report, whole: &PatchStep) -> Result<String> {
     svg(&steps, &report.control)
 }
 
-/// Writes patch `number`'s panel as `dir/bench.png` for its pull request, where `report` (the
-/// bench report, if one was written) measured that step against `before` (a patch's number, or
-/// `None` for the published crates); returns where it wrote it. A step that the report did not
-/// measure, or measured against another point, has no picture, as a pull request's body says.
-pub fn write_step_png(
+/// The forest plot of patch `number`'s step against `before` (`None`: the published crates), as
+/// a PNG for a pull request's description; `None` where `report` did not measure that step.
+pub fn step_png(
     report: Option<&Report>,
     number: &str,
     before: Option<&str>,
-    dir: &Path,
-) -> Result<Option<PathBuf>> {
+) -> Result<Option<Vec<u8>>> {
     let before = before.unwrap_or(shared::PUBLISHED_POINT);
     let measured = |s: &&PatchStep| s.patch == number && s.before == before && !s.rows.is_empty();
     let found = report.and_then(|r| Some((r, r.patches.iter().find(measured)?)));
     let Some((report, step)) = found else {
         return Ok(None);
     };
-    let path = dir.join(PNG);
-    fs::write(&path, png(&svg(&[step], &report.control)?)?)?;
-    Ok(Some(path))
+    Ok(Some(png(&svg(&[step], &report.control)?)?))
 }
 
 /// `svg` rendered as PNG at `PNG_SCALE`, its text in DejaVu Sans from the `dejavu` crate: no

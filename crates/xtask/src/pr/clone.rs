@@ -8,9 +8,26 @@ use crate::git::{self, short};
 use crate::published::Published;
 use crate::record::{self, Made};
 
-/// Makes the stack's branches in `repo`, writing nothing until every check succeeded and every
-/// patch was applied or found to conflict. A patch that conflicts gets no branch: one that
-/// exists stays where it is.
+/// The stack's branches for `repo`, planned: every check made and every commit built in the
+/// clone's object store in memory, nothing written. `write` writes them.
+pub struct Planned {
+    pub prepared: Prepared,
+    /// Each branch to make, with what the clone's record says of it.
+    branches: Vec<(String, Made)>,
+    record: record::Record,
+    force: bool,
+}
+
+impl Planned {
+    /// Writes the branches (`write`), and gives what was prepared.
+    pub fn made(self, repo: &Repository) -> Result<Prepared> {
+        write(repo, &self)?;
+        Ok(self.prepared)
+    }
+}
+
+/// Plans the stack's branches in `repo`, writing nothing: its commits go to an in-memory object
+/// store of the clone, which the clone's other readers (`verify`) see until `write` copies them.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -19,7 +36,7 @@ pub fn prepare(
     contributor: &git2::Signature<'_>,
     existing: Existing,
     builds: stack::Builds<'_>,
-) -> Result<Prepared> {
+) -> Result<Planned> {
     let clone = git::show(repo);
     git::require_clean(
         repo,
@@ -27,7 +44,7 @@ pub fn prepare(
          clone in that state",
     )?;
     let base = resolve_base(repo, base_name, &clone)?;
-    let mut record = record::read(repo)?;
+    let record = record::read(repo)?;
     for branch in series.branches.iter().chain(&series.series_branch) {
         let found = repo.find_branch(branch, git2::BranchType::Local);
         ensure!(
@@ -61,8 +78,7 @@ pub fn prepare(
     }
     let base_report = base::relate(repo, base, published, &series.patches)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
-    let odb = repo.odb()?;
-    let memory = odb.add_new_mempack_backend(1000)?;
+    repo.odb()?.add_new_mempack_backend(1000)?;
     let id = base.to_string();
     let at = format!("on `{base_name}` ({}); {clone} is as it was", short(&id));
     // The blobs the series gives on the published crates, which its index lines name: a patch
@@ -97,34 +113,50 @@ pub fn prepare(
         }
         _ => None,
     };
-    let branches: Vec<_> = branches.chain(whole).collect();
-    // Not the whole mempack: its dump packs every tree and blob the commits reach.
-    let on_disk = Repository::open(repo.path())?;
-    let disk = on_disk.odb()?;
-    for (_, _, _, tip) in &branches {
-        write_missing(repo, &disk, *tip)?;
-    }
-    let force = existing != Existing::Refuse;
-    for (name, patch, resolution, tip) in branches {
-        on_disk.branch(name, &on_disk.find_commit(tip)?, force)?;
+    let branches = branches.chain(whole).map(|(name, patch, resolution, tip)| {
         let made = Made {
             patch,
             resolution,
             tip,
             written: None,
         };
-        record.branches.insert(name.clone(), made);
-    }
-    memory.reset()?;
-    record::write(&on_disk, &record)?;
-    Ok(Prepared {
-        stack,
-        landed,
-        stopped,
-        rewrites: built.rewrites,
-        base: base_report,
-        call_sites,
+        (name.clone(), made)
+    });
+    Ok(Planned {
+        branches: branches.collect(),
+        record,
+        force: existing != Existing::Refuse,
+        prepared: Prepared {
+            stack,
+            landed,
+            stopped,
+            rewrites: built.rewrites,
+            base: base_report,
+            call_sites,
+        },
     })
+}
+
+/// Writes the branches of `planned` into the clone, with their objects and its record. Returns
+/// the branches written.
+pub(super) fn write(repo: &Repository, planned: &Planned) -> Result<Vec<String>> {
+    // Not the whole in-memory store: its dump packs every tree and blob the commits reach.
+    let on_disk = Repository::open(repo.path())?;
+    let disk = on_disk.odb()?;
+    for (_, made) in &planned.branches {
+        write_missing(repo, &disk, made.tip)?;
+    }
+    let mut record = planned.record.clone();
+    for (name, made) in &planned.branches {
+        on_disk.branch(name, &on_disk.find_commit(made.tip)?, planned.force)?;
+        record.branches.insert(name.clone(), made.clone());
+    }
+    record::write(&on_disk, &record)?;
+    Ok(planned
+        .branches
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect())
 }
 
 /// Copies object `id` and what it refers to into `disk`, children first, skipping what it has.

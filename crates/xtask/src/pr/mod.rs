@@ -4,6 +4,7 @@ pub mod audit;
 pub mod base;
 mod clone;
 pub mod facts;
+pub mod plan;
 pub mod render;
 pub mod stack;
 pub mod summary;
@@ -13,20 +14,16 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
-use fs_err as fs;
-use git2::{Oid, Repository};
+use git2::Repository;
 
-use crate::fsutil::{swap_in, temp_in};
 use crate::git;
-use crate::pin::{self, Pin};
+use crate::metal;
 use crate::project::Layout;
 use crate::published::{self, Published};
-use crate::series::{self, Patch, Series};
-use crate::{expected, metal, resolutions, trees};
+use crate::series::{Patch, Series};
 
 pub use clone::prepare;
 use stack::Entry;
-use verify::Check;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -165,9 +162,8 @@ pub fn make(
     let all = Series::load(&layout.patches())?;
     // A carried patch gets no branch (`Selection::linear`).
     let linear = select(all.patches.clone(), &options.patches)?;
-    let (patches, carried) = all.stack.split_carried(linear.clone());
+    let (patches, _) = all.stack.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
-    let carried = summary::carried(&carried, &all.stack.carried)?;
     let series = Selection {
         branches: branch_names(&options.prefix, &patches)?,
         patches,
@@ -175,128 +171,15 @@ pub fn make(
         series_branch: options.series_branch.clone(),
         series: all,
     };
-    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let author = options.author.as_deref();
-    let (repo, built, base, call_sites) = match &options.candle {
-        Some(clone) => {
-            let repo = git::open(clone)?;
-            let existing = match (options.force_branch, options.discard_commits) {
-                (false, _) => Existing::Refuse,
-                (true, false) => Existing::Move,
-                (true, true) => Existing::MoveDroppingCommits,
-            };
-            let contributor = contributor(&repo, author)?;
-            let base = &options.base;
-            // A candidate taken after the first for its patch must build on the base.
-            let check_dir = layout.target().join("pr-build-check");
-            let builds = |patch: &Patch, base: Oid, tree: Oid| {
-                verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
-            };
-            let prepared = prepare(
-                &repo,
-                published,
-                &series,
-                base,
-                &contributor,
-                existing,
-                &builds,
-            )?;
-            let built = stack::Built {
-                entries: prepared.stack,
-                landed: prepared.landed,
-                stopped: prepared.stopped,
-                rewrites: prepared.rewrites,
-            };
-            (repo, built, Some(prepared.base), Some(prepared.call_sites))
-        }
-        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
-        // workspace's git identity stands in for the clone's.
-        None => {
-            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
-            let scratch = trees::Scratch::new()?;
-            let base = published_commit(&scratch.repo, published, &pins)?;
-            // The published crates: the first candidate for each patch, the patch, goes on.
-            let built = stack::build(
-                &scratch.repo,
-                base,
-                &series,
-                &contributor,
-                &[],
-                &|_, _, _| Ok(true),
-            )?;
-            (scratch.repo, built, None, None)
-        }
-    };
-    let stack = &built.entries;
-    let shown = |adds_only: bool| -> Vec<String> {
-        let found = built
-            .rewrites
-            .iter()
-            .filter(|r| r.rewrite.adds_only == adds_only);
-        found.map(|r| resolutions::shown(&r.name)).collect()
-    };
-    let notes: Vec<_> = series
-        .patches
-        .iter()
-        .map(|p| series.series.notes_of(p))
-        .collect();
-    let facts = facts::Facts {
-        call_sites,
-        real_model: facts::real_model(layout, &notes),
-        bench: facts::bench(layout, &series.series),
-        rewrites: shown(false),
-        adds_only: shown(true),
-    };
-    let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
-    let checks = verified.transpose()?;
-    // `target/pr/`, written whole: `<branch>/title.txt`, `body.md` and the patch, and `stack.txt`.
-    let target = layout.target();
-    let temp = temp_in(&target, "pr")?;
-    let new = temp.path().join("pr");
-    // Made here, not by the first branch's folder: when every patch has landed there is none.
-    fs::create_dir(&new)?;
-    for (index, entry) in stack.iter().enumerate() {
-        let folder = new.join(&entry.branch);
-        fs::create_dir_all(&folder)?;
-        let checks = checks.as_ref().map(|all| all[index].as_slice());
-        // On a base with another pull request on the same code, the notes written for it.
-        let own = series.series.notes_of(&entry.patch);
-        let notes = facts::on_base(&own, &built.rewrites, &entry.patch);
-        let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
-        fs::write(
-            folder.join("title.txt"),
-            entry.message.subject.clone() + "\n",
-        )?;
-        fs::write(folder.join("body.md"), body)?;
-        // The step's forest plot, for the description; the body is complete without it.
-        let parent = entry.parent.map(|p| stack[p].patch.number());
-        let number = entry.patch.number();
-        crate::bench_report::forest::write_step_png(facts.bench.as_ref(), number, parent, &folder)?;
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        fs::write(folder.join(&entry.patch.file_name), email)?;
-    }
-    // The summary, in stack.txt as on the console, less how the base relates to the pin.
-    let (landed, stopped) = (&built.landed, &built.stopped);
-    let summary = |base| -> Result<String> {
-        let order = summary::console(stack, stopped, base, &pins);
-        let rewrites = summary::rewrites(&built.rewrites);
-        let stopped = summary::stopped(stopped)?;
-        Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
-    };
-    fs::write(new.join("stack.txt"), summary(None)?)?;
-    let out = target.join("pr");
-    swap_in(&[(new, out.clone())])?;
-    write!(console, "{}", summary(base.as_ref())?)?;
-    let next = summary::next_steps(options, stack, stopped, &out, &facts);
-    write!(console, "{next}")?;
+    // First the plan: every branch built in the clone's object store in memory, and every file
+    // of `target/pr/` rendered. Nothing is written until it is whole.
+    let plan = plan::plan(layout, options, published, &series)?;
+    let written = plan::write(layout, &plan)?;
+    write!(console, "{}", plan.console)?;
     // Only now, with every branch that applies made and written out: a conflict stops one
     // branch, not the stack.
-    let failed = checks.and_then(|checks| summary::failed(stack, &checks));
-    let problems: Vec<String> = summary::conflicts(stopped)
-        .into_iter()
-        .chain(failed)
-        .collect();
-    ensure!(problems.is_empty(), "{}", problems.join("\n"));
+    ensure!(plan.problems.is_empty(), "{}", plan.problems.join("\n"));
+    debug_assert_eq!(written.out, layout.target().join("pr"));
     Ok(())
 }
 
@@ -336,49 +219,4 @@ fn parse_author(author: &str) -> Result<(&str, &str)> {
         .and_then(|(name, email)| Some((name.trim(), email.strip_suffix('>')?)))
         .filter(|(name, email)| !name.is_empty() && email.contains('@'))
         .with_context(|| format!("--author must be `Name <email>`, got `{author}`"))
-}
-
-/// A commit holding the published crates at their paths in candle's repository.
-fn published_commit(repo: &Repository, published: &[Published], pins: &[Pin]) -> Result<Oid> {
-    let tree = repo.find_tree(expected::published_tree(repo, published)?)?;
-    let time = git2::Time::new(0, 0);
-    let signature = git2::Signature::new("published", "published@crates.io", &time)?;
-    let message = format!("{} as published", pin::label(pins));
-    Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
-}
-
-/// Runs candle's CI commands on each branch, in one export that follows the stack.
-fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<Vec<Vec<Check>>> {
-    let dir = layout.target().join("pr-verify");
-    let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
-    // The tree the export holds from an earlier run, if this clone has it.
-    let mut previous: Option<Oid> = fs::read_to_string(&record)
-        .ok()
-        .and_then(|id| Oid::from_str(id.trim()).ok())
-        .filter(|id| repo.find_tree(*id).is_ok());
-    let mut all = Vec::new();
-    for (index, entry) in stack.iter().enumerate() {
-        let commit = repo.find_commit(entry.commit)?;
-        let tree = commit.tree_id();
-        // Forget the record first: an export cut short leaves a folder that matches no tree.
-        let _ = fs::remove_file(&record);
-        verify::export(repo, previous, tree, &export)?;
-        fs::write(&record, tree.to_string())?;
-        previous = Some(tree);
-        let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
-        let (touched, mut dependents) = (crates.touched.join(", "), crates.dependents.join(", "));
-        if dependents.is_empty() {
-            dependents = "no dependents".into();
-        }
-        let commands = verify::commands(&crates);
-        eprintln!(
-            "verify {} ({} of {}): {touched} (and {dependents}): {} commands of candle's CI",
-            entry.branch,
-            index + 1,
-            stack.len(),
-            commands.len()
-        );
-        all.push(verify::run(&export, &dir.join("target"), &commands)?);
-    }
-    Ok(all)
 }

@@ -12,7 +12,7 @@ use crate::git::short;
 use crate::resolutions::{self, Resolutions};
 use crate::series::{Message, Patch};
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     pub patch: Patch,
     pub message: Message,

@@ -93,17 +93,17 @@ pub fn next_steps(
     stack: &[Entry],
     stopped: &[Stopped],
     out: &Path,
+    pictures: bool,
     facts: &Facts,
 ) -> String {
     let png = crate::bench_report::forest::PNG;
-    let attached = |e: &Entry| out.join(&e.branch).join(png).is_file();
     let context = context! {
         branches => stack.len(),
         clone => options.candle.as_ref().map(|clone| clone.display().to_string()),
         series => options.series_branch,
         stopped => !stopped.is_empty(),
         out => out.display().to_string(),
-        png => stack.iter().any(attached).then_some(png),
+        png => pictures.then_some(png),
         bench => facts.bench.is_some(),
         verify => options.verify,
     };

@@ -229,11 +229,10 @@ fn toy_report() -> xtask::bench_report::data::Report {
 /// or for a step measured against another point, there is no picture and nothing is said.
 #[test]
 fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Result<()> {
-    use xtask::bench_report::forest::{self, write_step_png, PNG};
+    use xtask::bench_report::forest::{self, step_png, PNG};
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
     let report = toy_report();
-    let out = tempfile::tempdir()?;
     let facts = |bench| Facts {
         call_sites: None,
         real_model: None,
@@ -242,25 +241,20 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         adds_only: Vec::new(),
     };
     let options = pr::Options::default();
-    let folder = |entry: &stack::Entry| out.path().join(&entry.branch);
+    let parent = |entry: &stack::Entry| entry.parent.map(|p| prepared.stack[p].patch.number());
     for entry in &prepared.stack {
-        std::fs::create_dir_all(folder(entry))?;
-        let parent = entry.parent.map(|p| prepared.stack[p].patch.number());
-        assert_eq!(
-            write_step_png(None, entry.patch.number(), parent, &folder(entry))?,
-            None
-        );
+        assert_eq!(step_png(None, entry.patch.number(), parent(entry))?, None);
     }
-    let said =
-        |facts: &Facts| pr::summary::next_steps(&options, &prepared.stack, &[], out.path(), facts);
-    assert!(!said(&facts(None)).contains(PNG), "{}", said(&facts(None)));
+    let out = std::path::Path::new("target/pr");
+    let said = |pictures, facts: &Facts| {
+        pr::summary::next_steps(&options, &prepared.stack, &[], out, pictures, facts)
+    };
+    assert!(!said(false, &facts(None)).contains(PNG));
     for entry in &prepared.stack {
-        let parent = entry.parent.map(|p| prepared.stack[p].patch.number());
-        let written = write_step_png(Some(&report), entry.patch.number(), parent, &folder(entry))?;
-        assert_eq!(written, Some(folder(entry).join(PNG)));
+        let png = step_png(Some(&report), entry.patch.number(), parent(entry))?;
+        let png = png.context("a picture for a measured step")?;
         // The picture is the step's own panel, the one measured against the branch's parent,
         // and not blank.
-        let png = std::fs::read(folder(entry).join(PNG))?;
         let step = report
             .patches
             .iter()
@@ -275,7 +269,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         let drawn = pixmap.pixels().iter().filter(|p| p.red() < 200).count();
         assert!(drawn > 2000, "{}: {drawn} drawn pixels", entry.branch);
     }
-    let text = said(&facts(Some(report.clone())));
+    let text = said(true, &facts(Some(report.clone())));
     assert!(
         text.contains(&format!(
             "attach each folder's {PNG}, its step as a forest plot"
@@ -286,23 +280,19 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
     let stale = prepared
         .stack
         .iter()
-        .position(|e| e.parent.is_some())
+        .find(|e| e.parent.is_some())
         .context("0002")?;
-    let number = prepared.stack[stale].patch.number();
-    std::fs::remove_file(folder(&prepared.stack[stale]).join(PNG))?;
+    let number = stale.patch.number();
     let mut measured_elsewhere = report.clone();
     let step = measured_elsewhere
         .patches
         .iter_mut()
         .find(|s| s.patch == number);
     step.context("0002's step")?.before = "published".to_string();
-    let parent = Some(prepared.stack[0].patch.number());
-    let folder_0002 = folder(&prepared.stack[stale]);
     assert_eq!(
-        write_step_png(Some(&measured_elsewhere), number, parent, &folder_0002)?,
+        step_png(Some(&measured_elsewhere), number, parent(stale))?,
         None
     );
-    assert!(!folder_0002.join(PNG).exists());
     Ok(())
 }
 
@@ -600,7 +590,8 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         &contributor,
         pr::Existing::Refuse,
         &crate::common::stack::no_fallback,
-    )?;
+    )
+    .and_then(|planned| planned.made(&repo))?;
     let parents: Vec<Option<usize>> = prepared.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
     // The second patch alone has nothing to stand on.
@@ -616,6 +607,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             pr::Existing::Refuse,
             &crate::common::stack::no_fallback
         )
+        .and_then(|planned| planned.made(&repo))
         .unwrap_err()
     );
     assert!(

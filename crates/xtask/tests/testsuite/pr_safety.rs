@@ -136,7 +136,8 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
         &contributor,
         existing,
         &crate::common::stack::no_fallback,
-    )?;
+    )
+    .and_then(|planned| planned.made(&repo))?;
     let made: Vec<&str> = prepared.stack.iter().map(|e| e.patch.number()).collect();
     assert_eq!(made, ["0001", "0003"]);
     let [Stopped {
@@ -315,7 +316,8 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
         &contributor,
         pr::Existing::Refuse,
         &crate::common::stack::no_fallback,
-    )?;
+    )
+    .and_then(|planned| planned.made(&repo))?;
     let stack = &prepared.stack;
     assert_eq!(stack.len(), 2);
     assert!(stack.iter().all(|entry| entry.parent.is_none()));

@@ -69,6 +69,7 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
         existing,
         &crate::common::stack::no_fallback,
     )
+    .and_then(|planned| planned.made(repo))
 }
 
 fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<()> {

@@ -20,6 +20,7 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
         existing,
         &crate::common::stack::no_fallback,
     )
+    .and_then(|planned| planned.made(repo))
 }
 
 #[test]

@@ -100,6 +100,7 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
         existing,
         &crate::common::stack::no_fallback,
     )
+    .and_then(|planned| planned.made(repo))
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {

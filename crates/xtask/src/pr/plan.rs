@@ -1,0 +1,269 @@
+//! `pr` as a plan, then a write. `plan` builds every branch in the clone's object store in
+//! memory and renders every file of `target/pr/`, writing nothing; `write` makes the branches in
+//! the clone and swaps `target/pr/` in whole, and says what it wrote.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use fs_err as fs;
+use git2::{Oid, Repository};
+
+use super::clone::{self, Planned};
+use super::stack::{self, Entry};
+use super::verify::{self, Check};
+use super::{contributor, facts, render, summary, Existing, Options, Selection};
+use crate::fsutil::{swap_in, temp_in};
+use crate::git;
+use crate::pin::{self, Pin};
+use crate::project::Layout;
+use crate::published::Published;
+use crate::series::{self, Patch};
+use crate::{expected, resolutions, trees};
+
+/// What `pr` will write, whole, before any of it is written.
+pub struct Plan {
+    /// Where the branches were built: the clone, with them planned, or a scratch repository.
+    place: Place,
+    /// `target/pr/`: each branch's folder, in stack order, and `stack.txt`.
+    pub folders: Vec<Folder>,
+    pub stack_txt: String,
+    /// What the console shows: the summary, and what to do next.
+    pub console: String,
+    /// The conflicts and failed checks that `pr` ends with, once everything else is written.
+    pub problems: Vec<String>,
+}
+
+enum Place {
+    Clone(Repository, Box<Planned>),
+    // Held for its objects, which the plan's commits are in.
+    #[allow(dead_code)]
+    Scratch(trees::Scratch),
+}
+
+/// A branch's folder of `target/pr/`: its title, body, patch and picture, by file name.
+pub struct Folder {
+    pub branch: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// What `write` wrote: the branches made in the clone, and the folder `target/pr/`.
+#[derive(Debug)]
+pub struct Written {
+    pub branches: Vec<String>,
+    pub out: PathBuf,
+}
+
+/// The plan of `pr` with `options` for `series`, on the published crates `published`.
+pub fn plan(
+    layout: &Layout,
+    options: &Options,
+    published: &[Published],
+    series: &Selection,
+) -> Result<Plan> {
+    let stack_file = &series.series.stack;
+    let (_, carried) = stack_file.split_carried(series.linear.clone());
+    let carried = summary::carried(&carried, &stack_file.carried)?;
+    let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
+    let author = options.author.as_deref();
+    let (place, built, base, call_sites) = match &options.candle {
+        Some(clone) => {
+            let repo = git::open(clone)?;
+            let existing = match (options.force_branch, options.discard_commits) {
+                (false, _) => Existing::Refuse,
+                (true, false) => Existing::Move,
+                (true, true) => Existing::MoveDroppingCommits,
+            };
+            let contributor = contributor(&repo, author)?;
+            let base = &options.base;
+            // A candidate taken after the first for its patch must build on the base.
+            let check_dir = layout.target().join("pr-build-check");
+            let builds = |patch: &Patch, base: Oid, tree: Oid| {
+                verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
+            };
+            let planned = clone::prepare(
+                &repo,
+                published,
+                series,
+                base,
+                &contributor,
+                existing,
+                &builds,
+            )?;
+            let prepared = &planned.prepared;
+            let built = stack::Built {
+                entries: prepared.stack.clone(),
+                landed: prepared.landed.clone(),
+                stopped: prepared.stopped.clone(),
+                rewrites: prepared.rewrites.clone(),
+            };
+            let (base, call_sites) = (prepared.base.clone(), prepared.call_sites.clone());
+            (
+                Place::Clone(repo, Box::new(planned)),
+                built,
+                Some(base),
+                Some(call_sites),
+            )
+        }
+        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
+        // workspace's git identity stands in for the clone's.
+        None => {
+            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
+            let scratch = trees::Scratch::new()?;
+            let base = published_commit(&scratch.repo, published, &pins)?;
+            // The published crates: the first candidate for each patch, the patch, goes on.
+            let built = stack::build(
+                &scratch.repo,
+                base,
+                series,
+                &contributor,
+                &[],
+                &|_, _, _| Ok(true),
+            )?;
+            (Place::Scratch(scratch), built, None, None)
+        }
+    };
+    let repo = match &place {
+        Place::Clone(repo, _) => repo,
+        Place::Scratch(scratch) => &scratch.repo,
+    };
+    let stack = &built.entries;
+    let shown = |adds_only: bool| -> Vec<String> {
+        let found = built
+            .rewrites
+            .iter()
+            .filter(|r| r.rewrite.adds_only == adds_only);
+        found.map(|r| resolutions::shown(&r.name)).collect()
+    };
+    let notes: Vec<_> = series
+        .patches
+        .iter()
+        .map(|p| series.series.notes_of(p))
+        .collect();
+    let facts = facts::Facts {
+        call_sites,
+        real_model: facts::real_model(layout, &notes),
+        bench: facts::bench(layout, &series.series),
+        rewrites: shown(false),
+        adds_only: shown(true),
+    };
+    // The checks run on the planned commits, which the clone's object store holds in memory.
+    let verified = options.verify.then(|| verify_stack(layout, repo, stack));
+    let checks = verified.transpose()?;
+    // `target/pr/`: `<branch>/title.txt`, `body.md`, the patch and the picture, and `stack.txt`.
+    let (mut folders, mut pictures) = (Vec::new(), false);
+    for (index, entry) in stack.iter().enumerate() {
+        let checks = checks.as_ref().map(|all| all[index].as_slice());
+        // On a base with another pull request on the same code, the notes written for it.
+        let own = series.series.notes_of(&entry.patch);
+        let notes = facts::on_base(&own, &built.rewrites, &entry.patch);
+        let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
+        let mut files = vec![
+            (
+                "title.txt".to_string(),
+                format!("{}\n", entry.message.subject).into_bytes(),
+            ),
+            ("body.md".to_string(), body.into_bytes()),
+        ];
+        // The step's forest plot, for the description; the body is complete without it.
+        let parent = entry.parent.map(|p| stack[p].patch.number());
+        let number = entry.patch.number();
+        let png = crate::bench_report::forest::step_png(facts.bench.as_ref(), number, parent)?;
+        pictures |= png.is_some();
+        let png = png.map(|png| (crate::bench_report::forest::PNG.to_string(), png));
+        files.extend(png);
+        let email = series::email(&repo.find_commit(entry.commit)?)?;
+        files.push((entry.patch.file_name.clone(), email));
+        let branch = entry.branch.clone();
+        folders.push(Folder { branch, files });
+    }
+    // The summary, in stack.txt as on the console, less how the base relates to the pin.
+    let (landed, stopped) = (&built.landed, &built.stopped);
+    let summary = |base| -> Result<String> {
+        let order = summary::console(stack, stopped, base, &pins);
+        let rewrites = summary::rewrites(&built.rewrites);
+        let stopped = summary::stopped(stopped)?;
+        Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
+    };
+    let out = layout.target().join("pr");
+    let next = summary::next_steps(options, stack, stopped, &out, pictures, &facts);
+    let failed = checks.and_then(|checks| summary::failed(stack, &checks));
+    Ok(Plan {
+        stack_txt: summary(None)?,
+        console: summary(base.as_ref())? + &next,
+        problems: summary::conflicts(stopped)
+            .into_iter()
+            .chain(failed)
+            .collect(),
+        folders,
+        place,
+    })
+}
+
+/// Writes `plan`: its branches into the clone, then `target/pr/` whole.
+pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
+    let branches = match &plan.place {
+        Place::Clone(repo, planned) => clone::write(repo, planned)?,
+        Place::Scratch(_) => Vec::new(),
+    };
+    let target = layout.target();
+    let temp = temp_in(&target, "pr")?;
+    let new = temp.path().join("pr");
+    // Made here, not by the first branch's folder: when every patch has landed there is none.
+    fs::create_dir(&new)?;
+    for Folder { branch, files } in &plan.folders {
+        let folder = new.join(branch);
+        fs::create_dir_all(&folder)?;
+        for (name, bytes) in files {
+            fs::write(folder.join(name), bytes)?;
+        }
+    }
+    fs::write(new.join("stack.txt"), &plan.stack_txt)?;
+    let out = target.join("pr");
+    swap_in(&[(new, out.clone())])?;
+    Ok(Written { branches, out })
+}
+
+/// A commit holding the published crates at their paths in candle's repository.
+fn published_commit(repo: &Repository, published: &[Published], pins: &[Pin]) -> Result<Oid> {
+    let tree = repo.find_tree(expected::published_tree(repo, published)?)?;
+    let time = git2::Time::new(0, 0);
+    let signature = git2::Signature::new("published", "published@crates.io", &time)?;
+    let message = format!("{} as published", pin::label(pins));
+    Ok(repo.commit(None, &signature, &signature, &message, &tree, &[])?)
+}
+
+/// Runs candle's CI commands on each branch, in one export that follows the stack.
+fn verify_stack(layout: &Layout, repo: &Repository, stack: &[Entry]) -> Result<Vec<Vec<Check>>> {
+    let dir = layout.target().join("pr-verify");
+    let (export, record) = (dir.join("candle"), dir.join("exported-tree"));
+    // The tree the export holds from an earlier run, if this clone has it.
+    let mut previous: Option<Oid> = fs::read_to_string(&record)
+        .ok()
+        .and_then(|id| Oid::from_str(id.trim()).ok())
+        .filter(|id| repo.find_tree(*id).is_ok());
+    let mut all = Vec::new();
+    for (index, entry) in stack.iter().enumerate() {
+        let commit = repo.find_commit(entry.commit)?;
+        let tree = commit.tree_id();
+        // Forget the record first: an export cut short leaves a folder that matches no tree.
+        let _ = fs::remove_file(&record);
+        verify::export(repo, previous, tree, &export)?;
+        fs::write(&record, tree.to_string())?;
+        previous = Some(tree);
+        let crates = verify::crates(repo, commit.parent(0)?.tree_id(), tree, &export)?;
+        let (touched, mut dependents) = (crates.touched.join(", "), crates.dependents.join(", "));
+        if dependents.is_empty() {
+            dependents = "no dependents".into();
+        }
+        let commands = verify::commands(&crates);
+        eprintln!(
+            "verify {} ({} of {}): {touched} (and {dependents}): {} commands of candle's CI",
+            entry.branch,
+            index + 1,
+            stack.len(),
+            commands.len()
+        );
+        all.push(verify::run(&export, &dir.join("target"), &commands)?);
+    }
+    Ok(all)
+}
