@@ -24,13 +24,6 @@ pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
     }
 }
 
-/// The TOML document at `path`; an empty one where there is no such file.
-pub(crate) fn read_toml(path: &Path) -> Result<toml_edit::DocumentMut> {
-    let text = read_if_exists(path)?.unwrap_or_default();
-    let document = text.parse();
-    document.with_context(|| format!("{} is not TOML", path.display()))
-}
-
 /// The names of the entries of the folder `dir` (`patches/` or one of its folders), sorted.
 pub(crate) fn names(dir: &Path) -> Result<Vec<String>> {
     let listing = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;

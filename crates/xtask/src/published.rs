@@ -108,7 +108,7 @@ pub fn load_all(layout: &Layout) -> Result<Vec<Published>> {
 
 /// Unpacks a `.crate` (a gzipped tar whose entries sit under `name-version/`).
 pub fn read_archive(path: &Path, name: &str, version: &str) -> Result<Published> {
-    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = fs::read(path)?;
     unpack(&bytes, name, version).with_context(|| format!("in {}", path.display()))
 }
 

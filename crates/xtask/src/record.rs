@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use fs_err as fs;
 use git2::{Oid, Repository};
 use minijinja::context;
+use serde::Deserialize;
 
-use crate::fsutil::read_toml;
+use crate::fsutil::read_if_exists;
 
 /// The record's name in the clone's git folder.
 pub const FILE: &str = "sampler-stack.toml";
@@ -41,30 +42,40 @@ pub fn path(repo: &Repository) -> PathBuf {
     repo.path().join(FILE)
 }
 
+/// The record as `templates/record.toml` writes it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    branch: BTreeMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    patch: Option<String>,
+    resolution: Option<String>,
+    made: String,
+    written: Option<String>,
+}
+
 /// The clone's record; empty if `pr` never made a branch there.
 pub fn read(repo: &Repository) -> Result<Record> {
     let path = path(repo);
     let shown = path.display();
     // No file reads as an empty one: no branch.
-    let document = read_toml(&path)?;
+    let text = read_if_exists(&path)?.unwrap_or_default();
+    let file: File = toml_edit::de::from_str(&text).with_context(|| format!("{shown}"))?;
     let mut record = Record::default();
-    let branches = document.get("branch").and_then(|b| b.as_table_like());
-    for (name, made) in branches.into_iter().flat_map(|b| b.iter()) {
-        let field = |key: &str| made.get(key).and_then(|v| v.as_str());
-        let tip = field("made").and_then(|id| Oid::from_str(id).ok());
-        let Some(tip) = tip else {
-            bail!("{shown}: [branch.\"{name}\"] needs `made = \"<commit>\"`");
-        };
-        let patch = field("patch").map(str::to_string);
-        let resolution = field("resolution").map(str::to_string);
-        let written = field("written").and_then(|id| Oid::from_str(id).ok());
+    for (name, entry) in file.branch {
+        let commit = |id: &str| Oid::from_str(id).with_context(|| format!("{shown}: {name}"));
         let made = Made {
-            patch,
-            resolution,
-            tip,
-            written,
+            tip: commit(&entry.made)?,
+            written: entry.written.as_deref().map(commit).transpose()?,
+            patch: entry.patch,
+            resolution: entry.resolution,
         };
-        record.branches.insert(name.to_string(), made);
+        record.branches.insert(name, made);
     }
     Ok(record)
 }
@@ -78,7 +89,7 @@ pub fn write(repo: &Repository, record: &Record) -> Result<()> {
     let branches: Vec<_> = branches.collect();
     let text = crate::template::render("record", context! { branches })? + "\n";
     let path = path(repo);
-    fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    Ok(fs::write(&path, text)?)
 }
 
 /// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip

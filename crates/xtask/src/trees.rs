@@ -27,8 +27,7 @@ impl Scratch {
     /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
     pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
         let mut builder = self.repo.treebuilder(None)?;
-        let entries =
-            fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        let entries = fs::read_dir(dir)?;
         for entry in entries {
             let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
             let Some(name) = name.to_str() else {
@@ -73,7 +72,7 @@ impl Scratch {
 
 /// Writes `tree` of `repo` into the new folder `dir`, with the modes, and links as links (unix).
 pub fn write_tree(repo: &Repository, tree: Oid, dir: &Path) -> Result<()> {
-    fs::create_dir(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    fs::create_dir(dir)?;
     for item in repo.find_tree(tree)?.iter() {
         let Ok(name) = item.name() else {
             bail!("{}: a name in the tree is not UTF-8", dir.display());

@@ -6,7 +6,7 @@ use toml_edit::{DocumentMut, Item};
 
 use crate::apply::Moved;
 use crate::expected;
-use crate::fsutil::{swap_in, temp_in};
+use crate::fsutil::{read_if_exists, swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
@@ -160,7 +160,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     }
     swap_in(&pairs)?;
     let path = layout.root.join(".gitattributes");
-    let mut text = fs::read_to_string(&path).unwrap_or_default();
+    let mut text = read_if_exists(&path)?.unwrap_or_default();
     if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');

@@ -8,11 +8,10 @@ use testbed::fixture::Fixture;
 use testbed::sampler::{all_samplings, Upstream, RAND_INVALID_WEIGHT};
 
 // README begin
-use candle_transformers::generation::Sampling;
+use candle_transformers::generation::Sampling::{self, *};
 fn greedy_if_cold(sampling: Sampling) -> Sampling {
-    use candle_transformers::generation::Sampling::*;
     let temperature = match sampling {
-        ArgMax => 1.0,
+        ArgMax => return sampling,
         All { temperature } | TopK { temperature, .. } | TopP { temperature, .. } => temperature,
         TopKThenTopP { temperature, .. } | GumbelSoftmax { temperature } => temperature,
     };

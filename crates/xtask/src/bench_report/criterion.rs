@@ -35,7 +35,7 @@ struct Sample {
 
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let shown = path.display();
-    let text = fs::read_to_string(path).with_context(|| format!("cannot read {shown}"))?;
+    let text = fs::read_to_string(path)?;
     serde_json::from_str(&text).with_context(|| format!("{shown} is not criterion's JSON"))
 }
 
