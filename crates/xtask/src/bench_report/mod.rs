@@ -23,8 +23,12 @@ pub mod stats;
 pub mod strip;
 
 pub use criterion::{read_criterion, rows, Measurement, Row};
-use data::{Decode, PatchStep, Report, Step};
+// What a pull request's body takes from the report.
+pub use data::Report;
+use data::{Decode, PatchStep, Step};
+pub use forest::{step_png, PNG};
 use measure::Driver;
+pub(crate) use render::step_evidence;
 use stats::{median, parse_rounds, Paired, Verdict};
 use strip::{Loop, Strip};
 

@@ -6,7 +6,7 @@ use shared::bench::{TOP_K, TOP_P};
 
 use super::chart::point;
 use super::data::{Decode, PatchStep, Report, Step};
-use super::stats::{Paired, Placement, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
+use super::stats::{Paired, Placement, Work, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
 use super::Row;
 
 /// A table's column: its header, its alignment and its cell for each row.
@@ -171,3 +171,68 @@ const DECODE_COLUMNS: [Column<Decode>; 6] = [
     ("sampler's time only", "---", |d| d.sampler_only.interval()),
     ("verdict", "---", |d| d.sampler_only.verdict_text()),
 ];
+
+/// The benchmark evidence for patch `number` in its pull request: its step, against the point
+/// it builds on (`before`), or a sentence saying why there is none.
+pub(crate) fn step_evidence(report: &Report, number: &str, before: &str) -> Result<String> {
+    if report.stale.iter().any(|n| n == number) {
+        return Ok(format!(
+            "(The benchmark report measured other contents of {number}: run {}.)",
+            super::FULL_RUN
+        ));
+    }
+    let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
+        return Ok(format!(
+            "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
+             bench-report`.)"
+        ));
+    };
+    if step.before != before {
+        let (was, now) = (point(&step.before), point(before));
+        return Ok(format!(
+            "(The benchmark report measured {number} against {was}, but it builds on {now} now: \
+             run `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)"
+        ));
+    }
+    let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
+    // A branch that builds on another has 0001 on both sides: the published crates cannot run
+    // `TopK` at temperature 0, so the benches leave that comparison out of any other pair.
+    let top_k_on = match before {
+        shared::PUBLISHED_POINT => "this branch",
+        _ => "both sides",
+    };
+    let counted = step.rows.iter().any(|r| r.instructions.is_some());
+    // A difference at the same instructions was weighed against two builds of identical code:
+    // what they showed is given, so that a reviewer can check the verdict.
+    let pair = |r: &Step| {
+        let weighed = matches!(
+            r.paired.work,
+            Some(Work::SameInstructions | Work::Placement)
+        );
+        let control = report.control.paired(&r.comparison).filter(|_| weighed)?;
+        let range = Placement::of(control).range();
+        Some((r.comparison.clone(), control.interval(), range))
+    };
+    let decode = step.decode.iter().map(|d| {
+        minijinja::context! {
+            comparison => d.comparison,
+            from => format!("{:.1}", d.before_share * 100.0),
+            to => format!("{:.1}", d.after_share * 100.0),
+            sampler_only => d.sampler_only.interval(),
+            verdict => d.sampler_only.verdict_text(),
+            before_ms => format!("{:.2}", d.before_ms),
+            after_ms => format!("{:.2}", d.after_ms),
+            per_token => d.per_token.interval(),
+        }
+    });
+    let context = minijinja::context! {
+        before => point(before),
+        top_k_on => greedy.then_some(top_k_on),
+        counted,
+        table => patch_table(step),
+        pairs => step.rows.iter().filter_map(pair).collect::<Vec<_>>(),
+        decode => decode.collect::<Vec<_>>(),
+        ..measure(report)
+    };
+    crate::template::render("bench", context)
+}

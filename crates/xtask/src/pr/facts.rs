@@ -42,7 +42,7 @@ pub struct Facts {
     pub real_model: Option<RealModel>,
     /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
     /// patches changed since.
-    pub bench: Option<bench_report::data::Report>,
+    pub bench: Option<bench_report::Report>,
     /// The upstream pull requests of `[base]` that the base has and that rewrite the code (not
     /// `adds-only`), as `#3496`. Both tables measure the published crates, whose sampler they
     /// rewrite, so a body on such a base leaves them out.
@@ -89,7 +89,7 @@ pub fn parse_real_model(json: &str) -> Result<RealModel> {
 
 /// The committed benchmark report without the steps of patches changed since it was written, or
 /// `None` (with the reason on stderr) if missing or unreadable.
-pub(super) fn bench(layout: &Layout, series: &Series) -> Option<bench_report::data::Report> {
+pub(super) fn bench(layout: &Layout, series: &Series) -> Option<bench_report::Report> {
     let report = bench_report::committed(layout, series).map_err(|err| eprintln!("{err:#}"));
     let report = report.ok().flatten()?;
     for number in &report.stale {

@@ -167,9 +167,9 @@ pub fn plan(
         // The step's forest plot, for the description; the body is complete without it.
         let parent = entry.parent.map(|p| stack[p].patch.number());
         let number = entry.patch.number();
-        let png = crate::bench_report::forest::step_png(facts.bench.as_ref(), number, parent)?;
+        let png = crate::bench_report::step_png(facts.bench.as_ref(), number, parent)?;
         pictures |= png.is_some();
-        let png = png.map(|png| (crate::bench_report::forest::PNG.to_string(), png));
+        let png = png.map(|png| (crate::bench_report::PNG.to_string(), png));
         files.extend(png);
         let email = series::email(&repo.find_commit(entry.commit)?)?;
         files.push((entry.patch.file_name.clone(), email));

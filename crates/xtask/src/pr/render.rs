@@ -8,10 +8,6 @@ use super::audit::CallSite;
 use super::facts::{Facts, RealModel};
 use super::stack::Entry;
 use super::verify::Check;
-use crate::bench_report::chart::point;
-use crate::bench_report::data::{Report, Step};
-use crate::bench_report::render as report;
-use crate::bench_report::stats::{Placement, Work};
 use crate::pin::{self, Pin};
 use crate::series::notes::{Notes, Part};
 use crate::template::{self, render};
@@ -83,7 +79,7 @@ pub fn body(
                 None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
             },
             Part::Bench => match &facts.bench {
-                Some(report) => bench(report, number, before)?,
+                Some(report) => crate::bench_report::step_evidence(report, number, before)?,
                 None => "(The benchmark table is missing: no benchmark report was found.)".into(),
             },
         })
@@ -125,70 +121,6 @@ pub fn body(
         subject => entry.message.subject,
     };
     Ok(render("body", context)? + "\n")
-}
-
-/// The benchmark evidence for patch `number`: its step, against the branch it builds on.
-fn bench(report: &Report, number: &str, before: &str) -> Result<String> {
-    if report.stale.iter().any(|n| n == number) {
-        return Ok(format!(
-            "(The benchmark report measured other contents of {number}: run {}.)",
-            crate::bench_report::FULL_RUN
-        ));
-    }
-    let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
-        return Ok(format!(
-            "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
-             bench-report`.)"
-        ));
-    };
-    if step.before != before {
-        let (was, now) = (point(&step.before), point(before));
-        return Ok(format!(
-            "(The benchmark report measured {number} against {was}, but it builds on {now} now: \
-             run `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)"
-        ));
-    }
-    let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
-    // A branch that builds on another has 0001 on both sides: the published crates cannot run
-    // `TopK` at temperature 0, so the benches leave that comparison out of any other pair.
-    let top_k_on = match before {
-        shared::PUBLISHED_POINT => "this branch",
-        _ => "both sides",
-    };
-    let counted = step.rows.iter().any(|r| r.instructions.is_some());
-    // A difference at the same instructions was weighed against two builds of identical code:
-    // what they showed is given, so that a reviewer can check the verdict.
-    let pair = |r: &Step| {
-        let weighed = matches!(
-            r.paired.work,
-            Some(Work::SameInstructions | Work::Placement)
-        );
-        let control = report.control.paired(&r.comparison).filter(|_| weighed)?;
-        let range = Placement::of(control).range();
-        Some((r.comparison.clone(), control.interval(), range))
-    };
-    let decode = step.decode.iter().map(|d| {
-        minijinja::context! {
-            comparison => d.comparison,
-            from => format!("{:.1}", d.before_share * 100.0),
-            to => format!("{:.1}", d.after_share * 100.0),
-            sampler_only => d.sampler_only.interval(),
-            verdict => d.sampler_only.verdict_text(),
-            before_ms => format!("{:.2}", d.before_ms),
-            after_ms => format!("{:.2}", d.after_ms),
-            per_token => d.per_token.interval(),
-        }
-    });
-    let context = minijinja::context! {
-        before => point(before),
-        top_k_on => greedy.then_some(top_k_on),
-        counted,
-        table => report::patch_table(step),
-        pairs => step.rows.iter().filter_map(pair).collect::<Vec<_>>(),
-        decode => decode.collect::<Vec<_>>(),
-        ..report::measure(report)
-    };
-    render("bench", context)
 }
 
 /// The calls of `from_sampling` in the base, counted in words and listed by who guards them.

@@ -96,7 +96,7 @@ pub fn next_steps(
     pictures: bool,
     facts: &Facts,
 ) -> String {
-    let png = crate::bench_report::forest::PNG;
+    let png = crate::bench_report::PNG;
     let context = context! {
         branches => stack.len(),
         clone => options.candle.as_ref().map(|clone| clone.display().to_string()),
