@@ -7,10 +7,17 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
+/// The version of the report's JSON that this `bench-report` writes, and the only one it reads:
+/// a verdict is judged once, when the report is written.
+pub const VERSION: u32 = 1;
+
 /// Where and how it ran, the A/A pair, each patch's step, and the whole series' decode loop (if
 /// the model was on disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// `VERSION` when this `bench-report` wrote it; a report written by another is not read.
+    #[serde(default)]
+    pub version: u32,
     pub machine: String,
     pub date: String,
     /// The workspace commit, with a note if the tree had uncommitted changes.
@@ -72,22 +79,14 @@ impl Report {
         self.stale = stale.into_iter().map(|step| step.patch).collect();
     }
 
-    /// A report from its JSON, its instruction labels and decode loops read by today's rules.
-    pub fn parse(json: &str) -> serde_json::Result<Report> {
-        let mut report: Report = serde_json::from_str(json)?;
-        // The pair itself is weighed against nothing, as `bench_report::steps` weighs it.
-        for row in &mut report.control.rows {
-            row.paired.weigh(row.instructions, None);
-        }
-        for step in &mut report.patches {
-            for row in &mut step.rows {
-                let control = report.control.paired(&row.comparison);
-                row.paired.weigh(row.instructions, control);
-            }
-            let mut decode = std::mem::take(&mut step.decode);
-            decode.retain(|d| super::faster(step, &d.comparison));
-            step.decode = decode;
-        }
+    /// A report from its JSON, as `bench-report` judged it: one of another version is refused.
+    pub fn parse(json: &str) -> anyhow::Result<Report> {
+        let report: Report = serde_json::from_str(json)?;
+        anyhow::ensure!(
+            report.version == VERSION,
+            "its version is {}, and this bench-report writes {VERSION}",
+            report.version
+        );
         Ok(report)
     }
 }

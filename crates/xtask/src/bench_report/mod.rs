@@ -264,6 +264,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         None
     };
     let report = Report {
+        version: data::VERSION,
         machine: machine(),
         date: time::OffsetDateTime::now_utc().date().to_string(),
         commit: commit(layout)?,

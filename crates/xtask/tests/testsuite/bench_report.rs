@@ -203,6 +203,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         }
     }
     Ok(Report {
+        version: xtask::bench_report::data::VERSION,
         machine: "AMD EPYC, 2 threads, linux x86_64".to_string(),
         date: "2026-12-02".to_string(),
         commit: "captured".to_string(),
@@ -271,14 +272,17 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
             "Not run: the short run leaves out the decode loop.",
         );
     assert_eq!(short, expected);
-    // What `pr` reads back, weighed again by today's rules, is what was written, as the same
-    // document.
+    // What `pr` reads back is what was written, as the same document; another version is not
+    // read.
     let json = serde_json::to_string(&report)?;
     let back = Report::parse(&json)?;
     assert_eq!(
         bench_report::render::report(&rows, &back, &profile)?,
         bench_report::render::report(&rows, &report, &profile)?
     );
+    let older = json.replacen("\"version\":1", "\"version\":0", 1);
+    let err = Report::parse(&older).unwrap_err().to_string();
+    assert_eq!(err, "its version is 0, and this bench-report writes 1");
     Ok(())
 }
 

@@ -231,6 +231,7 @@ pub fn report(
     patches: Vec<xtask::bench_report::data::PatchStep>,
 ) -> xtask::bench_report::data::Report {
     xtask::bench_report::data::Report {
+        version: xtask::bench_report::data::VERSION,
         machine: "a machine, 2 threads".to_string(),
         date: "2026-12-01".to_string(),
         commit: "abc1234".to_string(),
