@@ -27,6 +27,10 @@ pub(crate) struct Upstream<'a> {
     pub alternatives: Option<&'a Alternatives<'a>>,
 }
 
+/// Whether a branch's tree builds on the base, asked of a candidate taken after the first for
+/// its patch (`Alternatives`): the patch, the base's tree, the branch's tree.
+pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
+
 /// The candidates for each patch on a base with other pull requests on the same code (`pr`'s
 /// resolutions, `[base]`), and how to tell that one taken in place of the first fits the base:
 /// that a candidate applies does not prove that its code fits the base's, as when another pull
@@ -36,7 +40,7 @@ pub(crate) struct Alternatives<'a> {
     /// name, the patch itself among them.
     pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
     /// Whether the branch tree that a later candidate makes builds on the base.
-    pub builds: crate::pr::stack::Builds<'a>,
+    pub builds: Builds<'a>,
 }
 
 impl std::fmt::Debug for Alternatives<'_> {

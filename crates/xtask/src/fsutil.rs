@@ -20,13 +20,13 @@ pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
     match fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+        Err(err) => Err(err.into()),
     }
 }
 
 /// The names of the entries of the folder `dir` (`patches/` or one of its folders), sorted.
 pub(crate) fn names(dir: &Path) -> Result<Vec<String>> {
-    let listing = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let listing = fs::read_dir(dir)?;
     let names = listing.map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()));
     let mut names = names.collect::<Result<Vec<_>>>()?;
     names.sort();

@@ -19,7 +19,6 @@ pub mod project;
 pub mod published;
 pub mod rebase;
 pub mod record;
-pub mod resolutions;
 pub mod series;
 mod template;
 pub mod trees;

@@ -66,7 +66,7 @@ const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transforme
 /// Pins `new`, with `Cargo.toml`'s candle versions and both `[patch.crates-io]` to match.
 pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let manifest = layout.root.join("Cargo.toml");
-    let text = fs::read_to_string(&manifest).context("cannot read Cargo.toml")?;
+    let text = fs::read_to_string(&manifest)?;
     let (old_version, new_version) = (old[0].name_and_version().1, new[0].version.as_str());
     let (mut updated, count) = set_versions(&text, old_version, new_version)?;
     ensure!(
@@ -165,8 +165,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
-        fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))
-            .context("cannot write .gitattributes")?;
+        fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))?;
     }
     for folder in &generated {
         eprintln!("wrote {} (tree {})", folder.dir, folder.tree);

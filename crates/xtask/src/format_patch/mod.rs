@@ -115,6 +115,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let series::Series {
         patches,
         stack: stack_file,
+        resolutions,
         ..
     } = series::Series::load(&dir)?;
     let tip = git::resolve(&repo, branch)?;
@@ -126,7 +127,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     };
     // A branch made from a resolution goes back into it, and the series stays as it is.
     let said = match made.as_ref().and_then(|m| m.resolution.as_ref()) {
-        Some(name) => resolution::write_back(&dir, &repo, name, &slots)?,
+        Some(name) => resolution::write_back(&dir, &resolutions, &repo, name, &slots)?,
         None => write_series(layout, published, &repo, &patches, &stack_file, &slots)?,
     };
     // The clone's record: `branch`'s commits up to `tip` are in `patches/` now, so that

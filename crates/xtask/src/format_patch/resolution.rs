@@ -7,18 +7,18 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use fs_err as fs;
 use git2::Repository;
 
 use super::Slot;
-use crate::resolutions;
 use crate::series;
+use crate::series::resolutions::{self, Resolutions};
 
 /// Writes the branch's change, the one slot with commits, into its resolution for `[base.name]`
 /// in `patches_dir`, leaving every other file as it is. Returns the summary's line, and what to
 /// run next.
 pub(super) fn write_back(
     patches_dir: &Path,
+    carried_for: &[Resolutions],
     clone: &Repository,
     name: &str,
     slots: &[Slot],
@@ -29,8 +29,9 @@ pub(super) fn write_back(
     let (slot, source) = found.context("a branch of one patch without its commits")?;
     let patch = (slot.old.as_ref()).context("a branch for a patch not in patches/")?;
     let shown = format!("patches/on-{name}/{}", patch.file_name);
-    let path = resolutions::dir(patches_dir, name).join(&patch.file_name);
-    let old = fs::read(&path).with_context(|| {
+    let old = carried_for.iter().find(|r| r.name == name);
+    let old = old.and_then(|r| r.of(patch)).map(|r| r.bytes.clone());
+    let old = old.with_context(|| {
         format!("the branch was made from {shown}, which is gone: run pr again")
     })?;
     let (onto, tip, message) = source.change(clone)?;

@@ -7,6 +7,7 @@ use super::{audit, base, stack, Existing, Prepared, Selection};
 use crate::git::{self, short};
 use crate::published::Published;
 use crate::record::{self, Made};
+use crate::series::Patch;
 
 /// The stack's branches for `repo`, planned: every check made and every commit built in the
 /// clone's object store in memory, nothing written. `write` writes them.
@@ -45,7 +46,8 @@ pub fn prepare(
     )?;
     let base = resolve_base(repo, base_name, &clone)?;
     let record = record::read(repo)?;
-    for branch in series.branches.iter().chain(&series.series_branch) {
+    let branches = series.proposed.iter().map(|p| &p.branch);
+    for branch in branches.chain(&series.series_branch) {
         let found = repo.find_branch(branch, git2::BranchType::Local);
         ensure!(
             !found.as_ref().is_ok_and(|b| b.is_head()),
@@ -76,7 +78,8 @@ pub fn prepare(
             list.collect::<String>(),
         );
     }
-    let base_report = base::relate(repo, base, published, &series.patches)?;
+    let proposed: Vec<Patch> = series.proposed.iter().map(|p| p.patch.clone()).collect();
+    let base_report = base::relate(repo, base, published, &proposed)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     repo.odb()?.add_new_mempack_backend(1000)?;
     let id = base.to_string();
@@ -94,7 +97,7 @@ pub fn prepare(
             "--series-branch {name}: the base has {} ({}), so some patches go on as their \
              resolutions in patches/on-{}/, and a branch of the whole series would hold those; \
              make it on a base without it",
-            crate::resolutions::shown(&resolved.name),
+            crate::series::resolutions::shown(&resolved.name),
             resolved.rewrite.why,
             resolved.name
         );

@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use super::audit::CallSite;
 use crate::bench_report;
 use crate::project::{self, Layout};
-use crate::resolutions::Resolutions;
 use crate::series::notes::{Notes, Part};
+use crate::series::resolutions::Resolutions;
 use crate::series::{Patch, Series};
 
 /// The notes of `patch`, whose own are `own`, on a base that has the upstream pull requests
@@ -24,7 +24,7 @@ pub fn on_base(own: &Notes, found: &[Resolutions], patch: &Patch) -> Notes {
     let mut notes = own.clone();
     let rewriting = found.iter().find(|r| !r.rewrite.adds_only);
     if let Some(rewrite) = rewriting.filter(|_| !notes.preamble.is_empty()) {
-        let shown = crate::resolutions::shown(&rewrite.name);
+        let shown = crate::series::resolutions::shown(&rewrite.name);
         notes.preamble = vec![Part::Text(format!(
             "(The example that shows this change on `main` is left out: this base has {shown}, \
              and no example was written for it.)"
@@ -69,8 +69,16 @@ pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> 
     build
         .current_dir(&layout.root)
         .args(["build", "--locked", "--bin", "repro"]);
-    if let Err(err) = build.status() {
-        eprintln!("cannot run cargo build --bin repro: {err}");
+    match build.status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            eprintln!("cargo build --bin repro failed ({status}): no real-model rows");
+            return None;
+        }
+        Err(err) => {
+            eprintln!("cannot run cargo build --bin repro ({err}): no real-model rows");
+            return None;
+        }
     }
     let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
     let output = project::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));

@@ -69,20 +69,27 @@ pub fn select(patches: Vec<Patch>, numbers: &[String]) -> Result<Vec<Patch>> {
     Ok(patches.into_iter().filter(named).collect())
 }
 
-/// The branch of each patch, checked for validity and clashes before anything is made.
-pub fn branch_names(prefix: &str, patches: &[Patch]) -> Result<Vec<String>> {
-    let mut names: Vec<String> = Vec::new();
+/// A patch `pr` proposes, with the branch it makes for it.
+#[derive(Clone, Debug)]
+pub struct Proposed {
+    pub patch: Patch,
+    pub branch: String,
+}
+
+/// Each of `patches` with its branch, checked for validity and clashes before anything is made.
+pub fn proposed(prefix: &str, patches: Vec<Patch>) -> Result<Vec<Proposed>> {
+    let mut proposed: Vec<Proposed> = Vec::new();
     for patch in patches {
-        let name = stack::branch_name(prefix, &patch.message()?);
-        if !git2::Branch::name_is_valid(&name)? {
-            bail!("`{name}` is not a valid branch name (check --prefix)");
+        let branch = stack::branch_name(prefix, &patch.message()?);
+        if !git2::Branch::name_is_valid(&branch)? {
+            bail!("`{branch}` is not a valid branch name (check --prefix)");
         }
-        if names.contains(&name) {
-            bail!("two patches would both get branch `{name}`: give them different subjects");
+        if proposed.iter().any(|p| p.branch == branch) {
+            bail!("two patches would both get branch `{branch}`: give them different subjects");
         }
-        names.push(name);
+        proposed.push(Proposed { patch, branch });
     }
-    Ok(names)
+    Ok(proposed)
 }
 
 /// What `pr` does with a stack branch that already exists.
@@ -104,7 +111,7 @@ pub struct Prepared {
     /// or moved for them.
     pub stopped: Vec<crate::branches::Stopped>,
     /// The other bases' pull requests that the base has, with the resolutions `pr` took for them.
-    pub rewrites: Vec<crate::resolutions::Resolutions>,
+    pub rewrites: Vec<crate::series::resolutions::Resolutions>,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -165,8 +172,7 @@ pub fn make(
     let (patches, _) = all.stack.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
     let series = Selection {
-        branches: branch_names(&options.prefix, &patches)?,
-        patches,
+        proposed: proposed(&options.prefix, patches)?,
         linear,
         series_branch: options.series_branch.clone(),
         series: all,
@@ -175,11 +181,15 @@ pub fn make(
     // of `target/pr/` rendered. Nothing is written until it is whole.
     let plan = plan::plan(layout, options, published, &series)?;
     let written = plan::write(layout, &plan)?;
-    write!(console, "{}", plan.console)?;
+    write!(
+        console,
+        "{}{}",
+        plan.summary,
+        plan.next_steps(options, &written)
+    )?;
     // Only now, with every branch that applies made and written out: a conflict stops one
     // branch, not the stack.
     ensure!(plan.problems.is_empty(), "{}", plan.problems.join("\n"));
-    debug_assert_eq!(written.out, layout.target().join("pr"));
     Ok(())
 }
 
@@ -188,9 +198,7 @@ pub struct Selection {
     /// All of `patches/`, selected or not: the blobs its patches give on the published crates
     /// are what a three-way merge of any of them starts from.
     pub series: Series,
-    pub patches: Vec<Patch>,
-    /// The branch of each of `patches`, in the same order.
-    pub branches: Vec<String>,
+    pub proposed: Vec<Proposed>,
     /// Every selected patch in series order, the carried ones too, which get no branch but stay
     /// under the patches after them, as the series was written.
     pub linear: Vec<Patch>,

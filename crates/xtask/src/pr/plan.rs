@@ -1,6 +1,7 @@
 //! `pr` as a plan, then a write. `plan` builds every branch in the clone's object store in
-//! memory and renders every file of `target/pr/`, writing nothing; `write` makes the branches in
-//! the clone and swaps `target/pr/` in whole, and says what it wrote.
+//! memory and renders every file of `target/pr/`: it writes nothing the contributor keeps, only
+//! what its checks build in `target/` (`pr-build-check/`, `pr-verify/`, `cargo repro`). `write`
+//! then makes the branches in the clone and swaps `target/pr/` in whole, and says what it wrote.
 
 use std::path::PathBuf;
 
@@ -17,8 +18,9 @@ use crate::git;
 use crate::pin::{self, Pin};
 use crate::project::Layout;
 use crate::published::Published;
+use crate::series::resolutions;
 use crate::series::{self, Patch};
-use crate::{expected, resolutions, trees};
+use crate::{expected, trees};
 
 /// What `pr` will write, whole, before any of it is written.
 pub struct Plan {
@@ -27,8 +29,14 @@ pub struct Plan {
     /// `target/pr/`: each branch's folder, in stack order, and `stack.txt`.
     pub folders: Vec<Folder>,
     pub stack_txt: String,
-    /// What the console shows: the summary, and what to do next.
-    pub console: String,
+    /// The summary the console shows, before what to do next (`next_steps`).
+    pub summary: String,
+    /// What `next_steps` tells the contributor from: the branches, those that got none, whether
+    /// a folder has a picture, and the facts.
+    stack: Vec<Entry>,
+    stopped: Vec<crate::branches::Stopped>,
+    pictures: bool,
+    facts: facts::Facts,
     /// The conflicts and failed checks that `pr` ends with, once everything else is written.
     pub problems: Vec<String>,
 }
@@ -135,9 +143,9 @@ pub fn plan(
         found.map(|r| resolutions::shown(&r.name)).collect()
     };
     let notes: Vec<_> = series
-        .patches
+        .proposed
         .iter()
-        .map(|p| series.series.notes_of(p))
+        .map(|p| series.series.notes_of(&p.patch))
         .collect();
     let facts = facts::Facts {
         call_sites,
@@ -184,19 +192,36 @@ pub fn plan(
         let stopped = summary::stopped(stopped)?;
         Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
     };
-    let out = layout.target().join("pr");
-    let next = summary::next_steps(options, stack, stopped, &out, pictures, &facts);
     let failed = checks.and_then(|checks| summary::failed(stack, &checks));
     Ok(Plan {
         stack_txt: summary(None)?,
-        console: summary(base.as_ref())? + &next,
+        summary: summary(base.as_ref())?,
         problems: summary::conflicts(stopped)
             .into_iter()
             .chain(failed)
             .collect(),
         folders,
         place,
+        stack: built.entries.clone(),
+        stopped: built.stopped.clone(),
+        pictures,
+        facts,
     })
+}
+
+impl Plan {
+    /// What to do next, once `written` is on disk.
+    pub fn next_steps(&self, options: &Options, written: &Written) -> String {
+        let (stack, stopped) = (&self.stack, &self.stopped);
+        summary::next_steps(
+            options,
+            stack,
+            stopped,
+            &written.out,
+            self.pictures,
+            &self.facts,
+        )
+    }
 }
 
 /// Writes `plan`: its branches into the clone, then `target/pr/` whole.

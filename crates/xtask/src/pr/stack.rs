@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use super::Selection;
+use super::{Proposed, Selection};
 use crate::apply::{self, Outcome};
 use crate::branches::{branches, Stopped};
 use crate::git::short;
-use crate::resolutions::{self, Resolutions};
+use crate::series::resolutions::{self, Resolutions};
 use crate::series::{Message, Patch};
 
 #[derive(Clone, Debug)]
@@ -71,9 +71,7 @@ pub struct Built {
     pub rewrites: Vec<Resolutions>,
 }
 
-/// Whether a branch's tree builds on the base, asked of a candidate taken after the first for
-/// its patch (`branches::Alternatives`): the patch, the base's tree, the branch's tree.
-pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
+pub use crate::branches::Builds;
 
 /// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
 /// whose context moved on the base merges three ways from the blobs in `known`. On a base with
@@ -87,9 +85,9 @@ pub fn build(
     known: &[Oid],
     builds: Builds<'_>,
 ) -> Result<Built> {
-    let (patches, base_name) = (&series.patches, base.to_string());
+    let (patches, base_name) = (&series.proposed, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
-    let proposed = |patch: &Patch| patches.iter().any(|p| p.number() == patch.number());
+    let proposed = |patch: &Patch| patches.iter().any(|p| p.patch.number() == patch.number());
     // On a base that has another pull request on the same code, a patch's resolution for it
     // stands in for the patch.
     let mut rewrites = resolutions::in_tree(repo, tree, &series.series.resolutions)?;
@@ -108,7 +106,7 @@ pub fn build(
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
     // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
-    for patch in patches {
+    for Proposed { patch, .. } in patches {
         for candidate in of(patch).iter().rev() {
             if let Some(commit) = merged_as(repo, base, candidate)? {
                 merged.insert(patch.number().to_string(), commit);
@@ -133,8 +131,8 @@ pub fn build(
     let mut entries: Vec<Entry> = Vec::new();
     for branch_tree in trees.branches {
         let patch = branch_tree.patch;
-        let at = patches.iter().position(|p| p.number() == patch.number());
-        let branch = &series.branches[at.context("a branch for a patch not proposed")?];
+        let found = patches.iter().find(|p| p.patch.number() == patch.number());
+        let branch = &found.context("a branch for a patch not proposed")?.branch;
         let (message, parent) = (patch.message()?, branch_tree.parent);
         let onto = parent.map_or(base, |index| entries[index].commit);
         let commit = commit(repo, contributor, &message, branch_tree.tree, onto)?;

@@ -15,7 +15,7 @@ use super::verify::Check;
 use crate::branches::{Stop, Stopped};
 use crate::git::short;
 use crate::pin::{self, Pin};
-use crate::resolutions::{self, Resolutions};
+use crate::series::resolutions::{self, Resolutions};
 use crate::series::stack_file::Carried;
 use crate::series::Patch;
 use crate::template::call;

@@ -2,6 +2,7 @@
 
 mod mail;
 pub mod notes;
+pub mod resolutions;
 pub mod stack_file;
 
 pub use mail::{parse_message, Message};
@@ -13,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use fs_err as fs;
 use git2::{Diff, Oid, Repository};
 
-use crate::resolutions::Resolutions;
+use crate::series::resolutions::Resolutions;
 use notes::Notes;
 use stack_file::StackFile;
 
@@ -45,7 +46,7 @@ impl Series {
         notes::check_paired(dir, &patches)?;
         let stack = stack_file::read(dir)?;
         stack.check(&patches)?;
-        let resolutions = crate::resolutions::load(dir, &stack, &patches)?;
+        let resolutions = crate::series::resolutions::load(dir, &stack, &patches)?;
         let mut notes = BTreeMap::new();
         for patch in &patches {
             notes.insert(patch.file_name.clone(), notes::load(dir, patch)?);
@@ -64,11 +65,6 @@ impl Series {
             .get(&patch.file_name)
             .cloned()
             .unwrap_or_default()
-    }
-
-    /// Whether `patch` is carried: kept out of the pull requests.
-    pub fn is_carried(&self, patch: &Patch) -> bool {
-        self.stack.carried.contains_key(patch.number())
     }
 }
 

@@ -46,7 +46,7 @@ fn every_proposed_patch_and_its_resolutions_keep_their_budget() -> Result<()> {
         stack
             .bases
             .keys()
-            .map(|name| xtask::resolutions::dir(&dir, name)),
+            .map(|name| xtask::series::resolutions::dir(&dir, name)),
     );
     for folder in folders {
         for (number, budget) in LIBRARY_LINES {

@@ -70,7 +70,6 @@ pub fn series(
         ..StackFile::default()
     };
     Ok(pr::Selection {
-        branches: pr::branch_names(prefix, &patches)?,
         linear: patches.clone(),
         series: xtask::series::Series {
             patches: patches.clone(),
@@ -78,7 +77,7 @@ pub fn series(
             notes: Default::default(),
             resolutions: Vec::new(),
         },
-        patches,
+        proposed: pr::proposed(prefix, patches)?,
         series_branch: None,
     })
 }

@@ -1,7 +1,7 @@
 //! The unit tests of `resolutions`.
 
 use std::path::Path;
-use xtask::resolutions::*;
+use xtask::series::resolutions::*;
 
 use anyhow::Result;
 use fs_err as fs;
