@@ -54,6 +54,9 @@ impl std::fmt::Debug for Alternatives<'_> {
 pub struct Stopped {
     pub patch: Patch,
     pub why: Stop,
+    /// A carried patch: it is proposed nowhere, so this stops nothing, but the patches after it
+    /// go on without it.
+    pub carried: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,9 +66,6 @@ pub enum Stop {
     Conflict(String),
     /// It builds on this patch (`[builds-on]`), which has no branch.
     BuildsOn(String),
-    /// A carried patch that does not go onto this base, or builds on one that does not: it is
-    /// proposed nowhere, so this stops nothing, but the patches after it go on without it.
-    Carried,
 }
 
 /// The branches of a series on a base, the patches the base already holds, and those that
@@ -91,7 +91,6 @@ impl Branches {
         let file = &stopped.patch.file_name;
         match &stopped.why {
             Stop::Conflict(conflict) => bail!("{conflict}"),
-            Stop::Carried => bail!("{file} does not apply"),
             Stop::BuildsOn(_) => bail!("{file} got no branch"),
         }
     }
@@ -123,7 +122,8 @@ pub(crate) fn branches(
         // A patch that gets no branch: a carried one is proposed nowhere, whatever stops it.
         let stop = |why| Stopped {
             patch: patch.clone(),
-            why: if proposed(patch) { why } else { Stop::Carried },
+            why,
+            carried: !proposed(patch),
         };
         let wanted = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);

@@ -154,14 +154,13 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 }
 
 /// `run` on the published crates `published`, which the patches apply to, with its summary
-/// written to `console`.
+/// written to `console`; `options` as `run` checked them.
 pub fn make(
     layout: &Layout,
     options: &Options,
     published: &[Published],
     console: &mut dyn Write,
 ) -> Result<()> {
-    options.validate()?;
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;

@@ -114,9 +114,14 @@ pub fn next_steps(
 /// after the carried ones that do not go onto this base; nothing when there are none.
 pub fn stopped(stopped: &[Stopped]) -> Result<String> {
     let mut rows = Vec::new();
-    for Stopped { patch, why } in stopped {
+    for Stopped {
+        patch,
+        why,
+        carried,
+    } in stopped
+    {
         let (why, detail) = match why {
-            Stop::Carried => ("carried", ""),
+            _ if *carried => ("carried", ""),
             Stop::Conflict(conflict) => ("conflict", conflict.as_str()),
             Stop::BuildsOn(parent) => ("builds_on", parent.as_str()),
         };
@@ -130,7 +135,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
 pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
     let conflicting = stopped
         .iter()
-        .filter(|s| matches!(s.why, Stop::Conflict(_)));
+        .filter(|s| !s.carried && matches!(s.why, Stop::Conflict(_)));
     let names: Vec<&str> = conflicting.map(|s| s.patch.file_name.as_str()).collect();
     let text = call("summary", "conflicts", &[Value::from_serialize(names)]);
     (!text.is_empty()).then_some(text)

@@ -143,6 +143,7 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
     let [Stopped {
         patch,
         why: Stop::Conflict(conflict),
+        carried: false,
     }] = &prepared.stopped[..]
     else {
         panic!("the second patch conflicts: {:?}", prepared.stopped);

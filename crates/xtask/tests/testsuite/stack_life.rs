@@ -105,6 +105,7 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
     let Some(Stopped {
         patch,
         why: Stop::Conflict(conflict),
+        ..
     }) = prepared.stopped.first()
     else {
         panic!("the first patch conflicts: {:?}", prepared.stopped);

@@ -12,6 +12,7 @@ fn the_last_error_names_each_conflicting_patch() {
             bytes: Vec::new(),
         },
         why,
+        carried: false,
     };
     let one = [
         stopped("0001-a.patch", Stop::Conflict("both sides".into())),
