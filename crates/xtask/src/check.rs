@@ -8,6 +8,7 @@ use fs_err as fs;
 
 use crate::apply;
 use crate::expected::{self, Folder};
+use crate::fsutil::read_if_exists;
 use crate::patch_use;
 use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
@@ -158,8 +159,7 @@ fn generated_current(layout: &Layout, series: &Series, published: &[Published]) 
             ));
         }
     }
-    let attributes = fs::read_to_string(layout.root.join(".gitattributes"));
-    let attributes = attributes.unwrap_or_default();
+    let attributes = read_if_exists(&layout.root.join(".gitattributes"))?.unwrap_or_default();
     let marks = |line: &&str| line.contains("linguist-generated");
     let marked: Vec<&str> = attributes.lines().map(str::trim).filter(marks).collect();
     if marked != [GITATTRIBUTES_LINE] {

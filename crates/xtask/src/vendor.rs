@@ -76,10 +76,9 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = match fs::read_to_string(&fuzz) {
-        Ok(text) => Some(patch_entries(&text, &names, "../vendor/")?),
-        Err(_) => None,
-    };
+    let fuzz_text = read_if_exists(&fuzz)?;
+    let fuzz_text = fuzz_text.map(|text| patch_entries(&text, &names, "../vendor/"));
+    let fuzz_text = fuzz_text.transpose()?;
     // Every new text is computed before the first write, so a failure changes nothing.
     fs::write(layout.pin(), pin::render(new))?;
     fs::write(&manifest, updated)?;

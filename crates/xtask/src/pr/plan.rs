@@ -44,7 +44,6 @@ pub struct Plan {
 enum Place {
     Clone(Repository, Box<Planned>),
     // Held for its objects, which the plan's commits are in.
-    #[allow(dead_code)]
     Scratch(trees::Scratch),
 }
 

@@ -58,7 +58,7 @@ pub struct Landed {
 }
 
 /// How far back `build` looks for the commit that brought a patch's change.
-const LANDED_SEARCH: usize = 1000;
+pub(super) const LANDED_SEARCH: usize = 1000;
 
 /// The stack: the branches to make, the patches the base holds already, and those that get no
 /// branch for a conflict.

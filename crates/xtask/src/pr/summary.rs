@@ -84,7 +84,8 @@ pub fn landed(landed: &[Landed]) -> String {
             pull => merged.and_then(pull_request),
         }
     });
-    call("summary", "landed", &[rows.collect()])
+    let searched = Value::from(super::stack::LANDED_SEARCH);
+    call("summary", "landed", &[rows.collect(), searched])
 }
 
 /// What was made and what is left to do, for the contributor.
