@@ -9,10 +9,11 @@ use anyhow::{bail, Result};
 use fs_err as fs;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
-use crate::project::{Layout, REPORT_DIR};
+use crate::project::Layout;
 use crate::series::Series;
 
 pub mod chart;
+mod committed;
 mod criterion;
 pub mod data;
 pub mod forest;
@@ -22,6 +23,7 @@ pub mod render;
 pub mod stats;
 pub mod strip;
 
+pub use committed::{committed, patch_hashes, staleness};
 pub use criterion::{read_criterion, rows, Measurement, Row};
 // What a pull request's body takes from the report.
 pub use data::Report;
@@ -345,57 +347,6 @@ fn commands(options: &Options) -> Vec<String> {
         bench.to_string(),
         format!("cargo xtask bench-report{flags}"),
     ]
-}
-
-/// The sha256 of each patch file of `patches/`, by number.
-pub fn patch_hashes(series: &Series) -> BTreeMap<String, String> {
-    let hash = |p: &crate::series::Patch| (p.number().to_string(), shared::sha256_hex(&p.bytes));
-    series.patches.iter().map(hash).collect()
-}
-
-/// The committed report, with the steps of patches changed since it was written taken out;
-/// `None` where there is none, or it cannot be read (the reason on stderr).
-pub fn committed(layout: &Layout, series: &Series) -> Result<Option<Report>> {
-    let Some(mut report) = read_committed(layout)? else {
-        return Ok(None);
-    };
-    report.keep_current(&patch_hashes(series));
-    Ok(Some(report))
-}
-
-/// The committed report as written; `None` where there is none, or it cannot be read (the
-/// reason on stderr).
-fn read_committed(layout: &Layout) -> Result<Option<Report>> {
-    let path = data_path(layout);
-    let Some(text) = crate::fsutil::read_if_exists(&path)? else {
-        return Ok(None);
-    };
-    let Ok(report) = Report::parse(&text).inspect_err(|err| {
-        eprintln!(
-            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
-            path.display()
-        )
-    }) else {
-        return Ok(None);
-    };
-    Ok(Some(report))
-}
-
-/// What `check` says when `patches/` differs from what the committed report measured: the
-/// patches, and the command that measures them again. `None` when the report is current.
-pub fn staleness(layout: &Layout, series: &Series) -> Result<Option<String>> {
-    let current = patch_hashes(series);
-    let changed = match read_committed(layout)? {
-        Some(report) => report.changed(&current),
-        None => current.into_keys().collect(),
-    };
-    Ok((!changed.is_empty()).then(|| {
-        format!(
-            "{REPORT_DIR}/{MARKDOWN} did not measure these patches as they are now: {}. Run \
-             {FULL_RUN}, and commit {REPORT_DIR}/",
-            changed.join(", "),
-        )
-    }))
 }
 
 /// The processor, its threads and the system.
