@@ -121,7 +121,8 @@ impl Paired {
         format!("{:.3} ({})", self.ratio, outwards(self.low, self.high))
     }
 
-    /// Derived, so that a report written before a rule changed reads by the rule of today.
+    /// Derived from the interval, not stored: a change to these rules bumps `data::VERSION`, so a
+    /// report is read by the rules that wrote it.
     pub fn verdict(&self) -> Verdict {
         let (low, high) = (self.low, self.high);
         let holds_one = low <= 1.0 && 1.0 <= high;
