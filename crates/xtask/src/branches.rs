@@ -164,23 +164,25 @@ pub(crate) fn branches(
                 passed_over.push((what, why));
                 continue;
             }
-            // A later candidate's branch must also build on the base.
+            // A later candidate's branch must also build on the base; the branch is kept.
+            let mut branch = None;
             if let (Outcome::Applied { tree: after, .. }, true) =
                 (&outcome, index > 0 && on.proposed)
             {
-                let (_, branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
-                if let Outcome::Applied { tree, .. } = branch {
+                let (parent, on_branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
+                if let Ok(tree) = on_branch {
                     if !alternatives.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
                         let why = "it applies to the base, but its branch does not build there";
                         passed_over.push((what, why.into()));
                         continue;
                     }
                 }
+                branch = Some((parent, on_branch));
             }
-            taken = Some((candidate.clone(), outcome));
+            taken = Some((candidate.clone(), outcome, branch));
             break;
         }
-        let Some((candidate, outcome)) = taken else {
+        let Some((candidate, outcome, branch)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
             let (_, mut why) = passed_over.remove(0);
             for (what, other) in passed_over {
@@ -200,16 +202,17 @@ pub(crate) fn branches(
         if !proposed(patch) {
             continue;
         }
-        let (parent, branch) = branch_on(repo, &on, &candidate, before, after, &made)?;
-        match branch {
-            Outcome::Applied { tree, .. } => made.branches.push(Branch {
+        let branch = branch.map(Ok);
+        let branch =
+            branch.unwrap_or_else(|| branch_on(repo, &on, &candidate, before, after, &made));
+        match branch? {
+            (parent, Ok(tree)) => made.branches.push(Branch {
                 patch: candidate,
                 parent,
                 tree,
             }),
             // It stays in the linear series, where it applies: only its branch is not made.
-            Outcome::Conflict(why) => made.stopped.push(stop(Stop::Conflict(why))),
-            Outcome::AlreadyThere => unreachable!("branch_on gives the tree it starts from"),
+            (_, Err(why)) => made.stopped.push(stop(Stop::Conflict(why))),
         }
     }
     Ok(made)
@@ -225,8 +228,8 @@ struct On<'a> {
 }
 
 /// The branch of a candidate that went onto the linear series, from `linear` to `after`: the
-/// branch it starts from (`None`: the base), and its change merged onto that branch's tree. A
-/// branch that holds the change already keeps its tree.
+/// branch it starts from (`None`: the base), and its change merged onto that branch's tree (one
+/// that holds the change already keeps its tree), or the conflict.
 fn branch_on(
     repo: &Repository,
     on: &On<'_>,
@@ -234,7 +237,7 @@ fn branch_on(
     linear: Oid,
     after: Oid,
     made: &Branches,
-) -> Result<(Option<usize>, Outcome)> {
+) -> Result<(Option<usize>, std::result::Result<Oid, String>)> {
     let file = &patch.file_name;
     let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
     let parent = on.wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
@@ -251,22 +254,19 @@ fn branch_on(
     });
     let parent = parent.transpose()?;
     let onto = parent.map_or(on.base, |index| made.branches[index].tree);
-    let outcome = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
-        Outcome::AlreadyThere => Outcome::Applied {
-            tree: onto,
-            three_way: true,
-        },
+    let tree = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
+        Outcome::Applied { tree, .. } => Ok(tree),
+        Outcome::AlreadyThere => Ok(onto),
         Outcome::Conflict(conflicts) => {
             let onto = match parent {
                 None => format!("the base ({})", on.base_name),
                 Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
             };
-            Outcome::Conflict(format!(
+            Err(format!(
                 "{file} does not merge onto {onto} without a conflict, {conflicts}\nname the \
                  patch it builds on in patches/stack.toml ([builds-on])"
             ))
         }
-        applied => applied,
     };
-    Ok((parent, outcome))
+    Ok((parent, tree))
 }
