@@ -13,7 +13,11 @@ use crate::series::Patch;
 /// clone's object store in memory, nothing written. `write` writes them.
 pub struct Planned {
     pub prepared: Prepared,
-    /// Each branch to make, with what the clone's record says of it.
+    pub writes: Writes,
+}
+
+/// What `write` writes into the clone: each branch with what the clone's record says of it.
+pub struct Writes {
     branches: Vec<(String, Made)>,
     record: record::Record,
     force: bool,
@@ -22,7 +26,7 @@ pub struct Planned {
 impl Planned {
     /// Writes the branches (`write`), and gives what was prepared.
     pub fn made(self, repo: &Repository) -> Result<Prepared> {
-        write(repo, &self)?;
+        write(repo, &self.writes)?;
         Ok(self.prepared)
     }
 }
@@ -89,7 +93,6 @@ pub fn prepare(
     let published_tree = crate::expected::published_tree(repo, published)?;
     let known = crate::apply::blobs(repo, published_tree, &series.series.patches)?;
     let built = stack::build(repo, base, series, contributor, &known, builds).context(at)?;
-    let (stack, landed, stopped) = (built.entries, built.landed, built.stopped);
     // A series branch is written back whole into patches/, never into a resolution.
     let resolved = built.rewrites.iter().find(|r| !r.patches.is_empty());
     if let (Some(name), Some(resolved)) = (&series.series_branch, resolved) {
@@ -104,13 +107,13 @@ pub fn prepare(
     }
     let call_sites = audit::audit(repo, base)?;
     // Each branch to make: its name, the patch it proposes, its resolution and its tip.
-    let branches = stack.iter().map(|entry| {
+    let branches = built.stack.iter().map(|entry| {
         let patch = Some(entry.patch.number().to_string());
         (&entry.branch, patch, entry.resolution.clone(), entry.commit)
     });
     // The series branch holds every patch: with one that conflicts, it is not made.
     let whole = match &series.series_branch {
-        Some(name) if stopped.is_empty() => {
+        Some(name) if built.stopped.is_empty() => {
             let tip = stack::series_commits(repo, base, series, contributor, &known)?;
             Some((name, None, None, tip))
         }
@@ -125,24 +128,22 @@ pub fn prepare(
         };
         (name.clone(), made)
     });
-    Ok(Planned {
+    let writes = Writes {
         branches: branches.collect(),
         record,
         force: existing != Existing::Refuse,
-        prepared: Prepared {
-            stack,
-            landed,
-            stopped,
-            rewrites: built.rewrites,
-            base: base_report,
-            call_sites,
-        },
-    })
+    };
+    let prepared = Prepared {
+        built,
+        base: base_report,
+        call_sites,
+    };
+    Ok(Planned { prepared, writes })
 }
 
 /// Writes the branches of `planned` into the clone, with their objects and its record. Returns
 /// the branches written.
-pub(super) fn write(repo: &Repository, planned: &Planned) -> Result<Vec<String>> {
+pub(super) fn write(repo: &Repository, planned: &Writes) -> Result<Vec<String>> {
     // Not the whole in-memory store: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
     let disk = on_disk.odb()?;

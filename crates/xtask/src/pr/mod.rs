@@ -23,7 +23,6 @@ use crate::published::{self, Published};
 use crate::series::{Patch, Series};
 
 pub use clone::prepare;
-use stack::Entry;
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -104,14 +103,9 @@ pub enum Existing {
 
 #[derive(Debug)]
 pub struct Prepared {
-    pub stack: Vec<Entry>,
-    /// The patches the base holds already, merged upstream: no branch is made for them.
-    pub landed: Vec<stack::Landed>,
-    /// The patches that conflict with the base, and those that build on them: no branch is made
-    /// or moved for them.
-    pub stopped: Vec<crate::branches::Stopped>,
-    /// The other bases' pull requests that the base has, with the resolutions `pr` took for them.
-    pub rewrites: Vec<crate::series::resolutions::Resolutions>,
+    /// The branches, the patches the base holds already, those that get no branch, and the
+    /// other bases' pull requests that the base has.
+    pub built: stack::Built,
     pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
@@ -179,13 +173,8 @@ pub fn make(
     // First the plan: every branch built in the clone's object store in memory, and every file
     // of `target/pr/` rendered. Nothing is written until it is whole.
     let plan = plan::plan(layout, options, published, &series)?;
-    let written = plan::write(layout, &plan)?;
-    write!(
-        console,
-        "{}{}",
-        plan.summary,
-        plan.next_steps(options, &written)
-    )?;
+    plan::write(layout, &plan)?;
+    write!(console, "{}", plan.console)?;
     // Only now, with every branch that applies made and written out: a conflict stops one
     // branch, not the stack.
     ensure!(plan.problems.is_empty(), "{}", plan.problems.join("\n"));

@@ -9,10 +9,10 @@ use anyhow::Result;
 use fs_err as fs;
 use git2::{Oid, Repository};
 
-use super::clone::{self, Planned};
+use super::clone::{self, Planned, Writes};
 use super::stack::{self, Entry};
 use super::verify::{self, Check};
-use super::{contributor, facts, render, summary, Existing, Options, Selection};
+use super::{contributor, facts, render, summary, Existing, Options, Prepared, Selection};
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
@@ -29,20 +29,14 @@ pub struct Plan {
     /// `target/pr/`: each branch's folder, in stack order, and `stack.txt`.
     pub folders: Vec<Folder>,
     pub stack_txt: String,
-    /// The summary the console shows, before what to do next (`next_steps`).
-    pub summary: String,
-    /// What `next_steps` tells the contributor from: the branches, those that got none, whether
-    /// a folder has a picture, and the facts.
-    stack: Vec<Entry>,
-    stopped: Vec<crate::branches::Stopped>,
-    pictures: bool,
-    facts: facts::Facts,
+    /// What the console shows: the summary, and what to do next.
+    pub console: String,
     /// The conflicts and failed checks that `pr` ends with, once everything else is written.
     pub problems: Vec<String>,
 }
 
 enum Place {
-    Clone(Repository, Box<Planned>),
+    Clone(Repository, Writes),
     // Held for its objects, which the plan's commits are in.
     Scratch(trees::Scratch),
 }
@@ -87,7 +81,7 @@ pub fn plan(
             let builds = |patch: &Patch, base: Oid, tree: Oid| {
                 verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
             };
-            let planned = clone::prepare(
+            let Planned { prepared, writes } = clone::prepare(
                 &repo,
                 published,
                 series,
@@ -96,16 +90,13 @@ pub fn plan(
                 existing,
                 &builds,
             )?;
-            let prepared = &planned.prepared;
-            let built = stack::Built {
-                entries: prepared.stack.clone(),
-                landed: prepared.landed.clone(),
-                stopped: prepared.stopped.clone(),
-                rewrites: prepared.rewrites.clone(),
-            };
-            let (base, call_sites) = (prepared.base.clone(), prepared.call_sites.clone());
+            let Prepared {
+                built,
+                base,
+                call_sites,
+            } = prepared;
             (
-                Place::Clone(repo, Box::new(planned)),
+                Place::Clone(repo, writes),
                 built,
                 Some(base),
                 Some(call_sites),
@@ -133,7 +124,7 @@ pub fn plan(
         Place::Clone(repo, _) => repo,
         Place::Scratch(scratch) => &scratch.repo,
     };
-    let stack = &built.entries;
+    let stack = &built.stack;
     let shown = |adds_only: bool| -> Vec<String> {
         let found = built
             .rewrites
@@ -192,35 +183,18 @@ pub fn plan(
         Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
     };
     let failed = checks.and_then(|checks| summary::failed(stack, &checks));
+    let out = layout.target().join("pr");
+    let next = summary::next_steps(options, stack, stopped, &out, pictures, &facts);
     Ok(Plan {
         stack_txt: summary(None)?,
-        summary: summary(base.as_ref())?,
+        console: summary(base.as_ref())? + &next,
         problems: summary::conflicts(stopped)
             .into_iter()
             .chain(failed)
             .collect(),
         folders,
         place,
-        stack: built.entries.clone(),
-        stopped: built.stopped.clone(),
-        pictures,
-        facts,
     })
-}
-
-impl Plan {
-    /// What to do next, once `written` is on disk.
-    pub fn next_steps(&self, options: &Options, written: &Written) -> String {
-        let (stack, stopped) = (&self.stack, &self.stopped);
-        summary::next_steps(
-            options,
-            stack,
-            stopped,
-            &written.out,
-            self.pictures,
-            &self.facts,
-        )
-    }
 }
 
 /// Writes `plan`: its branches into the clone, then `target/pr/` whole.

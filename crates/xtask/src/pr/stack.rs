@@ -64,7 +64,7 @@ pub(super) const LANDED_SEARCH: usize = 1000;
 /// branch for a conflict.
 #[derive(Debug, Default)]
 pub struct Built {
-    pub entries: Vec<Entry>,
+    pub stack: Vec<Entry>,
     pub landed: Vec<Landed>,
     pub stopped: Vec<Stopped>,
     /// The other bases' pull requests that the base has, with the resolutions carried for them.
@@ -177,7 +177,7 @@ pub fn build(
         });
     }
     Ok(Built {
-        entries,
+        stack: entries,
         landed,
         stopped: trees.stopped,
         rewrites,

@@ -253,6 +253,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     assert_eq!(*checked.borrow(), [true]);
     let third_entry = |prepared: &xtask::pr::Prepared| {
         let found = prepared
+            .built
             .stack
             .iter()
             .find(|e| e.patch.number() == patch.number());
@@ -265,17 +266,21 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
         tests.ends_with(TIES) && !tests.contains("backend"),
         "{tests}"
     );
-    assert!(prepared.rewrites.iter().all(|r| r.patches.is_empty()));
+    assert!(prepared.built.rewrites.iter().all(|r| r.patches.is_empty()));
 
     // It does not build: no branch, and a conflict that names why each candidate was passed over.
     let prepared = prepare(xtask::pr::Existing::Move, &|_, _, _| Ok(false))?;
     assert!(third_entry(&prepared).is_none());
     let stopped = prepared
+        .built
         .stopped
         .iter()
         .find(|s| s.patch.number() == patch.number());
     let Some(xtask::branches::Stop::Conflict(why)) = stopped.map(|s| &s.why) else {
-        panic!("no conflict for the third patch: {:?}", prepared.stopped);
+        panic!(
+            "no conflict for the third patch: {:?}",
+            prepared.built.stopped
+        );
     };
     assert!(why.starts_with(&patch.file_name), "{why}");
     let also =

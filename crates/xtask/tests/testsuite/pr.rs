@@ -17,7 +17,7 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
     let (temp, repo) = candle()?;
     let head_before = repo.head()?.target();
     let prepared = prepare(&repo, "main", false)?;
-    let stack = &prepared.stack;
+    let stack = &prepared.built.stack;
     let parents: Vec<Option<usize>> = stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, Some(0), None]);
     let names: Vec<&str> = stack.iter().map(|e| e.branch.as_str()).collect();
@@ -122,14 +122,23 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
         },
     ];
     let bodies: Vec<String> = (0..3)
-        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, Some(&checks)))
+        .map(|i| {
+            render::body(
+                &prepared.built.stack,
+                i,
+                &notes,
+                &facts,
+                &pins,
+                Some(&checks),
+            )
+        })
         .collect::<Result<_>>()?;
     expect_test::expect_file!["../snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["../snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
     expect_test::expect_file!["../snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
     expect_test::expect_file!["../snapshots/console.txt"].assert_eq(&pr::summary::console(
-        &prepared.stack,
-        &prepared.stopped,
+        &prepared.built.stack,
+        &prepared.built.stopped,
         Some(&prepared.base),
         &pins,
     ));
@@ -142,7 +151,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     }
     // The title is the subject, as candle squash-merges it (`Title (#N)`).
     assert_eq!(
-        prepared.stack[1].message.subject,
+        prepared.built.stack[1].message.subject,
         "generation: Raise it again"
     );
     Ok(())
@@ -241,16 +250,17 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         adds_only: Vec::new(),
     };
     let options = pr::Options::default();
-    let parent = |entry: &stack::Entry| entry.parent.map(|p| prepared.stack[p].patch.number());
-    for entry in &prepared.stack {
+    let parent =
+        |entry: &stack::Entry| entry.parent.map(|p| prepared.built.stack[p].patch.number());
+    for entry in &prepared.built.stack {
         assert_eq!(step_png(None, entry.patch.number(), parent(entry))?, None);
     }
     let out = std::path::Path::new("target/pr");
     let said = |pictures, facts: &Facts| {
-        pr::summary::next_steps(&options, &prepared.stack, &[], out, pictures, facts)
+        pr::summary::next_steps(&options, &prepared.built.stack, &[], out, pictures, facts)
     };
     assert!(!said(false, &facts(None)).contains(PNG));
-    for entry in &prepared.stack {
+    for entry in &prepared.built.stack {
         let png = step_png(Some(&report), entry.patch.number(), parent(entry))?;
         let png = png.context("a picture for a measured step")?;
         // The picture is the step's own panel, the one measured against the branch's parent,
@@ -278,6 +288,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
     );
     // 0002 measured against the published crates, while its branch builds on 0001: no picture.
     let stale = prepared
+        .built
         .stack
         .iter()
         .find(|e| e.parent.is_some())
@@ -315,7 +326,7 @@ fn a_body_leaves_out_the_numbers_of_a_patch_changed_since_the_report() -> Result
         bench: Some(report),
         ..Facts::default()
     };
-    let body = |i: usize| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let body = |i: usize| render::body(&prepared.built.stack, i, &notes, &facts, &pins, None);
     let third = body(2)?;
     assert!(
         third.contains(
@@ -352,7 +363,7 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
         ..Facts::default()
     };
     let bodies: Vec<String> = (0..3)
-        .map(|i| render::body(&prepared.stack, i, &notes, &facts, &pins, None))
+        .map(|i| render::body(&prepared.built.stack, i, &notes, &facts, &pins, None))
         .collect::<Result<_>>()?;
     expect_test::expect_file!["../snapshots/body-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["../snapshots/body-0002.md"].assert_eq(&bodies[1]);
@@ -401,7 +412,7 @@ fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> 
         bench: Some(report),
         ..Facts::default()
     };
-    let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let body = |i| render::body(&prepared.built.stack, i, &notes, &facts, &pins, None);
     let explained = body(0)?;
     assert!(
         explained.contains(
@@ -446,7 +457,7 @@ fn a_body_says_when_the_report_does_not_fit_its_branch() -> Result<()> {
         bench: Some(report),
         ..Facts::default()
     };
-    let body = |i| render::body(&prepared.stack, i, &notes, &facts, &pins, None);
+    let body = |i| render::body(&prepared.built.stack, i, &notes, &facts, &pins, None);
     assert!(body(0)?.contains(
         "(The benchmark report has no step for 0001: run `cargo bench` and `cargo xtask \
          bench-report`.)"
@@ -509,13 +520,20 @@ fn bodies_without_results_say_so() -> Result<()> {
     let prepared = prepare(&repo, "main", false)?;
     let pins = [published()?.pin];
     let notes = notes::parse("## Test plan\n\n<!-- bench -->\n<!-- call-sites -->\n")?;
-    let body = render::body(&prepared.stack, 0, &notes, &Facts::default(), &pins, None)?;
+    let body = render::body(
+        &prepared.built.stack,
+        0,
+        &notes,
+        &Facts::default(),
+        &pins,
+        None,
+    )?;
     assert!(body.contains("candle's CI commands have not been run on this branch yet."));
     assert!(body.contains("(The benchmark table is missing: no benchmark report was found.)"));
     assert!(body
         .contains("(The call sites are listed when the text is made against a clone of candle.)"));
     let plain = render::body(
-        &prepared.stack,
+        &prepared.built.stack,
         0,
         &Notes::default(),
         &Facts::default(),
@@ -538,7 +556,7 @@ fn a_body_on_a_rewritten_base_leaves_out_both_tables_in_one_sentence() -> Result
         rewrites: vec!["#3496".to_string()],
         ..Facts::default()
     };
-    let body = render::body(&prepared.stack, 0, &notes, &facts, &pins, None)?;
+    let body = render::body(&prepared.built.stack, 0, &notes, &facts, &pins, None)?;
     let sentence = "(The real-model outcomes and the benchmarks measure this change on \
         candle-transformers 0.11.1, whose sampler this base's #3496 rewrote, so they are left out \
         here.)";
@@ -596,7 +614,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         &crate::common::stack::no_fallback,
     )
     .and_then(|planned| planned.made(&repo))?;
-    let parents: Vec<Option<usize>> = prepared.stack.iter().map(|e| e.parent).collect();
+    let parents: Vec<Option<usize>> = prepared.built.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
     // The second patch alone has nothing to stand on.
     let second = pr::select(all.clone(), &["0002".into()])?;

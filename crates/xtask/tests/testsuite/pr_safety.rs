@@ -54,7 +54,7 @@ fn an_existing_branch_is_refused_unless_forced() -> Result<()> {
     let prepared = prepare(&repo, "main", true)?;
     assert_eq!(
         branch_tip(&repo, "raise-it-again")?,
-        prepared.stack[1].commit
+        prepared.built.stack[1].commit
     );
     // The checked-out branch is never moved, even when forced.
     repo.set_head("refs/heads/raise-the-threshold")?;
@@ -88,6 +88,7 @@ fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
     commit_all(&repo, "Simplify new")?;
     let prepared = prepare(&repo, "main", false)?;
     let stopped: Vec<(&str, &Stop)> = prepared
+        .built
         .stopped
         .iter()
         .map(|s| (s.patch.number(), &s.why))
@@ -113,7 +114,12 @@ fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
     assert!(conflict.contains("if v < 1e-6 { None }"), "{conflict}");
     assert!(conflict.contains("to redo it:"), "{conflict}");
     // The third patch stands alone and gets its branch; the others get none.
-    let made: Vec<&str> = prepared.stack.iter().map(|e| e.branch.as_str()).collect();
+    let made: Vec<&str> = prepared
+        .built
+        .stack
+        .iter()
+        .map(|e| e.branch.as_str())
+        .collect();
     assert_eq!(made, ["test-argmax-on-ties"]);
     for name in ["raise-the-threshold", "raise-it-again"] {
         assert!(repo.find_branch(name, git2::BranchType::Local).is_err());
@@ -138,15 +144,20 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
         &crate::common::stack::no_fallback,
     )
     .and_then(|planned| planned.made(&repo))?;
-    let made: Vec<&str> = prepared.stack.iter().map(|e| e.patch.number()).collect();
+    let made: Vec<&str> = prepared
+        .built
+        .stack
+        .iter()
+        .map(|e| e.patch.number())
+        .collect();
     assert_eq!(made, ["0001", "0003"]);
     let [Stopped {
         patch,
         why: Stop::Conflict(conflict),
         carried: false,
-    }] = &prepared.stopped[..]
+    }] = &prepared.built.stopped[..]
     else {
-        panic!("the second patch conflicts: {:?}", prepared.stopped);
+        panic!("the second patch conflicts: {:?}", prepared.built.stopped);
     };
     assert_eq!(patch.number(), "0002");
     // The base is named by its commit, as the stack was built on it.
@@ -260,7 +271,7 @@ fn pr_writes_the_branches_new_objects_and_nothing_else() -> Result<()> {
     // Read back through a new handle, without the in-memory objects of the first.
     let fresh = Repository::open(temp.path())?;
     let mut branches = BTreeSet::new();
-    for entry in &prepared.stack {
+    for entry in &prepared.built.stack {
         reachable(&fresh, entry.commit, &mut branches)?;
     }
     let written: BTreeSet<String> = after.difference(&before).cloned().collect();
@@ -319,7 +330,7 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
         &crate::common::stack::no_fallback,
     )
     .and_then(|planned| planned.made(&repo))?;
-    let stack = &prepared.stack;
+    let stack = &prepared.built.stack;
     assert_eq!(stack.len(), 2);
     assert!(stack.iter().all(|entry| entry.parent.is_none()));
     let module = String::from_utf8(blob_at(&repo, stack[1].commit, MODULE)?)?;

@@ -172,7 +172,7 @@ const STACK: &str = "[builds-on]\n\"0002\" = \"0001\"\n";
 fn a_round_trip_that_changes_nothing_leaves_patches_byte_identical() -> Result<()> {
     let trip = trip(STACK)?;
     let before = patches_dir(&trip)?;
-    for entry in &trip.prepared.stack {
+    for entry in &trip.prepared.built.stack {
         write_back(&trip, &entry.branch, &[])?;
         assert_eq!(
             changed(&before, &patches_dir(&trip)?),
@@ -196,7 +196,7 @@ fn a_round_trip_that_changes_nothing_leaves_patches_byte_identical() -> Result<(
 fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
     let trip = trip(STACK)?;
     let before = patches_dir(&trip)?;
-    let third = &trip.prepared.stack[2];
+    let third = &trip.prepared.built.stack[2];
     change(
         &trip.repo,
         &third.branch,
@@ -219,7 +219,7 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
 
     // Amending the first patch moves the lines of the second, which builds on it: the second
     // keeps its change, and only its index lines and line numbers follow.
-    let first = &trip.prepared.stack[0];
+    let first = &trip.prepared.built.stack[0];
     change(
         &trip.repo,
         &first.branch,
@@ -232,7 +232,7 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
     let again = patches_dir(&trip)?;
     let mut expected = vec![
         first.patch.file_name.clone(),
-        trip.prepared.stack[1].patch.file_name.clone(),
+        trip.prepared.built.stack[1].patch.file_name.clone(),
     ];
     expected.sort();
     assert_eq!(changed(&after, &again), expected);
@@ -260,7 +260,7 @@ fn vendor_and_check(trip: &Trip) -> Result<()> {
 fn rewording_a_commit_changes_only_that_patchs_message_and_moves_its_notes() -> Result<()> {
     let trip = trip(STACK)?;
     let before = patches_dir(&trip)?;
-    let third = &trip.prepared.stack[2];
+    let third = &trip.prepared.built.stack[2];
     // `git commit --amend` with another message and the same change, then written back.
     let reword = |message: &str| -> Result<()> {
         let same = |t: &str| t.to_string();
@@ -452,7 +452,7 @@ fn a_series_branch_that_moves_a_patch_or_puts_a_new_one_first_is_refused() -> Re
 #[test]
 fn fixes_written_back_one_after_another_keep_the_patch_whole() -> Result<()> {
     let trip = trip(STACK)?;
-    let third = &trip.prepared.stack[2];
+    let third = &trip.prepared.built.stack[2];
     for (round, line) in ["// first fix", "// second fix"].iter().enumerate() {
         let add = |t: &str| format!("{t}{line}\n");
         change(
@@ -482,7 +482,7 @@ fn fixes_written_back_one_after_another_keep_the_patch_whole() -> Result<()> {
 #[test]
 fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
     let trip = trip(STACK)?;
-    let third = &trip.prepared.stack[2];
+    let third = &trip.prepared.built.stack[2];
     let fix = change(
         &trip.repo,
         &third.branch,
@@ -510,7 +510,7 @@ fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
     let prepared = make_stack(&trip.ws, &trip.repo, Existing::Move)?;
     assert_eq!(
         branch_tip(&trip.repo, &third.branch)?,
-        prepared.stack[2].commit
+        prepared.built.stack[2].commit
     );
     let again = change(
         &trip.repo,
@@ -526,7 +526,7 @@ fn force_branch_refuses_to_drop_a_commit_made_by_hand() -> Result<()> {
     assert!(err.contains("Fix it again"), "{err}");
     let prepared = make_stack(&trip.ws, &trip.repo, Existing::MoveDroppingCommits)?;
     let tip = branch_tip(&trip.repo, &third.branch)?;
-    assert_eq!(tip, prepared.stack[2].commit);
+    assert_eq!(tip, prepared.built.stack[2].commit);
     assert_ne!(tip, again);
     // A branch pr made and nobody touched moves with --force-branch alone.
     make_stack(&trip.ws, &trip.repo, Existing::Move)?;
@@ -539,7 +539,7 @@ fn format_patch_refuses_a_clone_with_uncommitted_changes() -> Result<()> {
     let before = patches_dir(&trip)?;
     let workdir = trip.repo.workdir().unwrap().to_path_buf();
     std::fs::write(workdir.join(MODULE), "// forgot to amend\n")?;
-    let err = write_back(&trip, &trip.prepared.stack[0].branch, &[])
+    let err = write_back(&trip, &trip.prepared.built.stack[0].branch, &[])
         .unwrap_err()
         .to_string();
     assert!(
@@ -599,7 +599,7 @@ fn a_write_back_that_would_break_a_branch_writes_nothing() -> Result<()> {
     let before = patches_dir(&trip)?;
     // The first patch now also adds a line at the end of the tests, where the third, which
     // branches from main, adds its test: the third's branch would no longer merge.
-    let first = &trip.prepared.stack[0];
+    let first = &trip.prepared.built.stack[0];
     let add = |t: &str| format!("{t}// Reviewed.\n");
     change(&trip.repo, &first.branch, TESTS, &add, Commit::Amend(None))?;
     let err = format!("{:#}", write_back(&trip, &first.branch, &[]).unwrap_err());

@@ -28,6 +28,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
     let (_dir, repo) = candle()?;
     let first = stack(&repo, Existing::Refuse)?;
     let order: Vec<(String, String)> = first
+        .built
         .stack
         .iter()
         .map(|e| (e.branch.clone(), e.message.subject.clone()))
@@ -37,28 +38,32 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
         let number = 3900 + merged as u32;
         let landed_as = squash_merge(&repo, branch, title, number)?;
         let next = stack(&repo, Existing::Move)?;
-        assert_eq!(next.stack.len(), order.len() - merged - 1, "after {branch}");
-        let last = next.landed.last().expect("the merged patch is named");
+        assert_eq!(
+            next.built.stack.len(),
+            order.len() - merged - 1,
+            "after {branch}"
+        );
+        let last = next.built.landed.last().expect("the merged patch is named");
         assert_eq!(last.subject, *title);
         assert_eq!(
             last.commit,
             Some((landed_as, format!("{title} (#{number})")))
         );
-        assert_eq!(next.landed.len(), merged + 1);
+        assert_eq!(next.built.landed.len(), merged + 1);
         // What is left starts from main, where its parent landed.
-        if let Some(entry) = next.stack.first() {
+        if let Some(entry) = next.built.stack.first() {
             assert_eq!(entry.parent, None);
             let commit = repo.find_commit(entry.commit)?;
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
-        if next.stack.is_empty() {
-            let console = xtask::pr::summary::console(&next.stack, &[], None, &[]);
+        if next.built.stack.is_empty() {
+            let console = xtask::pr::summary::console(&next.built.stack, &[], None, &[]);
             assert_eq!(
                 console,
                 "Every proposed patch has landed in the base: nothing is left to propose.\n"
             );
         }
-        let summary = xtask::pr::summary::landed(&next.landed);
+        let summary = xtask::pr::summary::landed(&next.built.landed);
         assert!(
             summary.contains(&format!("\"{title} (#{number})\", pull request #{number}")),
             "{summary}"
@@ -88,13 +93,13 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
         t.replace("Left as-is on purpose.", "Left as it is, on purpose.")
     })?;
     let prepared = stack(&repo, Existing::Refuse)?;
-    let module = String::from_utf8(blob_at(&repo, prepared.stack[0].commit, MODULE)?)?;
+    let module = String::from_utf8(blob_at(&repo, prepared.built.stack[0].commit, MODULE)?)?;
     assert!(module.contains(NEW_LINE), "the first patch's change");
     assert!(
         module.contains("Left as it is, on purpose."),
         "main's change"
     );
-    assert!(prepared.landed.is_empty());
+    assert!(prepared.built.landed.is_empty());
 
     // Another changes the very line the first patch changes: a conflict, named with both sides.
     let (_dir2, repo2) = candle()?;
@@ -106,9 +111,9 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
         patch,
         why: Stop::Conflict(conflict),
         ..
-    }) = prepared.stopped.first()
+    }) = prepared.built.stopped.first()
     else {
-        panic!("the first patch conflicts: {:?}", prepared.stopped);
+        panic!("the first patch conflicts: {:?}", prepared.built.stopped);
     };
     assert_eq!(patch.number(), "0001");
     assert!(
