@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{ApplyOptions, FileMode, MergeFileInput, Oid, Repository};
 
-use crate::series::{check_index_lines, email_of, Patch};
+use crate::series::{email_of, index_line_differs, Patch};
 
 /// What putting a change onto a tree gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -185,7 +185,7 @@ pub fn move_onto(
         Outcome::AlreadyThere => Moved::AlreadyThere,
         Outcome::Applied {
             three_way: false, ..
-        } if check_index_lines(repo, tree, after, patch).is_ok() => Moved::Unchanged,
+        } if index_line_differs(repo, tree, after, patch)?.is_none() => Moved::Unchanged,
         _ => Moved::Rewritten,
     };
     let bytes = match moved {

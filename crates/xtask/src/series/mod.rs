@@ -141,6 +141,20 @@ pub struct IndexLine {
 /// Fails unless each `index` line of `patch` names the blobs its file has in `before` and
 /// `after`, the trees just before and after the patch in the series.
 pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Patch) -> Result<()> {
+    match index_line_differs(repo, before, after, patch)? {
+        Some(differs) => bail!("{differs}"),
+        None => Ok(()),
+    }
+}
+
+/// The first `index` line of `patch` that names other blobs than its file has in `before` and
+/// `after`, said as `check_index_lines` fails with; `None` where every line names them.
+pub fn index_line_differs(
+    repo: &Repository,
+    before: Oid,
+    after: Oid,
+    patch: &Patch,
+) -> Result<Option<String>> {
     let [before, after] = [before, after].map(|id| repo.find_tree(id));
     let (before, after) = (before?, after?);
     let id_at = |tree: &git2::Tree<'_>, path: &str| {
@@ -154,18 +168,18 @@ pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Pat
         ] {
             let real = id_at(tree, &line.path);
             if !real.starts_with(named.as_str()) {
-                bail!(
+                return Ok(Some(format!(
                     "{}: its index line names {named} as {} {side} it, but the series gives {}: \
                      write it back with `cargo xtask format-patch`, which writes the blobs the \
                      series gives",
                     patch.file_name,
                     line.path,
                     &real[..named.len().clamp(7, 40)],
-                );
+                )));
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The `git format-patch` mail of the change from the tree `before` to the tree `after`, with

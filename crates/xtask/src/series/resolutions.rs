@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use fs_err as fs;
 use git2::{Oid, Repository};
 
+use crate::apply::Outcome;
 use crate::series::notes::{self, Notes};
 use crate::series::stack_file::{Rewrite, StackFile};
 use crate::series::Patch;
@@ -129,8 +130,12 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
     let mut blobs = Vec::new();
     for patch in found.iter().flat_map(|r| &r.patches) {
         // One that does not apply as written goes through the usual three-way path and its error.
-        if let Ok(known) = crate::apply::blobs(repo, tree, std::slice::from_ref(patch)) {
-            blobs.extend(known);
+        let Outcome::Applied { tree: after, .. } = crate::apply::as_written(repo, tree, patch)?
+        else {
+            continue;
+        };
+        for change in crate::apply::changes(repo, tree, after)? {
+            blobs.extend(change.before.into_iter().chain(change.after));
         }
     }
     Ok(blobs)
