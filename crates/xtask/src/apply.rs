@@ -166,7 +166,7 @@ pub enum Moved {
     Unchanged,
     /// Merged three ways, or its index lines named other blobs: its change and message, written
     /// again from the trees.
-    Rewritten,
+    WrittenAgain,
     /// The tree holds its change already.
     AlreadyThere,
 }
@@ -186,10 +186,10 @@ pub fn move_onto(
         Outcome::Applied {
             three_way: false, ..
         } if index_line_differs(repo, tree, after, patch)?.is_none() => Moved::Unchanged,
-        _ => Moved::Rewritten,
+        _ => Moved::WrittenAgain,
     };
     let bytes = match moved {
-        Moved::Rewritten => email_of(repo, tree, after, &patch.message()?)?,
+        Moved::WrittenAgain => email_of(repo, tree, after, &patch.message()?)?,
         _ => patch.bytes.clone(),
     };
     let file_name = patch.file_name.clone();

@@ -17,25 +17,25 @@ pub(crate) struct Branch {
 }
 
 /// What the base's repository knows of the series: the blobs the series gives on the published
-/// crates (`series::blobs`), which a three-way merge needs, and the patches a commit of the
+/// crates (`apply::blobs`), which a three-way merge needs, and the patches a commit of the
 /// base made as they stand, as a squash merge does.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Upstream<'a> {
-    pub known: &'a [Oid],
+pub(crate) struct Known<'a> {
+    pub blobs: &'a [Oid],
     pub merged: &'a [String],
     /// What else may stand for a patch on this base; none: the patch alone.
-    pub alternatives: Option<&'a Alternatives<'a>>,
+    pub others: Option<&'a Candidates<'a>>,
 }
 
 /// Whether a branch's tree builds on the base, asked of a candidate taken after the first for
-/// its patch (`Alternatives`): the patch, the base's tree, the branch's tree.
+/// its patch (`Candidates`): the patch, the base's tree, the branch's tree.
 pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
 
 /// The candidates for each patch on a base with other pull requests on the same code (`pr`'s
 /// resolutions, `[base]`), and how to tell that one taken in place of the first fits the base:
 /// that a candidate applies does not prove that its code fits the base's, as when another pull
 /// request added a variant that a `match` must list.
-pub(crate) struct Alternatives<'a> {
+pub(crate) struct Candidates<'a> {
     /// The candidates for a patch in the order to try them, the first the one its base's markers
     /// name, the patch itself among them.
     pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
@@ -43,9 +43,9 @@ pub(crate) struct Alternatives<'a> {
     pub builds: Builds<'a>,
 }
 
-impl std::fmt::Debug for Alternatives<'_> {
+impl std::fmt::Debug for Candidates<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Alternatives")
+        f.write_str("Candidates")
     }
 }
 
@@ -109,12 +109,12 @@ pub(crate) fn branches(
     patches: &[Patch],
     builds_on: &BTreeMap<String, String>,
     proposed: &dyn Fn(&Patch) -> bool,
-    upstream: &Upstream<'_>,
+    upstream: &Known<'_>,
 ) -> Result<Branches> {
-    let Upstream {
-        known,
+    let Known {
+        blobs: known,
         merged,
-        alternatives,
+        others,
     } = *upstream;
     let mut linear = base;
     let mut made = Branches::default();
@@ -139,8 +139,8 @@ pub(crate) fn branches(
             }
             continue;
         }
-        let candidates = match alternatives {
-            Some(alternatives) => (alternatives.of)(patch),
+        let candidates = match others {
+            Some(others) => (others.of)(patch),
             None => vec![patch.clone()],
         };
         // Each candidate in turn; the first that applies (and, after the first, builds) stands
@@ -171,7 +171,7 @@ pub(crate) fn branches(
             {
                 let (parent, on_branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
                 if let Ok(tree) = on_branch {
-                    if !alternatives.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
+                    if !others.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
                         let why = "it applies to the base, but its branch does not build there";
                         passed_over.push((what, why.into()));
                         continue;

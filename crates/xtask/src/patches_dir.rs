@@ -41,7 +41,7 @@ pub(crate) fn refuse_uncommitted(layout: &Layout) -> Result<()> {
 /// name. An old patch with no new one retires: its notes and resolutions go, and its number goes
 /// to `[retired]` in `stack.toml` as `retired` says, with the patch's subject after its `why`.
 /// Everything else in the folder stays.
-pub(crate) fn rewrite(
+pub(crate) fn replace(
     layout: &Layout,
     series: &[(Option<&Patch>, Option<&Patch>)],
     retired: &Retired,

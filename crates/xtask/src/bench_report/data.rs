@@ -47,8 +47,8 @@ pub struct Report {
     /// The A/A pair: the control against the published point, two builds of identical code,
     /// measured like a step. A report without it (written before it was measured) is refused,
     /// since its verdicts at the same instructions cannot be weighed.
-    pub control: PatchStep,
-    pub patches: Vec<PatchStep>,
+    pub control: Step,
+    pub patches: Vec<Step>,
     pub decode: Option<Vec<Decode>>,
 }
 
@@ -72,7 +72,7 @@ impl Report {
                 changed.push(step.patch.clone());
             }
         }
-        let (kept, stale): (Vec<PatchStep>, Vec<PatchStep>) = std::mem::take(&mut self.patches)
+        let (kept, stale): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.patches)
             .into_iter()
             .partition(|step| !changed.contains(&step.patch));
         self.patches = kept;
@@ -94,24 +94,24 @@ impl Report {
 /// One patch against the point it builds on, with the decode loop where it makes one faster; or
 /// the A/A pair, the control against the published point.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PatchStep {
+pub struct Step {
     /// The patch's number, or the control's name.
     pub patch: String,
     pub subject: String,
     /// The point it is measured against: `published`, or the number of the patch it builds on.
     pub before: String,
-    pub rows: Vec<Step>,
+    pub rows: Vec<StepRow>,
     pub decode: Vec<Decode>,
 }
 
-impl PatchStep {
+impl Step {
     /// The A/A pair, not measured yet: the control against the published point.
-    pub fn control() -> PatchStep {
-        PatchStep {
+    pub fn control() -> Step {
+        Step {
             patch: shared::CONTROL_POINT.to_string(),
             subject: "the published crates, built twice".to_string(),
             before: shared::PUBLISHED_POINT.to_string(),
-            ..PatchStep::default()
+            ..Step::default()
         }
     }
 
@@ -124,7 +124,7 @@ impl PatchStep {
 
 /// One comparison of a patch's step: median times, and after over before in time and instructions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
+pub struct StepRow {
     pub comparison: String,
     pub before_ns: f64,
     pub after_ns: f64,

@@ -17,7 +17,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
 use super::chart::point;
-use super::data::{PatchStep, Report, Step};
+use super::data::{Report, Step, StepRow};
 use super::frame::{self, key_words, text, Area, FRAME};
 use super::stats::{Placement, Verdict, Work};
 
@@ -52,7 +52,7 @@ const SLOWER: RGBColor = RGBColor(200, 40, 40);
 const INSTRUCTIONS: RGBColor = RGBColor(130, 50, 160);
 
 /// The steps to draw, the whole series first, each panel's A/A bands from `control`.
-pub fn svg(steps: &[&PatchStep], control: &PatchStep) -> Result<String> {
+pub fn svg(steps: &[&Step], control: &Step) -> Result<String> {
     let panels = steps
         .iter()
         .map(|step| TITLE + ROW * step.rows.len() as i32 + AXIS);
@@ -65,8 +65,8 @@ pub fn svg(steps: &[&PatchStep], control: &PatchStep) -> Result<String> {
 
 /// The whole series, from the same rounds and counts as the steps, as `bench_report::whole_series`
 /// measures it, then every patch's step.
-pub fn report_svg(report: &Report, whole: &PatchStep) -> Result<String> {
-    let steps: Vec<&PatchStep> = std::iter::once(whole).chain(&report.patches).collect();
+pub fn report_svg(report: &Report, whole: &Step) -> Result<String> {
+    let steps: Vec<&Step> = std::iter::once(whole).chain(&report.patches).collect();
     svg(&steps, &report.control)
 }
 
@@ -78,7 +78,7 @@ pub fn step_png(
     before: Option<&str>,
 ) -> Result<Option<Vec<u8>>> {
     let before = before.unwrap_or(shared::PUBLISHED_POINT);
-    let measured = |s: &&PatchStep| s.patch == number && s.before == before && !s.rows.is_empty();
+    let measured = |s: &&Step| s.patch == number && s.before == before && !s.rows.is_empty();
     let found = report.and_then(|r| Some((r, r.patches.iter().find(measured)?)));
     let Some((report, step)) = found else {
         return Ok(None);
@@ -152,7 +152,7 @@ fn ticks(axis: &Range<f64>) -> Vec<f64> {
 
 /// The colour of a row's marks: green where the step is faster, red where slower, blue where
 /// the verdict counts no difference.
-fn tone(row: &Step) -> RGBColor {
+fn tone(row: &StepRow) -> RGBColor {
     let counted = row.paired.work != Some(Work::Placement);
     match row.paired.verdict() {
         Verdict::Faster if counted => FASTER,
@@ -161,7 +161,7 @@ fn tone(row: &Step) -> RGBColor {
     }
 }
 
-fn title(step: &PatchStep) -> (String, String) {
+fn title(step: &Step) -> (String, String) {
     let against = format!("{} against {}", point(&step.patch), point(&step.before));
     match step.patch.as_str() {
         shared::SERIES_POINT => ("All patches".to_string(), against),
@@ -171,8 +171,8 @@ fn title(step: &PatchStep) -> (String, String) {
 
 /// One step's panel: its title, then a row per variant over the bands, then the axis. The
 /// plotting area's height is in pixels from its top, so that a row's marks sit at its middle.
-fn draw_panel(area: &Area, step: &PatchStep, control: &PatchStep) -> Result<()> {
-    let placement = |row: &Step| control.paired(&row.comparison).map(Placement::of);
+fn draw_panel(area: &Area, step: &Step, control: &Step) -> Result<()> {
+    let placement = |row: &StepRow| control.paired(&row.comparison).map(Placement::of);
     let values = step.rows.iter().flat_map(|row| {
         let band = placement(row).map(|p| [p.low, p.high]);
         let (paired, instructions) = (&row.paired, row.instructions);
@@ -224,7 +224,7 @@ type Plot<'a> =
 
 /// One variant, `y` pixels down the plotting area: its name, its interval with the ratio, the
 /// instruction ratio as a diamond below them, and the numbers.
-fn draw_row(area: &Area, plot: &Plot, row: &Step, y: i32) -> Result<()> {
+fn draw_row(area: &Area, plot: &Plot, row: &StepRow, y: i32) -> Result<()> {
     let (at, y_px) = (|ratio: f64| (ratio, f64::from(y)), TITLE + y);
     let name = text(14.0, HPos::Right, VPos::Center);
     area.draw(&Text::new(

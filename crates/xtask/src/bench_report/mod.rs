@@ -27,7 +27,7 @@ pub use committed::{committed, patch_hashes, staleness};
 pub use criterion::{read_criterion, rows, Measurement, Row};
 // What a pull request's body takes from the report.
 pub use data::Report;
-use data::{Decode, PatchStep, Step};
+use data::{Decode, Step, StepRow};
 pub use forest::{step_png, PNG};
 use measure::Driver;
 pub(crate) use render::step_evidence;
@@ -66,11 +66,11 @@ fn instruction_ratio(counts: &Counts, comparison: &str, before: &str, after: &st
     Some(count(after)? / count(before)?)
 }
 
-/// Fills the A/A pair's rows (`control`, from `PatchStep::control`), then each patch's, for every
+/// Fills the A/A pair's rows (`control`, from `Step::control`), then each patch's, for every
 /// comparison that both its points could run, each weighed against the A/A pair's row.
 pub fn steps(
-    control: &mut PatchStep,
-    patches: &mut [PatchStep],
+    control: &mut Step,
+    patches: &mut [Step],
     rounds: &BTreeMap<String, PointRounds>,
     counts: &Counts,
 ) {
@@ -84,15 +84,15 @@ pub fn steps(
 /// The whole series against the published crates at the real vocabulary, from the same rounds
 /// and counts as the steps and weighed the same way, as the forest plot's first panel.
 pub fn whole_series(
-    control: &PatchStep,
+    control: &Step,
     rounds: &BTreeMap<String, PointRounds>,
     counts: &Counts,
-) -> PatchStep {
-    let mut whole = PatchStep {
+) -> Step {
+    let mut whole = Step {
         patch: SERIES_POINT.to_string(),
         subject: "the whole series".to_string(),
         before: PUBLISHED_POINT.to_string(),
-        ..PatchStep::default()
+        ..Step::default()
     };
     whole.rows = step_rows(&whole, Some(control), rounds, counts);
     whole
@@ -100,11 +100,11 @@ pub fn whole_series(
 
 /// `step`'s rows, weighed against `control`'s where given.
 fn step_rows(
-    step: &PatchStep,
-    control: Option<&PatchStep>,
+    step: &Step,
+    control: Option<&Step>,
     rounds: &BTreeMap<String, PointRounds>,
     counts: &Counts,
-) -> Vec<Step> {
+) -> Vec<StepRow> {
     rounds
         .iter()
         .filter_map(|(comparison, points)| {
@@ -112,7 +112,7 @@ fn step_rows(
             let instructions = instruction_ratio(counts, comparison, &step.before, &step.patch);
             let mut paired = Paired::between(before, after);
             paired.weigh(instructions, control.and_then(|c| c.paired(comparison)));
-            Some(Step {
+            Some(StepRow {
                 comparison: comparison.clone(),
                 before_ns: median(before),
                 after_ns: median(after),
@@ -125,13 +125,13 @@ fn step_rows(
 
 /// Whether `step` makes `comparison` faster per call, in time and not against the instruction
 /// counts (at the same or more instructions the time is most likely where the code lands).
-pub fn faster(step: &PatchStep, comparison: &str) -> bool {
-    let gain = |r: &Step| r.comparison == comparison && r.paired.verdict() == Verdict::Faster;
+pub fn faster(step: &Step, comparison: &str) -> bool {
+    let gain = |r: &StepRow| r.comparison == comparison && r.paired.verdict() == Verdict::Faster;
     step.rows.iter().any(|r| gain(r) && r.paired.work.is_none())
 }
 
 /// The points to decode with: the published point, the series and every faster step's sides.
-pub fn decode_points(comparison: &str, steps: &[PatchStep]) -> Vec<String> {
+pub fn decode_points(comparison: &str, steps: &[Step]) -> Vec<String> {
     let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
     let faster_steps = steps.iter().filter(|step| faster(step, comparison));
     for point in faster_steps.flat_map(|step| [&step.before, &step.patch]) {
@@ -200,11 +200,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut patches = Vec::new();
     for p in &series.patches {
         let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
-        patches.push(PatchStep {
+        patches.push(Step {
             patch: p.number().to_string(),
             subject: p.message()?.subject,
             before: before.to_string(),
-            ..PatchStep::default()
+            ..Step::default()
         });
     }
     // Every point at the real vocabulary on the CPU, the published point and its control first;
@@ -238,7 +238,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             }
         }
     }
-    let mut control = PatchStep::control();
+    let mut control = Step::control();
     steps(&mut control, &mut patches, &point_rounds, &counts);
     let whole = whole_series(&control, &point_rounds, &counts);
     let tokens = settings.decode_tokens;

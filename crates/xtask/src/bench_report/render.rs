@@ -5,7 +5,7 @@ use minijinja::Value;
 use shared::bench::{TOP_K, TOP_P};
 
 use super::chart::point;
-use super::data::{Decode, PatchStep, Report, Step};
+use super::data::{Decode, Report, Step, StepRow};
 use super::stats::{Paired, Placement, Work, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
 use super::Row;
 
@@ -50,8 +50,8 @@ pub(crate) fn measure(report: &Report) -> Value {
 }
 
 /// Each step's columns up to its ratio, with instructions where counted.
-fn step_columns(step: &PatchStep) -> Vec<Column<Step>> {
-    let mut columns: Vec<Column<Step>> = vec![
+fn step_columns(step: &Step) -> Vec<Column<StepRow>> {
+    let mut columns: Vec<Column<StepRow>> = vec![
         ("variant", "---", |r| format!("`{}`", r.comparison)),
         ("before", "---:", |r| show_time(r.before_ns)),
         ("after", "---:", |r| show_time(r.after_ns)),
@@ -66,14 +66,14 @@ fn step_columns(step: &PatchStep) -> Vec<Column<Step>> {
 }
 
 /// One patch's table, as a pull request's body shows it, with instructions where counted.
-pub(crate) fn patch_table(step: &PatchStep) -> String {
+pub(crate) fn patch_table(step: &Step) -> String {
     let mut columns = step_columns(step);
     columns.push(("verdict", "---", |r| r.paired.verdict_text()));
     table(&step.rows, &columns)
 }
 
 /// A step as the report's template shows it: its heading's words and `table`.
-fn step_context(step: &PatchStep, table: String) -> Value {
+fn step_context(step: &Step, table: String) -> Value {
     minijinja::context! {
         patch => step.patch,
         subject => step.subject,
@@ -204,7 +204,7 @@ pub(crate) fn step_evidence(report: &Report, number: &str, before: &str) -> Resu
     let counted = step.rows.iter().any(|r| r.instructions.is_some());
     // A difference at the same instructions was weighed against two builds of identical code:
     // what they showed is given, so that a reviewer can check the verdict.
-    let pair = |r: &Step| {
+    let pair = |r: &StepRow| {
         let weighed = matches!(
             r.paired.work,
             Some(Work::SameInstructions | Work::Placement)

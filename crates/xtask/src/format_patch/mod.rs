@@ -191,7 +191,7 @@ fn write_series(
         why: "dropped by format-patch".to_string(),
         ..Retired::default()
     };
-    patches_dir::rewrite(layout, &series.collect::<Vec<_>>(), &retired)?;
+    patches_dir::replace(layout, &series.collect::<Vec<_>>(), &retired)?;
     Ok(summary(slots, &written) + "now run `cargo xtask vendor`, then `cargo xtask check`\n")
 }
 
@@ -284,7 +284,7 @@ fn write_slot(
                 old.file_name
             ),
             Moved::Unchanged => written(patch.bytes, WroteBack::Unchanged),
-            Moved::Rewritten => written(patch.bytes, WroteBack::Followed),
+            Moved::WrittenAgain => written(patch.bytes, WroteBack::Followed),
         };
     };
     let (onto, tip, message) = source.change(clone)?;

@@ -102,7 +102,7 @@ pub fn build(
         let resolved = rewrites.iter().filter_map(|r| r.of(patch).cloned());
         resolved.chain([patch.clone()]).collect()
     };
-    let alternatives = crate::branches::Alternatives { of: &of, builds };
+    let candidates = crate::branches::Candidates { of: &of, builds };
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
     // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
@@ -122,10 +122,10 @@ pub fn build(
         &series.linear,
         &series.series.stack.builds_on,
         &proposed,
-        &crate::branches::Upstream {
-            known,
+        &crate::branches::Known {
+            blobs: known,
             merged: &numbers,
-            alternatives: Some(&alternatives),
+            others: Some(&candidates),
         },
     )?;
     let mut entries: Vec<Entry> = Vec::new();

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use xtask::bench_report::data::{PatchStep, Report};
+use xtask::bench_report::data::{Report, Step};
 use xtask::bench_report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
 use xtask::bench_report::strip::Loop;
 use xtask::bench_report::{self, Counts, PointRounds};
@@ -64,8 +64,8 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
 }
 
 /// The series as it was when the rounds were captured: each patch and the point it builds on.
-fn captured_series() -> Vec<PatchStep> {
-    let patch = |number: &str, subject: &str, before: &str| PatchStep {
+fn captured_series() -> Vec<Step> {
+    let patch = |number: &str, subject: &str, before: &str| Step {
         patch: number.to_string(),
         subject: subject.to_string(),
         before: before.to_string(),
@@ -183,7 +183,7 @@ fn captured_loops() -> Result<Vec<Loop>> {
 /// The report as `bench-report` assembles it, from the captured rounds and counts.
 fn report_of(with_model: bool) -> Result<Report> {
     let rounds = captured_rounds()?;
-    let mut control = PatchStep::control();
+    let mut control = Step::control();
     let mut steps = captured_series();
     bench_report::steps(&mut control, &mut steps, &rounds, &captured_counts()?);
     let mut whole = Vec::new();
@@ -433,14 +433,14 @@ fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
 /// decode loop runs for it, and a body shows no decode line for it.
 #[test]
 fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
-    use xtask::bench_report::data::Step;
+    use xtask::bench_report::data::StepRow;
     let rounds: Vec<(f64, f64)> = (0..21)
         .map(|i| (100.0, 97.0 + (i % 3) as f64 * 0.1))
         .collect();
     let row = |comparison: &str, instructions: f64| {
         let mut paired = Paired::of(&rounds);
         paired.weigh(Some(instructions), None);
-        Step {
+        StepRow {
             comparison: comparison.to_string(),
             before_ns: 100.0,
             after_ns: 97.0,
@@ -448,7 +448,7 @@ fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
             instructions: Some(instructions),
         }
     };
-    let step = PatchStep {
+    let step = Step {
         patch: "0001".to_string(),
         subject: "generation: Sample greedily at temperature 0".to_string(),
         before: "published".to_string(),
@@ -502,17 +502,17 @@ fn a_step_at_the_same_instructions_counts_only_beyond_the_a_a_pair() {
         .iter()
         .map(|(point, _)| (("top_p".to_string(), point.to_string()), 9.6e6))
         .collect();
-    let step = |patch: &str| PatchStep {
+    let step = |patch: &str| Step {
         patch: patch.to_string(),
         before: "published".to_string(),
-        ..PatchStep::default()
+        ..Step::default()
     };
-    let (mut control, mut steps) = (PatchStep::control(), [step("0001"), step("0002")]);
+    let (mut control, mut steps) = (Step::control(), [step("0001"), step("0002")]);
     bench_report::steps(&mut control, &mut steps, &rounds, &counts);
     let aa = control.paired("top_p").expect("the A/A pair's row");
     assert_eq!(aa.interval(), "1.060 (1.057 to 1.063)");
     assert_eq!(Placement::of(aa).range(), "0.886 to 1.129");
-    let verdict = |step: &PatchStep| {
+    let verdict = |step: &Step| {
         let paired = step.paired("top_p").expect("the step's row");
         (paired.work, paired.verdict_text())
     };
@@ -858,7 +858,7 @@ fn the_forest_plot_draws_each_interval_where_its_numbers_say() -> Result<()> {
     assert_eq!(compared, ["argmax", "temperature_0", "top_p"]);
     let verdict = whole.paired("top_p").map(Paired::verdict);
     assert_eq!(verdict, Some(bench_report::stats::Verdict::Faster));
-    let steps: Vec<&PatchStep> = std::iter::once(&whole).chain(&report.patches).collect();
+    let steps: Vec<&Step> = std::iter::once(&whole).chain(&report.patches).collect();
     for step in &steps {
         let svg = forest::svg(&[step], &report.control)?;
         assert_every_mark_visible(&svg);

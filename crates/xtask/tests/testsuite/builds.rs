@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use xtask::{builds, patch_use, project};
+use xtask::check::{builds, patch_use};
+use xtask::project;
 
 use crate::kept;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use tempfile::TempDir;
-use xtask::patch_use::{check, resolve};
+use xtask::check::patch_use::{check, resolve};
 use xtask::project;
 
 fn write(root: &Path, path: &str, text: &str) -> Result<()> {

@@ -160,21 +160,21 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
 /// A bench report over the toy stack: the A/A pair, each patch's step with times of its own, and
 /// a decode loop for the third.
 fn toy_report() -> xtask::bench_report::data::Report {
-    use xtask::bench_report::data::{Decode, PatchStep, Step};
+    use xtask::bench_report::data::{Decode, Step, StepRow};
     use xtask::bench_report::stats::Paired;
     let rounds = |ratio: f64| -> Vec<(f64, f64)> {
         (0..21)
             .map(|i| (100.0, 100.0 * ratio * (1.0 + (i % 5) as f64 / 1000.0)))
             .collect()
     };
-    let step = |comparison: &str, before_ns: f64, ratio: f64| Step {
+    let step = |comparison: &str, before_ns: f64, ratio: f64| StepRow {
         comparison: comparison.to_string(),
         before_ns,
         after_ns: before_ns * ratio,
         paired: Paired::of(&rounds(ratio)),
         instructions: None,
     };
-    let patch = |patch: &str, subject: &str, before: &str, rows: Vec<Step>| PatchStep {
+    let patch = |patch: &str, subject: &str, before: &str, rows: Vec<StepRow>| Step {
         patch: patch.to_string(),
         subject: subject.to_string(),
         before: before.to_string(),
@@ -199,13 +199,13 @@ fn toy_report() -> xtask::bench_report::data::Report {
         sampler_only: Paired::of(&rounds(0.961)),
     });
     crate::common::report(
-        PatchStep {
+        Step {
             rows: vec![
                 step("argmax", 30_000.0, 1.0),
                 step("temperature_0", 26_000.0, 1.0),
                 step("top_p", 1.4e6, 1.06),
             ],
-            ..PatchStep::control()
+            ..Step::control()
         },
         vec![
             patch(
@@ -397,7 +397,7 @@ fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> 
     // Slower in time at the same instructions: by 8% for 0001, by 20% for 0003.
     // Weighed against the A/A pair as `bench-report` weighs a row when it writes the report.
     let control = report.control.clone();
-    let slower = |row: &mut xtask::bench_report::data::Step, ratio: f64| {
+    let slower = |row: &mut xtask::bench_report::data::StepRow, ratio: f64| {
         row.paired.ratio = ratio;
         (row.paired.low, row.paired.high) = (ratio - 0.01, ratio + 0.01);
         row.instructions = Some(1.0);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use xtask::series::Series;
 
 use anyhow::{Context, Result};
-use xtask::bench_report::data::{PatchStep, Report, Step};
+use xtask::bench_report::data::{Report, Step, StepRow};
 use xtask::bench_report::{self, stats::Paired};
 
 use crate::common;
@@ -13,11 +13,11 @@ use crate::common;
 /// A report with a step per patch of `steps` (number, what it builds on), measured on `hashes`.
 fn report(steps: &[(&str, &str)], hashes: BTreeMap<String, String>) -> Report {
     let rounds: Vec<(f64, f64)> = (0..21).map(|i| (100.0, 100.0 + i as f64 / 10.0)).collect();
-    let step = |(patch, before): &(&str, &str)| PatchStep {
+    let step = |(patch, before): &(&str, &str)| Step {
         patch: patch.to_string(),
         subject: format!("generation: Patch {patch}"),
         before: before.to_string(),
-        rows: vec![Step {
+        rows: vec![StepRow {
             comparison: "top_p".to_string(),
             before_ns: 2.0e6,
             after_ns: 2.0e6,
@@ -26,9 +26,9 @@ fn report(steps: &[(&str, &str)], hashes: BTreeMap<String, String>) -> Report {
         }],
         decode: Vec::new(),
     };
-    let control = PatchStep {
+    let control = Step {
         rows: vec![step(&("control", "published")).rows.remove(0)],
-        ..PatchStep::control()
+        ..Step::control()
     };
     let mut report = common::report(control, steps.iter().map(step).collect());
     report.commands = vec!["cargo bench".to_string()];

@@ -227,8 +227,8 @@ pub fn snapshot(dir: &Path) -> Vec<(String, String)> {
 /// A bench report of 21 rounds on a toy machine, with `control` as its A/A pair and `patches` as
 /// its steps, no decode loop, and no commands or patch hashes recorded.
 pub fn report(
-    control: xtask::bench_report::data::PatchStep,
-    patches: Vec<xtask::bench_report::data::PatchStep>,
+    control: xtask::bench_report::data::Step,
+    patches: Vec<xtask::bench_report::data::Step>,
 ) -> xtask::bench_report::data::Report {
     xtask::bench_report::data::Report {
         version: xtask::bench_report::data::VERSION,

@@ -1,5 +1,7 @@
 //! `cargo xtask vendor`: writes `crates/vendor` from the published crates and `patches/`; pins.
 
+pub mod rebase;
+
 use anyhow::{ensure, Context, Result};
 use fs_err as fs;
 use toml_edit::{DocumentMut, Item};
@@ -10,7 +12,7 @@ use crate::fsutil::{read_if_exists, swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-use crate::rebase;
+
 use crate::series::Series;
 use crate::trees::write_tree;
 
@@ -41,7 +43,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         for (patch, moved) in rebase::rebase(layout, &old, &published)? {
             let what = match moved {
                 Moved::Unchanged => continue,
-                Moved::Rewritten => "merged three ways onto the release, written again",
+                Moved::WrittenAgain => "merged three ways onto the release, written again",
                 Moved::AlreadyThere => "the release holds it: retired in patches/stack.toml",
             };
             eprintln!("[vendor] {}: {what}", patch.file_name);
@@ -173,5 +175,5 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
 }
 
 #[cfg(test)]
-#[path = "../tests/private/vendor.rs"]
+#[path = "../../tests/private/vendor.rs"]
 mod tests;

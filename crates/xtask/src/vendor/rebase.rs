@@ -53,6 +53,6 @@ pub fn rebase(
         version: Some(new[0].pin.version.clone()),
         ..Retired::default()
     };
-    patches_dir::rewrite(layout, &series, &retired)?;
+    patches_dir::replace(layout, &series, &retired)?;
     Ok(moved)
 }

@@ -1,6 +1,9 @@
 //! `cargo xtask check`, offline: the generated folders are the published crates + `patches/`, and
 //! cargo builds them.
 
+pub mod builds;
+pub mod patch_use;
+
 use std::path::Path;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -9,7 +12,7 @@ use fs_err as fs;
 use crate::apply;
 use crate::expected::{self, Folder};
 use crate::fsutil::read_if_exists;
-use crate::patch_use;
+
 use crate::pin;
 use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
@@ -31,7 +34,7 @@ pub fn run(layout: &Layout) -> Result<()> {
         patch_use::check(&graph, name, &pin.version, &layout.root.join(&dir))?;
         eprintln!("ok: cargo builds {name} from {dir}");
     }
-    crate::builds::check(&layout.root, &graph)?;
+    builds::check(&layout.root, &graph)?;
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
     match crate::bench_report::staleness(layout, &series)? {
         Some(warning) => eprintln!("warning: {warning}"),
@@ -203,5 +206,5 @@ fn not_in_root(dir: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-#[path = "../tests/private/check.rs"]
+#[path = "../../tests/private/check.rs"]
 mod tests;
