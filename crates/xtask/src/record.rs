@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use fs_err as fs;
 use git2::{Oid, Repository};
-use minijinja::context;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::fsutil::read_if_exists;
 
@@ -42,20 +41,31 @@ pub fn path(repo: &Repository) -> PathBuf {
     repo.path().join(FILE)
 }
 
-/// The record as `templates/record.toml` writes it.
-#[derive(Deserialize)]
+/// What the record's file says first.
+const HEADER: &str = "\
+# Written by `cargo xtask pr`: the branches it made in this clone, the patch each proposes
+# (none: the whole series), the base whose resolution it was made from (if any), the commit it
+# made at the tip, and the tip `format-patch` last wrote back. `pr --force-branch` refuses to
+# move a branch that holds other commits.
+";
+
+/// The record's file, as serde reads and writes it.
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     branch: BTreeMap<String, Entry>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
+    #[serde(skip_serializing_if = "Option::is_none")]
     patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     resolution: Option<String>,
     made: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     written: Option<String>,
 }
 
@@ -80,16 +90,24 @@ pub fn read(repo: &Repository) -> Result<Record> {
     Ok(record)
 }
 
-/// Writes `record` into the clone's git folder, from `templates/record.toml`.
+/// Writes `record` into the clone's git folder, with serde, so that any branch name is quoted
+/// as TOML needs.
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
-    let branches = record.branches.iter().map(|(name, made)| {
-        let (tip, written) = (made.tip.to_string(), made.written.map(|id| id.to_string()));
-        context! { name, patch => made.patch, resolution => made.resolution, tip, written }
-    });
-    let branches: Vec<_> = branches.collect();
-    let text = crate::template::render("record", context! { branches })? + "\n";
-    let path = path(repo);
-    Ok(fs::write(&path, text)?)
+    let entry = |made: &Made| Entry {
+        patch: made.patch.clone(),
+        resolution: made.resolution.clone(),
+        made: made.tip.to_string(),
+        written: made.written.map(|id| id.to_string()),
+    };
+    let branch = record
+        .branches
+        .iter()
+        .map(|(name, made)| (name.clone(), entry(made)));
+    let file = File {
+        branch: branch.collect(),
+    };
+    let text = format!("{HEADER}\n{}", toml_edit::ser::to_string_pretty(&file)?);
+    Ok(fs::write(path(repo), text)?)
 }
 
 /// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip

@@ -15,13 +15,12 @@ macro_rules! with_measure {
 }
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 5] = [
     ("body", include_str!("../templates/body.md")),
     ("bench", with_measure!("../templates/bench.md")),
     ("real_model", include_str!("../templates/real_model.md")),
     ("report", with_measure!("../templates/report.md")),
     ("summary", include_str!("../templates/summary.txt")),
-    ("record", include_str!("../templates/record.toml")),
 ];
 
 /// The templates, parsed once for the whole run. They are built in and the tests render every

@@ -197,12 +197,9 @@ pub fn plan(
     })
 }
 
-/// Writes `plan`: its branches into the clone, then `target/pr/` whole.
+/// Writes `plan`: `target/pr/` aside, its branches into the clone, then `target/pr/` in place.
 pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
-    let branches = match &plan.place {
-        Place::Clone(repo, planned) => clone::write(repo, planned)?,
-        Place::Scratch(_) => Vec::new(),
-    };
+    // `target/pr/` is built aside first: a failure there leaves the clone as it was.
     let target = layout.target();
     let temp = temp_in(&target, "pr")?;
     let new = temp.path().join("pr");
@@ -216,6 +213,10 @@ pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
         }
     }
     fs::write(new.join("stack.txt"), &plan.stack_txt)?;
+    let branches = match &plan.place {
+        Place::Clone(repo, planned) => clone::write(repo, planned)?,
+        Place::Scratch(_) => Vec::new(),
+    };
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
     Ok(Written { branches, out })

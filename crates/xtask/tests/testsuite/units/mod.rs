@@ -3,6 +3,7 @@
 mod apply;
 mod mail;
 mod notes;
+mod record;
 mod resolutions;
 mod series;
 mod stats;
