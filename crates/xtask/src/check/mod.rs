@@ -146,10 +146,6 @@ pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
 }
 
 fn generated_current(layout: &Layout, series: &Series, published: &[Published]) -> Result<()> {
-    // Every message must parse before anything is generated from the patches.
-    for patch in &series.patches {
-        patch.message()?;
-    }
     let (scratch, generated) = expected::generated(published, series)?;
     let mut problems = Vec::new();
     let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));

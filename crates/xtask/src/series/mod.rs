@@ -43,6 +43,10 @@ impl Series {
     /// `stack.toml` names only patches there and no retired number.
     pub fn load(dir: &Path) -> Result<Series> {
         let patches = load_patches(dir)?;
+        // Every message parses: everything after reads it.
+        for patch in &patches {
+            patch.message()?;
+        }
         notes::check_paired(dir, &patches)?;
         let stack = stack_file::read(dir)?;
         stack.check(&patches)?;

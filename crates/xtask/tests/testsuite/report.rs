@@ -76,8 +76,13 @@ fn a_changed_patch_loses_its_step_and_so_do_the_steps_on_it() {
 fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
     let workspace = common::workspace()?;
     let layout = &workspace.layout;
-    workspace.add_patch("0001-generation-One.patch", b"one\n")?;
-    workspace.add_patch("0002-generation-Two.patch", b"two\n")?;
+    // Mails whose messages parse, as `Series::load` requires; only their bytes matter here.
+    let mail = |body: &str| {
+        let head = "From: A <a@b.c>\nDate: Thu, 1 Jan 1970 00:00:00 +0000\nSubject: [PATCH] a";
+        format!("{head}\n\n{body}\n").into_bytes()
+    };
+    workspace.add_patch("0001-generation-One.patch", &mail("one"))?;
+    workspace.add_patch("0002-generation-Two.patch", &mail("two"))?;
     let command =
         "Run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
                    docs/report/";
@@ -99,7 +104,7 @@ fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
         .context("the committed report")?;
     assert_eq!((committed.patches.len(), committed.stale.len()), (2, 0));
 
-    workspace.add_patch("0002-generation-Two.patch", b"two, reviewed\n")?;
+    workspace.add_patch("0002-generation-Two.patch", &mail("two, reviewed"))?;
     assert_eq!(
         bench_report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
         Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0002. {command}"))

@@ -28,7 +28,9 @@ fn a_folder_or_file_that_stands_for_nothing_is_named() -> Result<()> {
         "{err}"
     );
     fs::remove_dir(dir.join("on-3497"))?;
-    fs::write(dir.join("0001-a.patch"), "")?;
+    let mail =
+        "From: A <a@b.c>\nDate: Thu, 1 Jan 1970 00:00:00 +0000\nSubject: [PATCH] a\n\nBody.\n";
+    fs::write(dir.join("0001-a.patch"), mail)?;
     fs::create_dir(dir.join("on-3496"))?;
     fs::write(dir.join("on-3496/0002-b.patch"), "")?;
     let err = load_with(base, dir).unwrap_err().to_string();

@@ -48,8 +48,11 @@ fn an_email_keeps_the_authors_offset_for_git_am() -> Result<()> {
 fn load_refuses_unnumbered_and_duplicate_patches() -> Result<()> {
     let temp = tempfile::tempdir()?;
     fs::write(temp.path().join("upstream.toml"), "")?;
-    fs::write(temp.path().join("0002-b.patch"), "")?;
-    fs::write(temp.path().join("0001-a.patch"), "")?;
+    // Each a mail whose message parses, as `Series::load` requires.
+    let mail =
+        "From: A <a@b.c>\nDate: Thu, 1 Jan 1970 00:00:00 +0000\nSubject: [PATCH] a\n\nBody.\n";
+    fs::write(temp.path().join("0002-b.patch"), mail)?;
+    fs::write(temp.path().join("0001-a.patch"), mail)?;
     let names: Vec<String> = Series::load(temp.path())?
         .patches
         .into_iter()
