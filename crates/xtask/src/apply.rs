@@ -202,12 +202,18 @@ pub fn blobs(repo: &Repository, tree: Oid, patches: &[Patch]) -> Result<Vec<Oid>
     let (mut tree, mut blobs) = (tree, Vec::new());
     for patch in patches {
         let after = as_written(repo, tree, patch)?.or_conflict(tree)?;
-        for change in changes(repo, tree, after)? {
-            blobs.extend(change.before.into_iter().chain(change.after));
-        }
+        blobs.extend(change_blobs(repo, tree, after)?);
         tree = after;
     }
     Ok(blobs)
+}
+
+/// Every blob that the change from the tree `from` to the tree `to` reads or writes.
+pub fn change_blobs(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<Oid>> {
+    let files = changes(repo, from, to)?.into_iter();
+    Ok(files
+        .flat_map(|c| c.before.into_iter().chain(c.after))
+        .collect())
 }
 
 /// One file of a change: its blob before and after it (`None`: the file is absent then).

@@ -134,9 +134,7 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
         else {
             continue;
         };
-        for change in crate::apply::changes(repo, tree, after)? {
-            blobs.extend(change.before.into_iter().chain(change.after));
-        }
+        blobs.extend(crate::apply::change_blobs(repo, tree, after)?);
     }
     Ok(blobs)
 }
