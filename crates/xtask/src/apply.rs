@@ -189,11 +189,10 @@ pub fn move_onto(
         _ => Moved::WrittenAgain,
     };
     let bytes = match moved {
-        Moved::WrittenAgain => email_of(repo, tree, after, &patch.message()?)?,
+        Moved::WrittenAgain => email_of(repo, tree, after, &patch.message)?,
         _ => patch.bytes.clone(),
     };
-    let file_name = patch.file_name.clone();
-    Ok((after, Patch { file_name, bytes }, moved))
+    Ok((after, Patch::new(patch.file_name.clone(), bytes)?, moved))
 }
 
 /// `patches` applied as written from `tree`, in `repo`: every blob the series gives, before and

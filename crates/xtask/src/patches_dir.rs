@@ -63,7 +63,7 @@ pub(crate) fn replace(
         moved.insert(notes::file_name(&old.file_name), name.map(notes::file_name));
         if patch.is_none() {
             let mut its = retired.clone();
-            its.why = format!("{}: {}", retired.why, old.message()?.subject);
+            its.why = format!("{}: {}", retired.why, old.message.subject);
             retiring.push((old, its));
         }
     }

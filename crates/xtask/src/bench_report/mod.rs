@@ -202,7 +202,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
         patches.push(Step {
             patch: p.number().to_string(),
-            subject: p.message()?.subject,
+            subject: p.message.subject.clone(),
             before: before.to_string(),
             ..Step::default()
         });

@@ -269,7 +269,7 @@ fn write_slot(
     let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, WroteBack)> {
         let subject = series::parse_message(&bytes)?.subject;
         let file_name = series::file_name(slot.number.parse()?, &subject);
-        Ok((Some(Patch { file_name, bytes }), outcome))
+        Ok((Some(Patch::new(file_name, bytes)?), outcome))
     };
     let Some(source) = &slot.source else {
         let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;

@@ -55,7 +55,7 @@ pub(super) fn whole_series(
         );
     }
     let keys = (patches.iter())
-        .map(|p| Ok((p.diff()?.patchid(None)?, p.message()?.subject)))
+        .map(|p| Ok((p.diff()?.patchid(None)?, p.message.subject.clone())))
         .collect::<Result<Vec<Key>>>()?;
     let mut matched: Vec<(Oid, Option<usize>)> = Vec::new();
     for &id in &commits {

@@ -79,7 +79,7 @@ pub struct Proposed {
 pub fn proposed(prefix: &str, patches: Vec<Patch>) -> Result<Vec<Proposed>> {
     let mut proposed: Vec<Proposed> = Vec::new();
     for patch in patches {
-        let branch = stack::branch_name(prefix, &patch.message()?);
+        let branch = stack::branch_name(prefix, &patch.message);
         if !git2::Branch::name_is_valid(&branch)? {
             bail!("`{branch}` is not a valid branch name (check --prefix)");
         }

@@ -158,7 +158,7 @@ pub fn plan(
         let mut files = vec![
             (
                 "title.txt".to_string(),
-                format!("{}\n", entry.message.subject).into_bytes(),
+                format!("{}\n", entry.patch.message.subject).into_bytes(),
             ),
             ("body.md".to_string(), body.into_bytes()),
         ];

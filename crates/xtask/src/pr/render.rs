@@ -24,7 +24,7 @@ pub fn body(
 ) -> Result<String> {
     let entry = &stack[index];
     let number = entry.patch.number();
-    let message = entry.message.body.as_str();
+    let message = entry.patch.message.body.as_str();
     let (summary, fix) = message.split_once("\n\n").unwrap_or((message, ""));
     // The point that the branch builds on: the published crates, or the branch of a patch.
     let parent = entry.parent.map(|p| stack[p].patch.number());
@@ -106,7 +106,7 @@ pub fn body(
     });
     // The subjects of the branches this one builds on, the first to merge first.
     let ancestors = std::iter::successors(entry.parent, |&i| stack[i].parent);
-    let subject = |i: usize| stack[i].message.subject.as_str();
+    let subject = |i: usize| stack[i].patch.message.subject.as_str();
     let mut depends: Vec<&str> = ancestors.map(subject).collect();
     depends.reverse();
     let context = minijinja::context! {
@@ -118,7 +118,7 @@ pub fn body(
         checks,
         test_plan => text(&notes.test_plan)?,
         depends,
-        subject => entry.message.subject,
+        subject => entry.patch.message.subject,
     };
     Ok(render("body", context)? + "\n")
 }

@@ -15,7 +15,6 @@ use crate::series::{Message, Patch};
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub patch: Patch,
-    pub message: Message,
     pub branch: String,
     /// The entry whose branch this one starts from (to merge first); `None` for the base.
     pub parent: Option<usize>,
@@ -133,16 +132,15 @@ pub fn build(
         let patch = branch_tree.patch;
         let found = patches.iter().find(|p| p.patch.number() == patch.number());
         let branch = &found.context("a branch for a patch not proposed")?.branch;
-        let (message, parent) = (patch.message()?, branch_tree.parent);
+        let parent = branch_tree.parent;
         let onto = parent.map_or(base, |index| entries[index].commit);
-        let commit = commit(repo, contributor, &message, branch_tree.tree, onto)?;
+        let commit = commit(repo, contributor, &patch.message, branch_tree.tree, onto)?;
         // The pull request whose resolution was taken, if one was.
         let taken = |r: &&Resolutions| r.of(&patch).is_some_and(|r| r.bytes == patch.bytes);
         let resolution = rewrites.iter().find(taken).map(|r| r.name.clone());
         entries.push(Entry {
             resolution,
             patch,
-            message,
             branch: branch.clone(),
             parent,
             commit,
@@ -171,7 +169,7 @@ pub fn build(
             })?,
         };
         landed.push(Landed {
-            subject: patch.message()?.subject,
+            subject: patch.message.subject.clone(),
             patch,
             commit,
         });
@@ -247,13 +245,12 @@ pub fn series_commits(
 ) -> Result<Oid> {
     let mut tip = base;
     for patch in &series.linear {
-        let message = patch.message()?;
         let parent = repo.find_commit(tip)?;
         let tree = match apply::patch(repo, parent.tree_id(), patch, known)? {
             Outcome::AlreadyThere => continue,
             outcome => outcome.or_conflict(parent.tree_id())?,
         };
-        tip = commit(repo, contributor, &message, tree, tip)?;
+        tip = commit(repo, contributor, &patch.message, tree, tip)?;
     }
     Ok(tip)
 }

@@ -26,7 +26,7 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
     let mut rows = Vec::new();
     for patch in patches {
         if let Some(Carried { why, upstream }) = carried.get(patch.number()) {
-            let subject = patch.message()?.subject;
+            let subject = patch.message.subject.clone();
             rows.push(context! { number => patch.number(), subject, why, upstream });
         }
     }
@@ -45,7 +45,7 @@ pub fn console(
         context! {
             branch => entry.branch,
             number => entry.patch.number(),
-            subject => entry.message.subject,
+            subject => entry.patch.message.subject,
             after => entry.parent.map(|parent| &stack[parent].branch),
             resolution => entry.resolution,
         }
@@ -126,7 +126,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
             Stop::Conflict(conflict) => ("conflict", conflict.as_str()),
             Stop::BuildsOn(parent) => ("builds_on", parent.as_str()),
         };
-        let subject = patch.message()?.subject;
+        let subject = patch.message.subject.clone();
         rows.push(context! { number => patch.number(), subject, why, detail });
     }
     Ok(call("summary", "stopped", &[Value::from(rows)]))

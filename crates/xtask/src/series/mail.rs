@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use mailparse::MailHeaderMap;
 
 /// The commit a patch describes, as `git am` reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Message {
     pub author_name: String,
     pub author_email: String,

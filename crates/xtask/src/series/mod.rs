@@ -18,11 +18,12 @@ use crate::series::resolutions::Resolutions;
 use notes::Notes;
 use stack_file::StackFile;
 
-/// One `NNNN-<subject>.patch` file.
+/// One `NNNN-<subject>.patch` file, with its message as `git am` reads it.
 #[derive(Clone, Debug)]
 pub struct Patch {
     pub file_name: String,
     pub bytes: Vec<u8>,
+    pub message: Message,
 }
 
 /// Everything `patches/` holds, read and checked once per command: nothing else reads the
@@ -43,10 +44,6 @@ impl Series {
     /// `stack.toml` names only patches there and no retired number.
     pub fn load(dir: &Path) -> Result<Series> {
         let patches = load_patches(dir)?;
-        // Every message parses: everything after reads it.
-        for patch in &patches {
-            patch.message()?;
-        }
         notes::check_paired(dir, &patches)?;
         let stack = stack_file::read(dir)?;
         stack.check(&patches)?;
@@ -75,23 +72,35 @@ impl Series {
 /// The `.patch` files in `dir`, in apply order, each named after a number of its own.
 fn load_patches(dir: &Path) -> Result<Vec<Patch>> {
     let names = crate::fsutil::names(dir)?;
-    let mut patches = Vec::new();
-    for file_name in names.into_iter().filter(|name| name.ends_with(".patch")) {
+    let names: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.ends_with(".patch"))
+        .collect();
+    for name in &names {
         // `Patch::number` relies on this.
-        let name = file_name.as_bytes();
-        if name.get(4) != Some(&b'-') || !name[..4].iter().all(u8::is_ascii_digit) {
-            bail!("{file_name}: a patch's name must start with its four-digit number, as `0001-`");
+        let bytes = name.as_bytes();
+        if bytes.get(4) != Some(&b'-') || !bytes[..4].iter().all(u8::is_ascii_digit) {
+            bail!("{name}: a patch's name must start with its four-digit number, as `0001-`");
         }
-        let bytes = fs::read(dir.join(&file_name))?;
-        patches.push(Patch { file_name, bytes });
     }
-    if let Some([a, b]) = patches.windows(2).find(|p| p[0].number() == p[1].number()) {
-        bail!("{} and {} share a number", a.file_name, b.file_name);
+    if let Some([a, b]) = names.windows(2).find(|n| n[0][..4] == n[1][..4]) {
+        bail!("{a} and {b} share a number");
     }
-    Ok(patches)
+    let read = |name: String| Patch::new(name.clone(), fs::read(dir.join(&name))?);
+    names.into_iter().map(read).collect()
 }
 
 impl Patch {
+    /// The patch `file_name` holds, its message read.
+    pub fn new(file_name: String, bytes: Vec<u8>) -> Result<Patch> {
+        let message = parse_message(&bytes).with_context(|| format!("in {file_name}"))?;
+        Ok(Patch {
+            file_name,
+            bytes,
+            message,
+        })
+    }
+
     /// The patch's number, as in `0001`.
     pub fn number(&self) -> &str {
         &self.file_name[..4]
@@ -100,10 +109,6 @@ impl Patch {
     pub fn diff(&self) -> Result<Diff<'static>> {
         Diff::from_buffer(&self.bytes)
             .with_context(|| format!("{}: git cannot read the patch in it", self.file_name))
-    }
-
-    pub fn message(&self) -> Result<Message> {
-        parse_message(&self.bytes).with_context(|| format!("in {}", self.file_name))
     }
 
     /// The patch's `index` lines, in order.

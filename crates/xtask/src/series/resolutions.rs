@@ -93,9 +93,8 @@ pub(crate) fn load(
                     );
                 }
                 let bytes = fs::read(folder.join(&file_name))?;
-                let patch = Patch { file_name, bytes };
+                let patch = Patch::new(file_name, bytes).with_context(|| shown.clone())?;
                 patch.diff().with_context(|| shown.clone())?;
-                patch.message().with_context(|| shown.clone())?;
                 resolutions.push(patch);
             }
         }

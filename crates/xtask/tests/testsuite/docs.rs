@@ -216,7 +216,7 @@ fn the_readme_names_each_proposed_branch() -> anyhow::Result<()> {
     let (proposed, _) = stack.split_carried(xtask::series::Series::load(&dir)?.patches);
     assert!(!proposed.is_empty());
     for patch in proposed {
-        let branch = xtask::pr::stack::branch_name("", &patch.message()?);
+        let branch = xtask::pr::stack::branch_name("", &patch.message);
         assert!(
             readme.contains(&format!("`{branch}`")),
             "the README lacks {branch}"

@@ -45,7 +45,7 @@ fn resolution(repo: &Repository, patch: &Patch) -> Result<Vec<u8>> {
     let mut update = git2::build::TreeUpdateBuilder::new();
     update.upsert(TESTS, repo.blob(tests.as_bytes())?, git2::FileMode::Blob);
     let tree = repo.find_tree(update.create_updated(repo, &main.tree()?)?)?;
-    let message = patch.message()?;
+    let message = &patch.message;
     let time = git2::Time::new(message.time.0, message.time.1);
     let me = repo.signature()?;
     let me = git2::Signature::new(me.name().unwrap(), me.email().unwrap(), &time)?;
@@ -482,7 +482,7 @@ fn a_carried_patch_that_does_not_go_onto_the_rewrite_stops_nothing() -> Result<(
     // their branches, and pr succeeds, listing it apart from any conflict.
     let (console, result) = run_pr(&ws, &repo)?;
     result?;
-    let subject = patch.message()?.subject;
+    let subject = &patch.message.subject;
     let listed = format!(
         "Carried patches that do not go onto this base (they need no branch):\n  0003: \
          \"{subject}\"\n"

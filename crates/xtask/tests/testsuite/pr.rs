@@ -38,7 +38,10 @@ fn each_patch_gets_a_branch_on_what_it_needs() -> Result<()> {
     for entry in stack {
         assert_eq!(branch_tip(&repo, &entry.branch)?, entry.commit);
         let commit = repo.find_commit(entry.commit)?;
-        assert_eq!(commit.message().ok(), Some(entry.message.text().as_str()));
+        assert_eq!(
+            commit.message().ok(),
+            Some(entry.patch.message.text().as_str())
+        );
         // The contributor's identity, from the clone's git configuration; the patch's date.
         assert_eq!(commit.author().name().ok(), Some("Upstream"));
         assert_eq!(
@@ -151,7 +154,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     }
     // The title is the subject, as candle squash-merges it (`Title (#N)`).
     assert_eq!(
-        prepared.built.stack[1].message.subject,
+        prepared.built.stack[1].patch.message.subject,
         "generation: Raise it again"
     );
     Ok(())

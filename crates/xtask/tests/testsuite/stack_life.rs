@@ -31,7 +31,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
         .built
         .stack
         .iter()
-        .map(|e| (e.branch.clone(), e.message.subject.clone()))
+        .map(|e| (e.branch.clone(), e.patch.message.subject.clone()))
         .collect();
     assert_eq!(order.len(), 3);
     for (merged, (branch, title)) in order.iter().enumerate() {

@@ -39,14 +39,11 @@ pub fn stack_patches() -> Result<Vec<Patch>> {
             ),
         ],
     )?;
-    Ok(emails
+    emails
         .into_iter()
         .enumerate()
-        .map(|(index, (name, bytes))| Patch {
-            file_name: series::file_name(index + 1, &name),
-            bytes,
-        })
-        .collect())
+        .map(|(index, (name, bytes))| Patch::new(series::file_name(index + 1, &name), bytes))
+        .collect()
 }
 
 /// A clone-like repository: the published crate under `candle-transformers/` on `main`.

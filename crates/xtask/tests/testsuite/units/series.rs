@@ -93,6 +93,7 @@ index 4444444..0000000
     let patch = Patch {
         file_name: "0001-a.patch".to_string(),
         bytes: bytes.as_bytes().to_vec(),
+        message: Default::default(),
     };
     let lines: Vec<(String, String, String)> = patch
         .index_lines()

@@ -10,6 +10,7 @@ fn the_last_error_names_each_conflicting_patch() {
         patch: Patch {
             file_name: name.to_string(),
             bytes: Vec::new(),
+            message: Default::default(),
         },
         why,
         carried: false,
