@@ -195,16 +195,25 @@ pub fn move_onto(
     Ok((after, Patch::new(patch.file_name.clone(), bytes)?, moved))
 }
 
+/// `tree`, then the tree after each of `patches`, applied as written in turn: the series as it
+/// is written for that tree, so that every patch must apply.
+pub fn in_turn(repo: &Repository, tree: Oid, patches: &[Patch]) -> Result<Vec<Oid>> {
+    let mut trees = vec![tree];
+    for patch in patches {
+        let before = trees[trees.len() - 1];
+        trees.push(as_written(repo, before, patch)?.or_conflict(before)?);
+    }
+    Ok(trees)
+}
+
 /// `patches` applied as written from `tree`, in `repo`: every blob the series gives, before and
 /// after each patch, which `patch` merges from.
 pub fn blobs(repo: &Repository, tree: Oid, patches: &[Patch]) -> Result<Vec<Oid>> {
-    let (mut tree, mut blobs) = (tree, Vec::new());
-    for patch in patches {
-        let after = as_written(repo, tree, patch)?.or_conflict(tree)?;
-        blobs.extend(change_blobs(repo, tree, after)?);
-        tree = after;
-    }
-    Ok(blobs)
+    let trees = in_turn(repo, tree, patches)?;
+    let blobs = trees
+        .windows(2)
+        .map(|pair| change_blobs(repo, pair[0], pair[1]));
+    Ok(blobs.collect::<Result<Vec<_>>>()?.concat())
 }
 
 /// Every blob that the change from the tree `from` to the tree `to` reads or writes.

@@ -35,7 +35,6 @@ pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratc
     let (patches, builds_on) = (&series.patches, &series.stack.builds_on);
     let label = pin::label(&crates.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
     let unpatched = published_tree(&scratch.repo, crates)?;
-    let mut tip = unpatched;
     for patch in patches {
         for path in crate::git::paths(&patch.diff()?) {
             let (file, shown) = (&patch.file_name, path.display());
@@ -45,11 +44,13 @@ pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratc
                  crate to patches/upstream.toml"
             );
         }
-        tip = apply::as_written(&scratch.repo, tip, patch)?
-            .or_conflict(tip)
-            .with_context(|| format!("patching {label}"))?;
+    }
+    let trees = apply::in_turn(&scratch.repo, unpatched, patches);
+    let trees = trees.with_context(|| format!("patching {label}"))?;
+    for patch in patches {
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
     }
+    let tip = trees[patches.len()];
     let repo = &scratch.repo;
     let mut all = Vec::new();
     // Adds a folder with its marker, which says what it is, with `about` sentences if any.

@@ -80,12 +80,10 @@ pub fn run(layout: &Layout) -> Result<()> {
 /// Fails unless every patch's `index` lines name the blobs that applying the series to the
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
 pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<()> {
-    let scratch = crate::trees::Scratch::new()?;
-    let mut tree = expected::published_tree(&scratch.repo, published)?;
-    for patch in patches {
-        let after = apply::as_written(&scratch.repo, tree, patch)?.or_conflict(tree)?;
-        series::check_index_lines(&scratch.repo, tree, after, patch)?;
-        tree = after;
+    let repo = &crate::trees::Scratch::new()?.repo;
+    let trees = apply::in_turn(repo, expected::published_tree(repo, published)?, patches)?;
+    for (patch, pair) in patches.iter().zip(trees.windows(2)) {
+        series::check_index_lines(repo, pair[0], pair[1], patch)?;
     }
     eprintln!("ok: every patch's index lines name the blobs the series gives");
     Ok(())
