@@ -19,7 +19,7 @@ pub(crate) struct Branch {
 /// What the base's repository knows of the series: the blobs the series gives on the published
 /// crates (`apply::blobs`), which a three-way merge needs, and the patches a commit of the
 /// base made as they stand, as a squash merge does.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Known<'a> {
     pub blobs: &'a [Oid],
     pub merged: &'a [String],
@@ -41,12 +41,6 @@ pub(crate) struct Candidates<'a> {
     pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
     /// Whether the branch tree that a later candidate makes builds on the base.
     pub builds: Builds<'a>,
-}
-
-impl std::fmt::Debug for Candidates<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Candidates")
-    }
 }
 
 /// A patch that gets no branch on this base, and why.
@@ -81,18 +75,31 @@ pub(crate) struct Branches {
     pub stopped: Vec<Stopped>,
 }
 
-impl Branches {
-    /// Fails on the first conflict, for the callers whose base every patch must go onto: the
-    /// published crates, which the series is written for.
-    pub(crate) fn all_made(self) -> Result<Self> {
-        let Some(stopped) = self.stopped.first() else {
-            return Ok(self);
-        };
-        let file = &stopped.patch.file_name;
-        match &stopped.why {
-            Stop::Conflict(conflict) => bail!("{conflict}"),
-            Stop::BuildsOn(_) => bail!("{file} got no branch"),
-        }
+/// Every patch's branch on `published`, the tree of the published crates, which the series is
+/// written for: the first conflict fails.
+pub(crate) fn on_published(
+    repo: &Repository,
+    published: Oid,
+    patches: &[Patch],
+    builds_on: &BTreeMap<String, String>,
+) -> Result<Vec<Branch>> {
+    let base = "the published crates";
+    let made = branches(
+        repo,
+        published,
+        base,
+        patches,
+        builds_on,
+        &|_| true,
+        &Known::default(),
+    )?;
+    let Some(stopped) = made.stopped.first() else {
+        return Ok(made.branches);
+    };
+    let file = &stopped.patch.file_name;
+    match &stopped.why {
+        Stop::Conflict(conflict) => bail!("{conflict}"),
+        Stop::BuildsOn(_) => bail!("{file} got no branch"),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::pin;
 use crate::project::{self, GENERATED_ROOT, MARKER, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
 use crate::published::Published;
 use crate::series::Series;
-use crate::trees::Scratch;
+use crate::trees;
 
 /// Every published crate at its `path_in_vcs`, in one tree, so that a patch may change several.
 pub(crate) fn published_tree(repo: &Repository, published: &[Published]) -> Result<Oid> {
@@ -30,11 +30,14 @@ pub(crate) struct Folder {
 /// Every generated folder, in a new scratch repository: each crate patched by `patches` (a
 /// `[PATCH]` line per patch), then, when candle-transformers is pinned, its published tests and
 /// the points.
-pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratch, Vec<Folder>)> {
-    let scratch = Scratch::new()?;
+pub(crate) fn generated(
+    crates: &[Published],
+    series: &Series,
+) -> Result<(Repository, Vec<Folder>)> {
+    let scratch = trees::scratch()?;
     let (patches, builds_on) = (&series.patches, &series.stack.builds_on);
     let label = pin::label(&crates.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
-    let unpatched = published_tree(&scratch.repo, crates)?;
+    let unpatched = published_tree(&scratch, crates)?;
     for patch in patches {
         for path in crate::git::paths(&patch.diff()?) {
             let (file, shown) = (&patch.file_name, path.display());
@@ -45,13 +48,13 @@ pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratc
             );
         }
     }
-    let trees = apply::in_turn(&scratch.repo, unpatched, patches);
+    let trees = apply::in_turn(&scratch, unpatched, patches);
     let trees = trees.with_context(|| format!("patching {label}"))?;
     for patch in patches {
         eprintln!("[PATCH] {label} <- {}", patch.file_name);
     }
     let tip = trees[patches.len()];
-    let repo = &scratch.repo;
+    let repo = &scratch;
     let mut all = Vec::new();
     // Adds a folder with its marker, which says what it is, with `about` sentences if any.
     let mut add = |dir: String, what: String, tree: Oid, about: Option<&str>| -> Result<()> {
@@ -78,17 +81,7 @@ pub(crate) fn generated(crates: &[Published], series: &Series) -> Result<(Scratc
         let tree = part(repo, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         let what = format!("{} as published", transformers.pin.label());
         add(dir, what, tree, None)?;
-        let branches = branches::branches(
-            repo,
-            unpatched,
-            "the published crates",
-            patches,
-            builds_on,
-            &|_| true,
-            &Default::default(),
-        )?;
-        // Every patch goes onto the published crates, which the series is written for.
-        let branches = branches.all_made()?.branches;
+        let branches = branches::on_published(repo, unpatched, patches, builds_on)?;
         // The control holds the published crates again: the same code, which crates/points
         // compiles as another module, so that it lands elsewhere in the binary.
         let names = patches.iter().map(|p| p.number().to_string());

@@ -12,62 +12,55 @@ use git2::{ObjectType, Oid, Repository};
 use crate::published::CrateFile;
 
 /// An in-memory repository: hashing and patching write nothing to disk.
-pub struct Scratch {
-    pub repo: Repository,
+pub fn scratch() -> Result<Repository> {
+    let odb = git2::Odb::new()?;
+    odb.add_new_mempack_backend(1)?;
+    Ok(Repository::from_odb(odb)?)
 }
 
-impl Scratch {
-    pub fn new() -> Result<Scratch> {
-        let odb = git2::Odb::new()?;
-        odb.add_new_mempack_backend(1)?;
-        let repo = Repository::from_odb(odb)?;
-        Ok(Scratch { repo })
-    }
-
-    /// The tree of the folder `dir` as it is on disk; git keeps no empty folder.
-    pub fn tree_of_dir(&self, dir: &Path) -> Result<Oid> {
-        let mut builder = self.repo.treebuilder(None)?;
-        let entries = fs::read_dir(dir)?;
-        for entry in entries {
-            let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
-            let Some(name) = name.to_str() else {
-                bail!("{}: the name is not UTF-8", path.display());
-            };
-            let kind = fs::symlink_metadata(&path)?;
-            if kind.is_dir() {
-                let tree = self.tree_of_dir(&path)?;
-                if !self.repo.find_tree(tree)?.is_empty() {
-                    builder.insert(name, tree, FileMode::Tree.into())?;
-                }
-            } else if kind.is_file() {
-                #[cfg(unix)]
-                let executable = kind.permissions().mode() & 0o111 != 0;
-                #[cfg(not(unix))]
-                let executable = false;
-                let mode = if executable { BlobExecutable } else { Blob };
-                builder.insert(name, self.repo.blob_path(&path)?, mode.into())?;
-            } else {
-                bail!("{}: not a plain file or folder", path.display());
+/// The tree of the folder `dir` as it is on disk, in `repo`; git keeps no empty folder.
+pub fn tree_of_dir(repo: &Repository, dir: &Path) -> Result<Oid> {
+    let mut builder = repo.treebuilder(None)?;
+    let entries = fs::read_dir(dir)?;
+    for entry in entries {
+        let (name, path) = entry.map(|e| (e.file_name(), e.path()))?;
+        let Some(name) = name.to_str() else {
+            bail!("{}: the name is not UTF-8", path.display());
+        };
+        let kind = fs::symlink_metadata(&path)?;
+        if kind.is_dir() {
+            let tree = tree_of_dir(repo, &path)?;
+            if !repo.find_tree(tree)?.is_empty() {
+                builder.insert(name, tree, FileMode::Tree.into())?;
             }
+        } else if kind.is_file() {
+            #[cfg(unix)]
+            let executable = kind.permissions().mode() & 0o111 != 0;
+            #[cfg(not(unix))]
+            let executable = false;
+            let mode = if executable { BlobExecutable } else { Blob };
+            builder.insert(name, repo.blob_path(&path)?, mode.into())?;
+        } else {
+            bail!("{}: not a plain file or folder", path.display());
         }
-        Ok(builder.write()?)
     }
+    Ok(builder.write()?)
+}
 
-    /// What differs from `from` to `to`, one "status path" line each.
-    pub fn changes(&self, from: Oid, to: Oid) -> Result<Vec<String>> {
-        let diff = crate::git::diff_trees(&self.repo, from, to)?;
-        let changes = diff.deltas().map(|delta| {
-            let path = crate::git::path(&delta);
-            let status = match delta.status() {
-                git2::Delta::Added => "added",
-                git2::Delta::Deleted => "deleted",
-                git2::Delta::Typechange => "changed type",
-                _ => "modified",
-            };
-            format!("{status} {}", path.unwrap_or(Path::new("?")).display())
-        });
-        Ok(changes.collect())
-    }
+/// What differs from `from` to `to` in `repo`, one "status path" line each.
+pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
+    let diff = crate::git::diff_trees(repo, from, to)?;
+    let changes = diff.deltas().map(|delta| {
+        let path = crate::git::path(&delta);
+        let status = match delta.status() {
+            git2::Delta::Added => "added",
+            git2::Delta::Deleted => "deleted",
+            git2::Delta::Typechange => "changed type",
+            _ => "modified",
+        };
+        format!("{status} {}", path.unwrap_or(Path::new("?")).display())
+    });
+    Ok(changes.collect())
 }
 
 /// Writes `tree` of `repo` into the new folder `dir`, with the modes, and links as links (unix).

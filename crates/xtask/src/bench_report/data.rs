@@ -105,14 +105,21 @@ pub struct Step {
 }
 
 impl Step {
-    /// The A/A pair, not measured yet: the control against the published point.
-    pub fn control() -> Step {
+    /// The step of `patch` over `before`, not measured yet.
+    pub fn new(patch: &str, subject: &str, before: &str) -> Step {
+        let [patch, subject, before] = [patch, subject, before].map(String::from);
         Step {
-            patch: shared::CONTROL_POINT.to_string(),
-            subject: "the published crates, built twice".to_string(),
-            before: shared::PUBLISHED_POINT.to_string(),
+            patch,
+            subject,
+            before,
             ..Step::default()
         }
+    }
+
+    /// The A/A pair, not measured yet: the control against the published point.
+    pub fn control() -> Step {
+        let subject = "the published crates, built twice";
+        Step::new(shared::CONTROL_POINT, subject, shared::PUBLISHED_POINT)
     }
 
     /// The paired ratio of `comparison`, if this step measured it.

@@ -88,12 +88,7 @@ pub fn whole_series(
     rounds: &BTreeMap<String, PointRounds>,
     counts: &Counts,
 ) -> Step {
-    let mut whole = Step {
-        patch: SERIES_POINT.to_string(),
-        subject: "the whole series".to_string(),
-        before: PUBLISHED_POINT.to_string(),
-        ..Step::default()
-    };
+    let mut whole = Step::new(SERIES_POINT, "the whole series", PUBLISHED_POINT);
     whole.rows = step_rows(&whole, Some(control), rounds, counts);
     whole
 }
@@ -200,12 +195,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut patches = Vec::new();
     for p in &series.patches {
         let before = builds_on.get(p.number()).map_or(PUBLISHED_POINT, |b| b);
-        patches.push(Step {
-            patch: p.number().to_string(),
-            subject: p.message.subject.clone(),
-            before: before.to_string(),
-            ..Step::default()
-        });
+        patches.push(Step::new(p.number(), &p.message.subject, before));
     }
     // Every point at the real vocabulary on the CPU, the published point and its control first;
     // elsewhere those two and the whole series, so that every row has its A/A pair.

@@ -80,10 +80,12 @@ pub fn run(layout: &Layout) -> Result<()> {
 /// Fails unless every patch's `index` lines name the blobs that applying the series to the
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
 pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<()> {
-    let repo = &crate::trees::Scratch::new()?.repo;
+    let repo = &crate::trees::scratch()?;
     let trees = apply::in_turn(repo, expected::published_tree(repo, published)?, patches)?;
     for (patch, pair) in patches.iter().zip(trees.windows(2)) {
-        series::check_index_lines(repo, pair[0], pair[1], patch)?;
+        if let Some(differs) = series::index_line_differs(repo, pair[0], pair[1], patch)? {
+            bail!("{differs}");
+        }
     }
     eprintln!("ok: every patch's index lines name the blobs the series gives");
     Ok(())
@@ -170,12 +172,12 @@ fn generated_current(layout: &Layout, series: &Series, published: &[Published]) 
             problems.push(format!("{dir} is missing"));
             continue;
         }
-        let actual = scratch.tree_of_dir(&layout.root.join(dir))?;
+        let actual = crate::trees::tree_of_dir(&scratch, &layout.root.join(dir))?;
         if actual == *tree {
             eprintln!("ok: {dir} is {what} (tree {actual})");
             continue;
         }
-        let mut changes = scratch.changes(*tree, actual)?;
+        let mut changes = crate::trees::changes(&scratch, *tree, actual)?;
         let more = changes.split_off(changes.len().min(20)).len();
         if more > 0 {
             changes.push(format!("and {more} more"));

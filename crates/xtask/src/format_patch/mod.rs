@@ -24,7 +24,7 @@ use crate::published::{self, Published};
 use crate::record;
 use crate::series::stack_file::{Retired, StackFile};
 use crate::series::{self, Message, Patch};
-use crate::trees::Scratch;
+use crate::trees;
 
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -163,8 +163,7 @@ fn write_series(
 ) -> Result<String> {
     // The series again, on the published crates: the old one first, whose blobs the index lines
     // of the patches moved over name, then the new one.
-    let scratch = Scratch::new()?;
-    let repo = &scratch.repo;
+    let repo = &trees::scratch()?;
     let start = crate::expected::published_tree(repo, published)?;
     let known = apply::blobs(repo, start, patches)?;
     let mut tree = start;
@@ -178,13 +177,9 @@ fn write_series(
     let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
     let new = written.iter().filter_map(|(patch, _)| patch.clone());
     let new: Vec<Patch> = new.collect();
-    let base = "the published crates";
-    let (all, upstream) = (|_: &Patch| true, Default::default());
-    branches::branches(repo, start, base, &new, &builds_on, &all, &upstream)
-        .and_then(branches::Branches::all_made)
-        .context(
-            "written back, the series would no longer make every branch; patches/ is as it was",
-        )?;
+    branches::on_published(repo, start, &new, &builds_on).context(
+        "written back, the series would no longer make every branch; patches/ is as it was",
+    )?;
     let series = slots.iter().zip(&written);
     let series = series.map(|(slot, (patch, _))| (slot.old.as_ref(), patch.as_ref()));
     let retired = Retired {

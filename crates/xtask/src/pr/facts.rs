@@ -55,10 +55,11 @@ pub struct Facts {
 /// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the
 /// reason on stderr) if it could not run.
 pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> {
-    let mut parts = notes
+    if !notes
         .iter()
-        .flat_map(|n| [&n.preamble, &n.sections, &n.test_plan]);
-    if !parts.any(|parts| parts.contains(&Part::RealModel)) {
+        .flat_map(Notes::parts)
+        .any(|p| *p == Part::RealModel)
+    {
         return None;
     }
     // The build first, its progress shown as cargo shows it: from cold it takes minutes. By

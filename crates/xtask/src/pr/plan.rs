@@ -24,8 +24,11 @@ use crate::{expected, trees};
 
 /// What `pr` will write, whole, before any of it is written.
 pub struct Plan {
-    /// Where the branches were built: the clone, with them planned, or a scratch repository.
-    place: Place,
+    /// Where the branches were built, which holds the plan's commits: the clone, or a scratch
+    /// repository.
+    repo: Repository,
+    /// The branches to write into the clone; none without one.
+    writes: Option<Writes>,
     /// `target/pr/`: each branch's folder, in stack order, and `stack.txt`.
     pub folders: Vec<Folder>,
     pub stack_txt: String,
@@ -33,12 +36,6 @@ pub struct Plan {
     pub console: String,
     /// The conflicts and failed checks that `pr` ends with, once everything else is written.
     pub problems: Vec<String>,
-}
-
-enum Place {
-    Clone(Repository, Writes),
-    // Held for its objects, which the plan's commits are in.
-    Scratch(trees::Scratch),
 }
 
 /// A branch's folder of `target/pr/`: its title, body, patch and picture, by file name.
@@ -66,7 +63,7 @@ pub fn plan(
     let carried = summary::carried(&carried, &stack_file.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
-    let (place, built, base, call_sites) = match &options.candle {
+    let (repo, writes, built, base, call_sites) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
             let existing = match (options.force_branch, options.discard_commits) {
@@ -95,34 +92,20 @@ pub fn plan(
                 base,
                 call_sites,
             } = prepared;
-            (
-                Place::Clone(repo, writes),
-                built,
-                Some(base),
-                Some(call_sites),
-            )
+            (repo, Some(writes), built, Some(base), Some(call_sites))
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the
         // workspace's git identity stands in for the clone's.
         None => {
             let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
-            let scratch = trees::Scratch::new()?;
-            let base = published_commit(&scratch.repo, published, &pins)?;
+            let scratch = trees::scratch()?;
+            let base = published_commit(&scratch, published, &pins)?;
             // The published crates: the first candidate for each patch, the patch, goes on.
-            let built = stack::build(
-                &scratch.repo,
-                base,
-                series,
-                &contributor,
-                &[],
-                &|_, _, _| Ok(true),
-            )?;
-            (Place::Scratch(scratch), built, None, None)
+            let built = stack::build(&scratch, base, series, &contributor, &[], &|_, _, _| {
+                Ok(true)
+            })?;
+            (scratch, None, built, None, None)
         }
-    };
-    let repo = match &place {
-        Place::Clone(repo, _) => repo,
-        Place::Scratch(scratch) => &scratch.repo,
     };
     let stack = &built.stack;
     let shown = |adds_only: bool| -> Vec<String> {
@@ -145,7 +128,7 @@ pub fn plan(
         adds_only: shown(true),
     };
     // The checks run on the planned commits, which the clone's object store holds in memory.
-    let verified = options.verify.then(|| verify_stack(layout, repo, stack));
+    let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;
     // `target/pr/`: `<branch>/title.txt`, `body.md`, the patch and the picture, and `stack.txt`.
     let (mut folders, mut pictures) = (Vec::new(), false);
@@ -193,7 +176,8 @@ pub fn plan(
             .chain(failed)
             .collect(),
         folders,
-        place,
+        repo,
+        writes,
     })
 }
 
@@ -213,9 +197,9 @@ pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
         }
     }
     fs::write(new.join("stack.txt"), &plan.stack_txt)?;
-    let branches = match &plan.place {
-        Place::Clone(repo, planned) => clone::write(repo, planned)?,
-        Place::Scratch(_) => Vec::new(),
+    let branches = match &plan.writes {
+        Some(writes) => clone::write(&plan.repo, writes)?,
+        None => Vec::new(),
     };
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;

@@ -31,18 +31,15 @@ pub fn body(
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
     // On a base that rewrites the sampler, one sentence, at the first of the two markers, says
     // why the tables measured on the published crates are left out.
-    let all_parts = || {
-        [&notes.preamble, &notes.sections, &notes.test_plan]
-            .into_iter()
-            .flatten()
-    };
-    let has = |marker: &Part| all_parts().any(|part| part == marker);
+    let has = |marker: &Part| notes.parts().any(|part| part == marker);
     let measured = match (has(&Part::RealModel), has(&Part::Bench)) {
         (true, true) => "The real-model outcomes and the benchmarks",
         (true, false) => "The real-model outcomes",
         _ => "The benchmarks",
     };
-    let first_table = all_parts().find(|p| matches!(p, Part::RealModel | Part::Bench));
+    let first_table = notes
+        .parts()
+        .find(|p| matches!(p, Part::RealModel | Part::Bench));
     let left_out = (!facts.rewrites.is_empty()).then(|| {
         let (label, shown) = (pin::label(pins), facts.rewrites.join(" and "));
         format!(

@@ -50,7 +50,6 @@ pub fn branch_name(prefix: &str, message: &Message) -> String {
 #[derive(Clone, Debug)]
 pub struct Landed {
     pub patch: Patch,
-    pub subject: String,
     /// The commit of the base that brought the change, with its subject, when it is among the
     /// base's last `LANDED_SEARCH` first-parent commits.
     pub commit: Option<(Oid, String)>,
@@ -168,11 +167,7 @@ pub fn build(
                 Ok(outcome != Outcome::AlreadyThere)
             })?,
         };
-        landed.push(Landed {
-            subject: patch.message.subject.clone(),
-            patch,
-            commit,
-        });
+        landed.push(Landed { patch, commit });
     }
     Ok(Built {
         stack: entries,

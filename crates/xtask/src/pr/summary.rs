@@ -78,7 +78,7 @@ pub fn landed(landed: &[Landed]) -> String {
         };
         context! {
             number => landed.patch.number(),
-            subject => landed.subject,
+            subject => landed.patch.message.subject,
             commit => id.as_deref().map(short),
             merged,
             pull => merged.and_then(pull_request),

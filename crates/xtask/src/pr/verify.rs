@@ -18,6 +18,18 @@ pub struct Command {
 }
 
 impl Command {
+    /// `cargo <verb> -p <package>... <flags>`.
+    pub fn new(verb: &str, packages: &[String], flags: &str, cross_metal: bool) -> Command {
+        let packages = packages.iter().flat_map(|p| ["-p", p.as_str()]);
+        let args = std::iter::once(verb)
+            .chain(packages)
+            .chain(flags.split_whitespace());
+        Command {
+            args: args.map(String::from).collect(),
+            cross_metal,
+        }
+    }
+
     pub fn text(&self) -> String {
         format!("cargo {}", self.args.join(" "))
     }
@@ -41,15 +53,7 @@ pub struct Crates {
 
 /// candle's CI commands for `crates`: fmt, clippy (and dependents), tests, a Metal cross-check.
 pub fn commands(crates: &Crates) -> Vec<Command> {
-    // `cargo <verb> -p <package>... <flags>`.
-    let command = |verb: &str, packages: &[String], flags: &str, cross_metal| Command {
-        args: std::iter::once(verb)
-            .chain(packages.iter().flat_map(|p| ["-p", p.as_str()]))
-            .chain(flags.split_whitespace())
-            .map(String::from)
-            .collect(),
-        cross_metal,
-    };
+    let command = Command::new;
     let linted = [&crates.touched[..], &crates.dependents].concat();
     let lints = "--tests --examples --benches -- -D warnings";
     let mut commands = vec![
@@ -181,12 +185,7 @@ pub fn builds(repo: &Repository, base: Oid, tree: Oid, dir: &Path, what: &str) -
             return Ok(false);
         }
     };
-    let packages = crates.touched.iter().flat_map(|p| ["-p", p.as_str()]);
-    let args = std::iter::once("check").chain(packages).chain(["--tests"]);
-    let command = Command {
-        args: args.map(String::from).collect(),
-        cross_metal: false,
-    };
+    let command = Command::new("check", &crates.touched, "--tests", false);
     eprintln!("{what}: taken in place of the candidate before it, so checking that it builds");
     let checks = run(&export_dir, &dir.join("target"), &[command])?;
     Ok(checks.iter().all(|check| check.passed))

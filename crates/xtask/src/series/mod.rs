@@ -147,17 +147,9 @@ pub struct IndexLine {
     pub after: String,
 }
 
-/// Fails unless each `index` line of `patch` names the blobs its file has in `before` and
-/// `after`, the trees just before and after the patch in the series.
-pub fn check_index_lines(repo: &Repository, before: Oid, after: Oid, patch: &Patch) -> Result<()> {
-    match index_line_differs(repo, before, after, patch)? {
-        Some(differs) => bail!("{differs}"),
-        None => Ok(()),
-    }
-}
-
 /// The first `index` line of `patch` that names other blobs than its file has in `before` and
-/// `after`, said as `check_index_lines` fails with; `None` where every line names them.
+/// `after`, the trees just before and after it, said as `check` fails with; `None` where every
+/// line names them.
 pub fn index_line_differs(
     repo: &Repository,
     before: Oid,

@@ -30,6 +30,15 @@ pub struct Notes {
     pub test_plan: Vec<Part>,
 }
 
+impl Notes {
+    /// Every part, in the body's order.
+    pub fn parts(&self) -> impl Iterator<Item = &Part> {
+        [&self.preamble, &self.sections, &self.test_plan]
+            .into_iter()
+            .flatten()
+    }
+}
+
 /// The name of the notes of the patch named `patch_file`: `.md` for `.patch`.
 pub fn file_name(patch_file: &str) -> String {
     Path::new(patch_file)

@@ -156,7 +156,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
     let mut pairs = Vec::new();
     for (i, folder) in generated.iter().enumerate() {
         let new = temp.path().join(i.to_string());
-        write_tree(&scratch.repo, folder.tree, &new)?;
+        write_tree(&scratch, folder.tree, &new)?;
         pairs.push((new, layout.root.join(&folder.dir)));
     }
     swap_in(&pairs)?;

@@ -12,7 +12,6 @@ use crate::project::Layout;
 use crate::published::Published;
 use crate::series::stack_file::Retired;
 use crate::series::{self, Patch};
-use crate::trees::Scratch;
 
 /// Moves `patches/` from the crates `old` to the crates `new`, writing the folder again only if a
 /// patch changed or retired. Returns each patch as it reads on `new`, and what became of it (one
@@ -24,8 +23,7 @@ pub fn rebase(
 ) -> Result<Vec<(Patch, Moved)>> {
     let dir = layout.patches();
     let patches = series::Series::load(&dir)?.patches;
-    let scratch = Scratch::new()?;
-    let repo = &scratch.repo;
+    let repo = &crate::trees::scratch()?;
     let known = apply::blobs(repo, published_tree(repo, old)?, &patches)?;
     let mut tree = published_tree(repo, new)?;
     let mut moved = Vec::new();

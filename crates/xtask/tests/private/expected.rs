@@ -18,15 +18,15 @@ fn krate(path_in_vcs: &str) -> Published {
 
 #[test]
 fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> {
-    let scratch = Scratch::new()?;
+    let scratch = crate::trees::scratch()?;
     let files = [file("src/lib.rs", "")];
-    let prefixed = tree_of_crates(&scratch.repo, &[("candle-transformers", &files[..])])?;
-    let plain = tree_of_crates(&scratch.repo, &[("", &files[..])])?;
-    let part = |path| part(&scratch.repo, &krate("candle-transformers"), prefixed, path);
+    let prefixed = tree_of_crates(&scratch, &[("candle-transformers", &files[..])])?;
+    let plain = tree_of_crates(&scratch, &[("", &files[..])])?;
+    let part = |path| part(&scratch, &krate("candle-transformers"), prefixed, path);
     assert_eq!(part("")?, plain);
     assert_eq!(
         part("src")?,
-        tree_of_crates(&scratch.repo, &[("", &[file("lib.rs", "")][..])])?
+        tree_of_crates(&scratch, &[("", &[file("lib.rs", "")][..])])?
     );
     assert!(part("missing").is_err());
     Ok(())
@@ -34,19 +34,19 @@ fn a_part_of_a_prefixed_tree_is_the_part_of_the_unprefixed_tree() -> Result<()> 
 
 #[test]
 fn a_part_that_is_a_file_is_a_folder_of_it_alone() -> Result<()> {
-    let scratch = Scratch::new()?;
+    let scratch = crate::trees::scratch()?;
     let tree = tree_of_crates(
-        &scratch.repo,
+        &scratch,
         &[(
             "",
             &[file("a.rs", "a"), file("b.rs", "b"), file("c/d.rs", "")][..],
         )],
     )?;
-    let only = part(&scratch.repo, &krate(""), tree, "b.rs")?;
+    let only = part(&scratch, &krate(""), tree, "b.rs")?;
     assert_eq!(
         only,
-        tree_of_crates(&scratch.repo, &[("", &[file("b.rs", "b")][..])])?
+        tree_of_crates(&scratch, &[("", &[file("b.rs", "b")][..])])?
     );
-    assert!(part(&scratch.repo, &krate(""), tree, "missing.rs").is_err());
+    assert!(part(&scratch, &krate(""), tree, "missing.rs").is_err());
     Ok(())
 }

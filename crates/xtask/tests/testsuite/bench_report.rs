@@ -65,13 +65,7 @@ fn criterions_output_is_read_as_criterion_reads_it() -> Result<()> {
 
 /// The series as it was when the rounds were captured: each patch and the point it builds on.
 fn captured_series() -> Vec<Step> {
-    let patch = |number: &str, subject: &str, before: &str| Step {
-        patch: number.to_string(),
-        subject: subject.to_string(),
-        before: before.to_string(),
-        rows: Vec::new(),
-        decode: Vec::new(),
-    };
+    let patch = Step::new;
     vec![
         patch(
             "0001",
@@ -502,11 +496,7 @@ fn a_step_at_the_same_instructions_counts_only_beyond_the_a_a_pair() {
         .iter()
         .map(|(point, _)| (("top_p".to_string(), point.to_string()), 9.6e6))
         .collect();
-    let step = |patch: &str| Step {
-        patch: patch.to_string(),
-        before: "published".to_string(),
-        ..Step::default()
-    };
+    let step = |patch: &str| Step::new(patch, "", "published");
     let (mut control, mut steps) = (Step::control(), [step("0001"), step("0002")]);
     bench_report::steps(&mut control, &mut steps, &rounds, &counts);
     let aa = control.paired("top_p").expect("the A/A pair's row");

@@ -44,7 +44,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             "after {branch}"
         );
         let last = next.built.landed.last().expect("the merged patch is named");
-        assert_eq!(last.subject, *title);
+        assert_eq!(last.patch.message.subject, *title);
         assert_eq!(
             last.commit,
             Some((landed_as, format!("{title} (#{number})")))

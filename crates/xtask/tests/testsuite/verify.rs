@@ -221,7 +221,7 @@ fn the_export_rewrites_only_what_changed() -> Result<()> {
     );
     assert_eq!(std::fs::metadata(&untouched)?.modified()?, old_time);
     // The export equals the tree, file for file and mode for mode: a tree's id is its content.
-    let on_disk = xtask::trees::Scratch::new()?.tree_of_dir(&dir)?;
+    let on_disk = xtask::trees::tree_of_dir(&xtask::trees::scratch()?, &dir)?;
     assert_eq!(on_disk, after);
     Ok(())
 }

@@ -21,8 +21,7 @@ fn text(repo: &Repository, tree: Oid, path: &str) -> Result<String> {
 
 #[test]
 fn a_change_lands_where_its_lines_moved_and_conflicts_where_they_changed() -> Result<()> {
-    let scratch = xtask::trees::Scratch::new()?;
-    let repo = &scratch.repo;
+    let repo = &xtask::trees::scratch()?;
     let lines = "a\nb\nc\nd\ne\nf\ng\nh\n";
     let before = tree(repo, &[("f.rs", lines)])?;
     let after = tree(repo, &[("f.rs", &lines.replace("g\n", "G\n"))])?;

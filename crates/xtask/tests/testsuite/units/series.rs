@@ -23,8 +23,7 @@ fn file_name_follows_git_format_patch() {
 
 #[test]
 fn an_email_keeps_the_authors_offset_for_git_am() -> Result<()> {
-    let scratch = xtask::trees::Scratch::new()?;
-    let repo = &scratch.repo;
+    let repo = &xtask::trees::scratch()?;
     let tree = repo.find_tree(repo.treebuilder(None)?.write()?)?;
     for offset in [-210, -30, -60, 0, 330] {
         let time = git2::Time::new(1_795_993_288, offset);

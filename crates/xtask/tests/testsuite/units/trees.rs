@@ -11,7 +11,7 @@ use git2::{FileMode, Repository};
 
 #[test]
 fn a_written_tree_hashes_back_to_itself() -> Result<()> {
-    let scratch = Scratch::new()?;
+    let repo = &scratch()?;
     let mut script = file("run.sh", "#!/bin/sh\n");
     script.executable = true;
     let files = [
@@ -20,14 +20,14 @@ fn a_written_tree_hashes_back_to_itself() -> Result<()> {
         file("README.md", "x"),
         script,
     ];
-    let tree = tree_of_crates(&scratch.repo, &[("", &files[..])])?;
+    let tree = tree_of_crates(repo, &[("", &files[..])])?;
     let temp = tempfile::tempdir()?;
     let dir = temp.path().join("out");
-    write_tree(&scratch.repo, tree, &dir)?;
-    assert_eq!(scratch.tree_of_dir(&dir)?, tree);
+    write_tree(repo, tree, &dir)?;
+    assert_eq!(tree_of_dir(repo, &dir)?, tree);
     fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
-    let edited = scratch.tree_of_dir(&dir)?;
-    assert_eq!(scratch.changes(tree, edited)?, ["modified src/a/mod.rs"]);
+    let edited = tree_of_dir(repo, &dir)?;
+    assert_eq!(changes(repo, tree, edited)?, ["modified src/a/mod.rs"]);
     Ok(())
 }
 
