@@ -106,8 +106,8 @@ pub(crate) fn on_published(
 /// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`:
 /// one branch per patch that `proposed` accepts. The others stay in the linear series, so that
 /// the patches after them apply as written, but get no branch. A patch whose context moved on
-/// the base is merged three ways from `upstream`'s blobs, as `git am -3` does. A patch the base
-/// holds already, or that `upstream` says was merged, gets no branch. A patch that conflicts is
+/// the base is merged three ways from `known`'s blobs, as `git am -3` does. A patch the base
+/// holds already, or that `known` says was merged, gets no branch. A patch that conflicts is
 /// left out of the linear series, and it and the patches that build on it are `stopped`.
 pub(crate) fn branches(
     repo: &Repository,
@@ -116,13 +116,13 @@ pub(crate) fn branches(
     patches: &[Patch],
     builds_on: &BTreeMap<String, String>,
     proposed: &dyn Fn(&Patch) -> bool,
-    upstream: &Known<'_>,
+    known: &Known<'_>,
 ) -> Result<Branches> {
     let Known {
-        blobs: known,
+        blobs,
         merged,
         others,
-    } = *upstream;
+    } = *known;
     let mut linear = base;
     let mut made = Branches::default();
     for patch in patches {
@@ -166,7 +166,7 @@ pub(crate) fn branches(
                 true => "the patch as written",
                 false => "its resolution for a pull request in the base",
             };
-            let outcome = apply::patch(repo, linear, candidate, known)?;
+            let outcome = apply::patch(repo, linear, candidate, blobs)?;
             if let Outcome::Conflict(why) = outcome {
                 passed_over.push((what, why));
                 continue;

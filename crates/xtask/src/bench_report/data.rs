@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::Paired;
 
-/// The version of the report's JSON that this `bench-report` writes, and the only one it reads:
-/// a verdict is judged once, when the report is written.
+/// The version of the report's JSON that this `bench-report` writes, and the only one it reads.
+/// A row's weighing against instructions and the A/A pair is stored when the report is written;
+/// its verdict follows from the stored interval by the rules of this version.
 pub const VERSION: u32 = 1;
 
 /// Where and how it ran, the A/A pair, each patch's step, and the whole series' decode loop (if
