@@ -188,11 +188,14 @@ pub fn move_onto(
         } if index_line_differs(repo, tree, after, patch)?.is_none() => Moved::Unchanged,
         _ => Moved::WrittenAgain,
     };
-    let bytes = match moved {
-        Moved::WrittenAgain => email_of(repo, tree, after, &patch.message)?,
-        _ => patch.bytes.clone(),
+    let moved_patch = match moved {
+        Moved::WrittenAgain => {
+            let bytes = email_of(repo, tree, after, &patch.message)?;
+            Patch::new(patch.file_name.clone(), bytes)?
+        }
+        _ => patch.clone(),
     };
-    Ok((after, Patch::new(patch.file_name.clone(), bytes)?, moved))
+    Ok((after, moved_patch, moved))
 }
 
 /// `tree`, then the tree after each of `patches`, applied as written in turn: the series as it

@@ -262,9 +262,14 @@ fn write_slot(
     known: &[Oid],
 ) -> Result<(Option<Patch>, WroteBack)> {
     let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, WroteBack)> {
-        let subject = series::parse_message(&bytes)?.subject;
-        let file_name = series::file_name(slot.number.parse()?, &subject);
-        Ok((Some(Patch::new(file_name, bytes)?), outcome))
+        let message = series::parse_message(&bytes)?;
+        let file_name = series::file_name(slot.number.parse()?, &message.subject);
+        let patch = Patch {
+            file_name,
+            bytes,
+            message,
+        };
+        Ok((Some(patch), outcome))
     };
     let Some(source) = &slot.source else {
         let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;
