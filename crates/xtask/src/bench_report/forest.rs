@@ -4,8 +4,10 @@
 //! and the range that two builds of identical code differ by (the A/A pair's, as
 //! `Placement` draws it), with the instruction ratio beside it where callgrind counted.
 //!
-//! The plot is drawn as SVG, its columns laid out here in pixels, and rendered to PNG by resvg with a font
-//! of its own, so that a pull request's description can show a step's panel on any machine.
+//! The plot is drawn as SVG, its columns laid out here in pixels, and rendered to PNG by resvg
+//! with a font of its own, so that a pull request's description can show a step's panel on any
+//! machine. Every mark is a measurement's circle or a key's bar, line or diamond, so that every
+//! circle in the figure is a measurement.
 
 use std::ops::Range;
 
@@ -13,12 +15,12 @@ use anyhow::{Context, Result};
 use plotters::coord::combinators::WithKeyPoints;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::CoordTranslate;
+use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::chart::point;
 use super::data::{Report, Step, StepRow};
-use super::frame::{self, key_words, text, Area, FRAME};
+use super::render::point;
 use super::stats::{Placement, Verdict, Work};
 
 /// Where `bench-report` writes every step's panel, beside the report.
@@ -57,7 +59,7 @@ pub fn svg(steps: &[&Step], control: &Step) -> Result<String> {
         .iter()
         .map(|step| TITLE + ROW * step.rows.len() as i32 + AXIS);
     let heights: Vec<i32> = panels.chain([KEY]).collect();
-    frame::stacked(WIDTH, &heights, |i, area| match steps.get(i) {
+    stacked(WIDTH, &heights, |i, area| match steps.get(i) {
         Some(step) => draw_panel(area, step, control),
         None => draw_key(area),
     })
@@ -182,8 +184,8 @@ fn draw_panel(area: &Area, step: &Step, control: &Step) -> Result<()> {
             .chain(band.into_iter().flatten())
     });
     let axis = extent(values);
-    let (heading, against) = title(step);
-    frame::heading(area, &heading, &[against + ", after / before"])?;
+    let (name, against) = title(step);
+    heading(area, &name, &[against + ", after / before"])?;
     let height = (ROW * step.rows.len() as i32) as f64;
     // The axis's name 10 pixels above the panel's foot.
     let plot = area.margin(TITLE, 10, NAMES, WIDTH - NAMES - PLOT);
@@ -191,7 +193,15 @@ fn draw_panel(area: &Area, step: &Step, control: &Step) -> Result<()> {
     let mut chart = ChartBuilder::on(&plot)
         .x_label_area_size(AXIS - 10)
         .build_cartesian_2d(ratio, height..0.0)?;
-    frame::mesh(&mut chart)
+    // A light line at each tick and none between them: a log axis's lines between them would
+    // crowd the marks.
+    chart
+        .configure_mesh()
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .axis_style(TRANSPARENT)
+        .label_style(text(13.0, HPos::Center, VPos::Top))
+        .axis_desc_style(text(13.0, HPos::Center, VPos::Top))
         .y_labels(0)
         .x_desc("after / before, log scale")
         .x_label_formatter(&|tick| format!("{tick}"))
@@ -274,7 +284,11 @@ fn diamond((x, y): (i32, i32)) -> PathElement<(i32, i32)> {
 
 /// What the bands and marks mean, in two lines below the panels.
 fn draw_key(area: &Area) -> Result<()> {
-    let label = |words: &str, at: (i32, i32)| key_words(area, words, at);
+    // A key's words after the 30 pixels that its mark takes.
+    let label = |words: &str, (x, y): (i32, i32)| {
+        let style = text(13.0, HPos::Left, VPos::Center);
+        area.draw(&Text::new(words.to_string(), (x + 30, y), style))
+    };
     let (left, first, second) = (10, 16, 42);
     let swatch = |x: i32, color: RGBAColor| {
         let corners = [(x + 2, first - 7), (x + 22, first + 7)];
@@ -294,5 +308,55 @@ fn draw_key(area: &Area) -> Result<()> {
     let right = WIDTH * 2 / 3 + 20;
     area.draw(&diamond((right + 12, second)))?;
     label("instructions (callgrind)", (right, second))?;
+    Ok(())
+}
+
+/// An area of a figure, in pixels from its top left corner.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The colour of every picture's text.
+const TEXT: RGBColor = RGBColor(30, 30, 30);
+/// The plotting area's frame: what the marks lie within.
+const FRAME: RGBColor = RGBColor(150, 150, 150);
+/// The lines of an axis's ticks across the plotting area.
+const GRID: RGBColor = RGBColor(228, 228, 228);
+
+/// Every picture's text: sans-serif at `size`, anchored at `h` and `v`.
+fn text(size: f64, h: HPos, v: VPos) -> TextStyle<'static> {
+    TextStyle::from(("sans-serif", size).into_font())
+        .color(&TEXT)
+        .pos(Pos::new(h, v))
+}
+
+/// A figure `width` pixels wide of areas `heights` high, top to bottom, each drawn by `draw`
+/// with its index: as SVG text.
+fn stacked(
+    width: i32,
+    heights: &[i32],
+    mut draw: impl FnMut(usize, &Area) -> Result<()>,
+) -> Result<String> {
+    let mut out = String::new();
+    let size = (width as u32, heights.iter().sum::<i32>() as u32);
+    let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut top = 0;
+    for (i, &height) in heights.iter().enumerate() {
+        draw(i, &root.clone().shrink((0, top), (width, height)))?;
+        top += height;
+    }
+    root.present()?;
+    drop(root);
+    Ok(out)
+}
+
+/// A panel's heading at its top left: `title` in bold, then each of `lines` below it.
+fn heading(area: &Area, title: &str, lines: &[String]) -> Result<()> {
+    let bold = TextStyle::from(("sans-serif", 16.0, FontStyle::Bold).into_font());
+    let bold = bold.color(&TEXT).pos(Pos::new(HPos::Left, VPos::Top));
+    area.draw(&Text::new(title.to_string(), (10, 8), bold))?;
+    for (i, line) in lines.iter().enumerate() {
+        let style = text(14.0, HPos::Left, VPos::Top);
+        area.draw(&Text::new(line.clone(), (10, 29 + 18 * i as i32), style))?;
+    }
     Ok(())
 }

@@ -12,27 +12,25 @@ use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 use crate::project::Layout;
 use crate::series::Series;
 
-pub mod chart;
 mod committed;
 mod criterion;
 pub mod data;
+pub mod decode;
 pub mod forest;
-mod frame;
 mod measure;
 pub mod render;
 pub mod stats;
-pub mod strip;
 
 pub use committed::{committed, patch_hashes, staleness};
 pub use criterion::{read_criterion, rows, Measurement, Row};
 // What a pull request's body takes from the report.
 pub use data::Report;
-use data::{Decode, Step, StepRow};
+use data::{Step, StepRow};
+use decode::Loop;
 pub use forest::{step_png, PNG};
 use measure::Driver;
 pub(crate) use render::step_evidence;
 use stats::{median, parse_rounds, Paired, Verdict};
-use strip::{Loop, Strip};
 
 /// How many paired rounds `bench-driver pair` times per row.
 pub const ROUNDS: usize = 201;
@@ -137,26 +135,6 @@ pub fn decode_points(comparison: &str, steps: &[Step]) -> Vec<String> {
     points
 }
 
-/// The decode loop between two points, from its rounds of a total and a sampler time per point.
-pub fn decode_between(decode: &Loop, before: &str, after: &str) -> Result<Decode> {
-    let (b, a) = (Strip::of(decode, before)?, Strip::of(decode, after)?);
-    let tokens = |side: &Strip| -> Vec<f64> { side.rounds.iter().map(|r| r.0).collect() };
-    // A token's time before, less what the sampler saves.
-    let sides = b.rounds.iter().zip(&a.rounds);
-    let sampler_only: Vec<f64> = sides.map(|(b, a)| b.0 - (b.1 - a.1)).collect();
-    Ok(Decode {
-        comparison: decode.comparison.clone(),
-        before: before.to_string(),
-        after: after.to_string(),
-        before_ms: b.median,
-        after_ms: a.median,
-        before_share: b.share,
-        after_share: a.share,
-        per_token: Paired::between(&tokens(&b), &tokens(&a)),
-        sampler_only: Paired::between(&tokens(&b), &sampler_only),
-    })
-}
-
 #[derive(Debug, Default, clap::Args)]
 pub struct Options {
     /// Count instructions per call with valgrind's callgrind too.
@@ -233,7 +211,6 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let whole = whole_series(&control, &point_rounds, &counts);
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
-    let mut loops = Vec::new();
     let decode = if settings.model_on_disk && !options.short {
         let mut whole = Vec::new();
         for comparison in point_rounds.keys() {
@@ -244,12 +221,10 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
                 points,
                 tokens,
             };
-            whole.push(decode_between(&decode, PUBLISHED_POINT, SERIES_POINT)?);
+            whole.push(decode.between(PUBLISHED_POINT, SERIES_POINT)?);
             for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-                step.decode
-                    .push(decode_between(&decode, &step.before, &step.patch)?);
+                step.decode.push(decode.between(&step.before, &step.patch)?);
             }
-            loops.push(decode);
         }
         Some(whole)
     } else {
@@ -288,19 +263,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     fs::write(&path, &markdown)?;
     let data = data_path(layout);
     fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
-    let chart = dir.join(chart::SVG);
-    fs::write(&chart, chart::svg(&rows)?)?;
     let forest = dir.join(forest::SVG);
     fs::write(&forest, forest::report_svg(&report, &whole)?)?;
-    // The decode loop's strips where it ran; none left from an earlier run where it did not.
-    let strips = dir.join(strip::SVG);
-    let mut wrote = vec![path, data, chart, forest];
-    if report.decode.is_some() {
-        fs::write(&strips, strip::svg(&loops)?)?;
-        wrote.push(strips);
-    } else if strips.exists() {
-        fs::remove_file(&strips)?;
-    }
+    let wrote = [path, data, forest];
     print!("{markdown}");
     let wrote: Vec<String> = wrote.iter().map(|p| p.display().to_string()).collect();
     eprintln!("wrote {}", wrote.join(", "));

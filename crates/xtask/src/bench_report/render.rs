@@ -4,7 +4,6 @@ use anyhow::Result;
 use minijinja::Value;
 use shared::bench::{TOP_K, TOP_P};
 
-use super::chart::point;
 use super::data::{Decode, Report, Step, StepRow};
 use super::stats::{Paired, Placement, Work, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
 use super::Row;
@@ -26,6 +25,15 @@ fn table<T>(rows: &[T], columns: &[Column<T>]) -> String {
 /// `value` shown, or an empty cell.
 fn or_blank<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
     value.map(show).unwrap_or_default()
+}
+
+/// What a point is, in words.
+pub(crate) fn point(name: &str) -> String {
+    match name {
+        shared::PUBLISHED_POINT => "the published crates".to_string(),
+        shared::SERIES_POINT => "the whole series".to_string(),
+        number => format!("the branch of {number}"),
+    }
 }
 
 pub fn show_time(ns: f64) -> String {
@@ -143,9 +151,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         measured => rows.iter().map(|row| &row.device).collect::<Vec<_>>(),
         placement => PLACEMENT,
         rows_table => table(rows, columns),
-        chart => super::chart::SVG,
         forest => super::forest::SVG,
-        strip => super::strip::SVG,
         control,
         steps => steps.map(|s| step_context(s, patch_table(s))).collect::<Vec<_>>(),
         decode,

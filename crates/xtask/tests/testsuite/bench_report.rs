@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use xtask::bench_report::data::{Report, Step};
+use xtask::bench_report::decode::Loop;
 use xtask::bench_report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
-use xtask::bench_report::strip::Loop;
 use xtask::bench_report::{self, Counts, PointRounds};
 
 fn fixtures() -> PathBuf {
@@ -187,8 +187,7 @@ fn report_of(with_model: bool) -> Result<Report> {
             bench_report::decode_points(&decode.comparison, &steps),
             "the points the report decodes with"
         );
-        let between =
-            |before: &str, after: &str| bench_report::decode_between(&decode, before, after);
+        let between = |before: &str, after: &str| decode.between(before, after);
         whole.push(between("published", "series")?);
         for step in steps.iter_mut() {
             if bench_report::faster(step, &decode.comparison) {
@@ -244,10 +243,6 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     // Without the model the decode loop says why it is missing; the rest is the same.
     let without = bench_report::render::report(&rows, &report_of(false)?, &profile)?;
     expect_test::expect_file!["../snapshots/bench-report-without-the-model.md"].assert_eq(&without);
-    assert!(
-        !without.contains(bench_report::strip::SVG),
-        "no strips to link"
-    );
     // The short run says so above its tables, and why it has no decode loop; the rest is the same.
     let mut short = report_of(false)?;
     short.short = true;
@@ -379,47 +374,6 @@ fn the_captured_a_a_pair_explains_where_top_p_lands() -> Result<()> {
             ("0007", "top_p")
         ]
     );
-    Ok(())
-}
-
-#[test]
-fn the_chart_marks_every_point_and_says_when_it_has_none() -> Result<()> {
-    let row = |comparison: &str, vocab: &str, ns: f64| bench_report::Row {
-        device: "cpu".into(),
-        comparison: comparison.into(),
-        vocab: vocab.into(),
-        published_ns: ns,
-        series_ns: ns / 10.0,
-        floor_ns: Some(ns / 20.0),
-        paired: None,
-        control: None,
-        instructions: None,
-    };
-    let rows = [
-        row("all", "32000", 150e3),
-        row("all", "151936", 700e3),
-        row("top_p", "49152", 900e3),
-    ];
-    let svg = bench_report::chart::svg(&rows)?;
-    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
-    for text in [
-        "all",
-        "top_p",
-        "published",
-        "series",
-        "floor",
-        "time per call",
-    ] {
-        assert!(
-            svg.contains(&format!(">\n{text}\n</text>")),
-            "no {text} in the chart"
-        );
-    }
-    // A mark for each of the 9 measurements (3 rows, 3 lines), whether or not a line joins it.
-    assert_eq!(svg.matches("<circle").count(), 9);
-    let empty = bench_report::chart::svg(&[])?;
-    assert!(empty.contains(bench_report::chart::NO_DATA), "{empty}");
-    assert_eq!(empty.matches("<circle").count(), 0);
     Ok(())
 }
 
@@ -730,38 +684,6 @@ fn assert_every_mark_visible(svg: &str) {
     }
 }
 
-/// The medians of a real `cargo bench` at four vocabularies (`tests/fixtures/medians/`).
-fn scaling_rows() -> Result<Vec<bench_report::Row>> {
-    let row = |fields: Vec<&str>| bench_report::Row {
-        device: "cpu".into(),
-        comparison: fields[0].into(),
-        vocab: fields[1].into(),
-        published_ns: fields[2].parse::<f64>().unwrap() * 1e3,
-        series_ns: fields[3].parse::<f64>().unwrap() * 1e3,
-        floor_ns: Some(fields[4].parse::<f64>().unwrap() * 1e3),
-        paired: None,
-        control: None,
-        instructions: None,
-    };
-    let text = std::fs::read_to_string(fixtures().join("medians/cpu.txt"))?;
-    Ok(text
-        .lines()
-        .map(|r| row(r.split_whitespace().collect()))
-        .collect())
-}
-
-/// A tick's value from its label: "50" vocabulary thousands, "500 µs" or "2 ms" in ns.
-fn tick_value(label: &str) -> Option<f64> {
-    let (number, unit) = label.split_once(' ').unwrap_or((label, ""));
-    let scale = match unit {
-        "" | "ns" => 1.0,
-        "µs" => 1e3,
-        "ms" => 1e6,
-        _ => return None,
-    };
-    Some(number.parse::<f64>().ok()? * scale)
-}
-
 /// The pixel a value lies at on an axis, from two of its ticks (value, pixel): `log` for a log
 /// axis.
 fn axis_from(ticks: &[(f64, f64)], log: bool) -> impl Fn(f64) -> f64 {
@@ -769,69 +691,6 @@ fn axis_from(ticks: &[(f64, f64)], log: bool) -> impl Fn(f64) -> f64 {
     let scale = move |v: f64| if log { v.ln() } else { v };
     let ((v0, p0), (v1, p1)) = (ticks[0], ticks[ticks.len() - 1]);
     move |v| p0 + (scale(v) - scale(v0)) / (scale(v1) - scale(v0)) * (p1 - p0)
-}
-
-#[test]
-fn the_scaling_chart_shows_every_point_where_its_time_says() -> Result<()> {
-    let rows = scaling_rows()?;
-    let svg = bench_report::chart::svg(&rows)?;
-    assert_every_mark_visible(&svg);
-    let elements = elements(&svg);
-    let frames = frames(&elements);
-    let mut comparisons: Vec<&str> = rows.iter().map(|r| r.comparison.as_str()).collect();
-    comparisons.dedup();
-    assert_eq!(
-        frames.len(),
-        comparisons.len(),
-        "a plotting area per comparison"
-    );
-    let texts: Vec<&Element> = elements.iter().filter(|e| e.tag == "text").collect();
-    for (frame, comparison) in frames.iter().zip(&comparisons) {
-        // The axes from their own tick labels: time up the left, vocabulary along the bottom.
-        let beside = |t: &&&Element| {
-            let (x, y) = (t.number("x"), t.number("y"));
-            let left = x < frame.left && x > frame.left - 60.0;
-            let below = y > frame.bottom && y < frame.bottom + 20.0;
-            let along = x >= frame.left - 1.0 && x <= frame.right + 1.0;
-            (left && y >= frame.top - 1.0 && y <= frame.bottom + 1.0) || (below && along)
-        };
-        let tick = |t: &&Element| Some((tick_value(&t.text)?, t.number("x"), t.number("y")));
-        let ticks: Vec<(f64, f64, f64)> = texts.iter().filter(beside).filter_map(tick).collect();
-        let (time, vocab): (Vec<_>, Vec<_>) = ticks.iter().partition(|(_, x, _)| *x < frame.left);
-        let time: Vec<(f64, f64)> = time.iter().map(|(v, _, y)| (*v, *y)).collect();
-        let vocab: Vec<(f64, f64)> = vocab.iter().map(|(v, x, _)| (*v, *x)).collect();
-        assert!(time.len() >= 3, "{comparison}: time ticks {time:?}");
-        let (y_of, x_of) = (&axis_from(&time, true), axis_from(&vocab, false));
-        let measured: Vec<(f64, f64)> = rows
-            .iter()
-            .filter(|r| r.comparison == *comparison)
-            .flat_map(|r| {
-                let x = x_of(r.vocab.parse::<f64>().unwrap() / 1000.0);
-                [Some(r.published_ns), Some(r.series_ns), r.floor_ns]
-                    .into_iter()
-                    .flatten()
-                    .map(move |ns| (x, y_of(ns)))
-            })
-            .collect();
-        let marks: Vec<(f64, f64)> = elements
-            .iter()
-            .filter(|e| e.tag == "circle")
-            .map(|e| (e.number("cx"), e.number("cy")))
-            .filter(|(x, y)| {
-                frame.left < *x && *x < frame.right && frame.top < *y && *y < frame.bottom
-            })
-            .collect();
-        // A mark for every measurement, each where its vocabulary and time put it on these axes.
-        assert_eq!(marks.len(), measured.len(), "{comparison}");
-        for (x, y) in &measured {
-            let near = |(mx, my): &&(f64, f64)| (mx - x).abs() <= 1.5 && (my - y).abs() <= 1.5;
-            assert!(
-                marks.iter().any(|m| near(&m)),
-                "{comparison}: nothing at ({x}, {y})"
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Every step's panel of the captured report, and the whole series': one row per variant, each
@@ -1023,136 +882,4 @@ fn assert_dots_in_their_colours(svg: &str) -> Result<impl Fn(f64, f64) -> (u8, u
         );
     }
     Ok(pixel)
-}
-
-/// The decode loop's strips from the captured rounds: a panel per comparison, a strip per point
-/// under its name, a dot per round where the time axis drawn beside it puts that round's ms per
-/// token, left to right in the order the rounds ran, and the sampler's bar hung from the strip's
-/// median, as high as the sampler's median ms per token.
-#[test]
-fn the_decode_strips_draw_every_round_where_its_time_says() -> Result<()> {
-    use xtask::bench_report::strip;
-    let mut loops = captured_loops()?;
-    // A second panel, of two points, below the first: the captured rounds of the published
-    // crates and the series alone.
-    let mut two = loops[0].clone();
-    two.comparison = "top_p, published and series".to_string();
-    two.points.truncate(2);
-    two.rounds.iter_mut().for_each(|r| r.truncate(4));
-    loops.push(two);
-    let svg = strip::svg(&loops)?;
-    assert_every_mark_visible(&svg);
-    // As a PNG too, each round's dot in its side's colour.
-    let _pixel = assert_dots_in_their_colours(&svg)?;
-    let elements = elements(&svg);
-    let frames = frames(&elements);
-    assert_eq!(frames.len(), loops.len(), "a plotting area per comparison");
-    let texts: Vec<&Element> = elements.iter().filter(|e| e.tag == "text").collect();
-    let circles: Vec<&Element> = elements.iter().filter(|e| e.tag == "circle").collect();
-    let rounds: usize = loops.iter().map(|l| l.rounds.len() * l.points.len()).sum();
-    assert_eq!(circles.len(), rounds, "a dot per round and side, no more");
-    for (frame, decode) in frames.iter().zip(&loops) {
-        let name = &decode.comparison;
-        // The time axis from its own tick labels left of the plotting area, in ms.
-        let left = |t: &&&Element| {
-            let (x, y) = (t.number("x"), t.number("y"));
-            x < frame.left && x > frame.left - 60.0 && frame.top <= y && y <= frame.bottom
-        };
-        let tick = |t: &&Element| Some((tick_value(&t.text)? / 1e6, t.number("y")));
-        let ticks: Vec<(f64, f64)> = texts.iter().filter(left).filter_map(tick).collect();
-        assert!(ticks.len() >= 3, "{name}: time ticks {ticks:?}");
-        let y_of = axis_from(&ticks, false);
-        // Each strip's name just below the plotting area, in the order the points ran.
-        let under = |t: &&&Element| {
-            let y = t.number("y");
-            t.get("text-anchor") == "middle" && y > frame.bottom && y < frame.bottom + 16.0
-        };
-        let names: Vec<(&str, f64)> = texts
-            .iter()
-            .filter(under)
-            .map(|t| (t.text.as_str(), t.number("x")))
-            .collect();
-        let points: Vec<String> = decode.points.iter().map(|p| point_words(p)).collect();
-        let named: Vec<&str> = names.iter().map(|n| n.0).collect();
-        assert_eq!(named, points, "{name}: a strip per point, named");
-        // What lies in the plotting area belongs to the strip whose name is nearest.
-        let strip_of = |x: f64| {
-            let distance = |n: &(&str, f64)| (n.1 - x).abs();
-            let nearest = names
-                .iter()
-                .min_by(|a, b| distance(a).total_cmp(&distance(b)));
-            nearest.map(|n| n.0)
-        };
-        let inside =
-            |x: f64, y: f64| frame.left < x && x < frame.right && frame.top < y && y < frame.bottom;
-        for (point, words) in decode.points.iter().zip(&points) {
-            // The rounds as the fixture holds them: a side's total and sampler ns for `tokens`.
-            let column = 2 * decode.points.iter().position(|p| p == point).unwrap();
-            let per_token = |ns: f64| ns / decode.tokens as f64 / 1e6;
-            let ms: Vec<f64> = decode.rounds.iter().map(|r| per_token(r[column])).collect();
-            let sampler =
-                bench_report::stats::median(decode.rounds.iter().map(|r| per_token(r[column + 1])));
-            let median = bench_report::stats::median(&ms);
-            let mut dots: Vec<(f64, f64)> = circles
-                .iter()
-                .map(|c| (c.number("cx"), c.number("cy")))
-                .filter(|&(x, y)| inside(x, y) && strip_of(x) == Some(words.as_str()))
-                .collect();
-            dots.sort_by(|a, b| a.0.total_cmp(&b.0));
-            assert_eq!(dots.len(), ms.len(), "{name} {point}: a dot per round");
-            for (round, ((x, y), ms)) in dots.iter().zip(&ms).enumerate() {
-                assert!(
-                    (y - y_of(*ms)).abs() <= 1.0,
-                    "{name} {point} round {round}: {ms} ms drawn at y {y}, not {}",
-                    y_of(*ms)
-                );
-                // Side by side, left to right as the rounds ran: no dot hides another.
-                let next = dots.get(round + 1).map_or(f64::INFINITY, |d| d.0);
-                assert!(next - x >= 2.0 * DOT_RADIUS, "{name} {point}: {dots:?}");
-            }
-            // The sampler's bar: hung from the median, as high as its ms per token on the axis.
-            let bars: Vec<Area> = elements
-                .iter()
-                .filter(|e| e.is_filled_rect())
-                .map(Area::of_rect)
-                .filter(|a| inside(a.left, a.top) && inside(a.right, a.bottom))
-                .filter(|a| strip_of((a.left + a.right) / 2.0) == Some(words.as_str()))
-                .collect();
-            let [bar] = bars[..] else {
-                panic!("{name} {point}: {} bars", bars.len());
-            };
-            let height = y_of(median - sampler) - y_of(median);
-            assert!(
-                (bar.top - y_of(median)).abs() <= 1.0,
-                "{name} {point}: the bar's top at {}, the median {median} ms at {}",
-                bar.top,
-                y_of(median)
-            );
-            assert!(
-                (bar.bottom - bar.top - height.max(1.0)).abs() <= 1.0,
-                "{name} {point}: the bar {} high, {sampler} ms is {height}",
-                bar.bottom - bar.top
-            );
-            // Beside the dots, to their right, and said in words under the strip.
-            assert!(dots.iter().all(|d| d.0 + DOT_RADIUS < bar.left));
-            let said = format!("sampler {sampler:.2} ms a token");
-            assert!(
-                texts.iter().any(|t| t.text.starts_with(&said)),
-                "{name} {point}: no `{said}`"
-            );
-        }
-    }
-    Ok(())
-}
-
-/// A round's dot in the strip plot.
-const DOT_RADIUS: f64 = 4.0;
-
-/// A point as the figures name it.
-fn point_words(point: &str) -> String {
-    match point {
-        "published" => "the published crates".to_string(),
-        "series" => "the whole series".to_string(),
-        number => format!("the branch of {number}"),
-    }
 }
