@@ -159,43 +159,26 @@ pub fn patch(repo: &Repository, tree: Oid, patch: &Patch, known: &[Oid]) -> Resu
     })
 }
 
-/// What became of a patch moved onto another tree.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moved {
-    /// It applies as written and its index lines name the blobs: its bytes stay.
-    Unchanged,
-    /// Merged three ways, or its index lines named other blobs: its change and message, written
-    /// again from the trees.
-    WrittenAgain,
-    /// The tree holds its change already.
-    AlreadyThere,
-}
-
-/// `patch` moved onto `tree` (`patch`): the tree after it, the patch as it reads there, and
-/// what became of it. Fails on a conflict, which stops every caller.
+/// `patch` moved onto `tree` (`patch`): the tree after it and the patch as it reads there, or
+/// `None` where the tree holds its change already. The patch keeps its bytes where it applies as
+/// written and its index lines name the blobs; otherwise its change and message are written again
+/// from the trees. Fails on a conflict, which stops every caller.
 pub fn move_onto(
     repo: &Repository,
     tree: Oid,
     patch: &Patch,
     known: &[Oid],
-) -> Result<(Oid, Patch, Moved)> {
-    let outcome = self::patch(repo, tree, patch, known)?;
-    let after = outcome.clone().or_conflict(tree)?;
-    let moved = match outcome {
-        Outcome::AlreadyThere => Moved::AlreadyThere,
-        Outcome::Applied {
-            three_way: false, ..
-        } if index_line_differs(repo, tree, after, patch)?.is_none() => Moved::Unchanged,
-        _ => Moved::WrittenAgain,
+) -> Result<Option<(Oid, Patch)>> {
+    let (after, three_way) = match self::patch(repo, tree, patch, known)? {
+        Outcome::Applied { tree, three_way } => (tree, three_way),
+        Outcome::AlreadyThere => return Ok(None),
+        Outcome::Conflict(why) => bail!("{why}"),
     };
-    let moved_patch = match moved {
-        Moved::WrittenAgain => {
-            let bytes = email_of(repo, tree, after, &patch.message)?;
-            Patch::new(patch.file_name.clone(), bytes)?
-        }
-        _ => patch.clone(),
-    };
-    Ok((after, moved_patch, moved))
+    if !three_way && index_line_differs(repo, tree, after, patch)?.is_none() {
+        return Ok(Some((after, patch.clone())));
+    }
+    let bytes = email_of(repo, tree, after, &patch.message)?;
+    Ok(Some((after, Patch::new(patch.file_name.clone(), bytes)?)))
 }
 
 /// `tree`, then the tree after each of `patches`, applied as written in turn: the series as it

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::apply::{self, Moved, Outcome};
+use crate::apply::{self, Outcome};
 use crate::branches;
 use crate::git::{self, short};
 use crate::patches_dir;
@@ -276,16 +276,18 @@ fn write_slot(
         if slot.drop {
             return Ok((None, WroteBack::Dropped));
         }
-        let (after, patch, moved) = apply::move_onto(scratch, *tree, old, known)?;
-        *tree = after;
-        return match moved {
-            Moved::AlreadyThere => bail!(
+        let Some((after, patch)) = apply::move_onto(scratch, *tree, old, known)? else {
+            bail!(
                 "{}: the patches before it already make its change, which is then empty",
                 old.file_name
-            ),
-            Moved::Unchanged => written(patch.bytes, WroteBack::Unchanged),
-            Moved::WrittenAgain => written(patch.bytes, WroteBack::Followed),
+            );
         };
+        *tree = after;
+        let outcome = match patch.bytes == old.bytes {
+            true => WroteBack::Unchanged,
+            false => WroteBack::Followed,
+        };
+        return written(patch.bytes, outcome);
     };
     let (onto, tip, message) = source.change(clone)?;
     let changes = apply::changes(clone, onto, tip)?;

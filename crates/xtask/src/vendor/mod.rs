@@ -6,7 +6,6 @@ use anyhow::{ensure, Context, Result};
 use fs_err as fs;
 use toml_edit::{DocumentMut, Item};
 
-use crate::apply::Moved;
 use crate::expected;
 use crate::fsutil::{read_if_exists, swap_in, temp_in};
 use crate::pin::{self, Line, Pin};
@@ -42,9 +41,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         let old = published::load_all(layout)?;
         for (patch, moved) in rebase::rebase(layout, &old, &published)? {
             let what = match moved {
-                Moved::Unchanged => continue,
-                Moved::WrittenAgain => "merged three ways onto the release, written again",
-                Moved::AlreadyThere => "the release holds it: retired in patches/stack.toml",
+                Some(moved) if moved.bytes == patch.bytes => continue,
+                Some(_) => "merged three ways onto the release, written again",
+                None => "the release holds it: retired in patches/stack.toml",
             };
             eprintln!("[vendor] {}: {what}", patch.file_name);
         }

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::apply::{self, Moved};
+use crate::apply;
 use crate::expected::published_tree;
 use crate::patches_dir;
 use crate::pin;
@@ -14,13 +14,13 @@ use crate::series::stack_file::Retired;
 use crate::series::{self, Patch};
 
 /// Moves `patches/` from the crates `old` to the crates `new`, writing the folder again only if a
-/// patch changed or retired. Returns each patch as it reads on `new`, and what became of it (one
-/// the release holds already retires), in series order.
+/// patch changed or retired. Returns each patch, in series order, with the patch as it reads on
+/// `new`, or `None` where the release holds it already and it retires.
 pub fn rebase(
     layout: &Layout,
     old: &[Published],
     new: &[Published],
-) -> Result<Vec<(Patch, Moved)>> {
+) -> Result<Vec<(Patch, Option<Patch>)>> {
     let dir = layout.patches();
     let patches = series::Series::load(&dir)?.patches;
     let repo = &crate::trees::scratch()?;
@@ -29,22 +29,20 @@ pub fn rebase(
     let mut moved = Vec::new();
     let label = pin::label(&new.iter().map(|p| p.pin.clone()).collect::<Vec<_>>());
     for patch in &patches {
-        let (after, patch, outcome) = apply::move_onto(repo, tree, patch, &known)
+        let onto = apply::move_onto(repo, tree, patch, &known)
             .with_context(|| format!("moving the series to {label}"))?;
-        moved.push((patch, outcome));
-        tree = after;
+        tree = onto.as_ref().map_or(tree, |(after, _)| *after);
+        moved.push((patch.clone(), onto.map(|(_, moved)| moved)));
     }
-    if moved.iter().all(|(_, moved)| *moved == Moved::Unchanged) {
+    if moved
+        .iter()
+        .all(|(old, new)| new.as_ref().map(|p| &p.bytes) == Some(&old.bytes))
+    {
         return Ok(moved);
     }
     patches_dir::refuse_uncommitted(layout)?;
     let series: Vec<_> = (moved.iter())
-        .map(|(patch, outcome)| {
-            (
-                Some(patch),
-                (*outcome != Moved::AlreadyThere).then_some(patch),
-            )
-        })
+        .map(|(old, new)| (Some(old), new.as_ref()))
         .collect();
     let retired = Retired {
         why: format!("released in {label}"),
