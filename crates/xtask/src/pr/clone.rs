@@ -3,11 +3,10 @@
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, base, stack, Existing, Prepared, Selection};
+use super::{audit, stack, Existing, Prepared, Selection};
 use crate::git::{self, short};
 use crate::published::Published;
 use crate::record::{self, Made};
-use crate::series::Patch;
 
 /// The stack's branches for `repo`, planned: every check made and every commit built in the
 /// clone's object store in memory, nothing written. `write` writes them.
@@ -82,8 +81,6 @@ pub fn prepare(
             list.collect::<String>(),
         );
     }
-    let proposed: Vec<Patch> = series.proposed.iter().map(|p| p.patch.clone()).collect();
-    let base_report = base::relate(repo, base, published, &proposed)?;
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     repo.odb()?.add_new_mempack_backend(1000)?;
     let id = base.to_string();
@@ -133,11 +130,7 @@ pub fn prepare(
         record,
         force: existing != Existing::Refuse,
     };
-    let prepared = Prepared {
-        built,
-        base: base_report,
-        call_sites,
-    };
+    let prepared = Prepared { built, call_sites };
     Ok(Planned { prepared, writes })
 }
 

@@ -1,7 +1,6 @@
 //! `cargo xtask pr`: one upstream pull request per patch, as a stack of branches in a clone.
 
 pub mod audit;
-pub mod base;
 mod clone;
 pub mod facts;
 pub mod plan;
@@ -106,7 +105,6 @@ pub struct Prepared {
     /// The branches, the patches the base holds already, those that get no branch, and the
     /// other bases' pull requests that the base has.
     pub built: stack::Built,
-    pub base: base::BaseReport,
     pub call_sites: Vec<audit::CallSite>,
 }
 

@@ -63,7 +63,7 @@ pub fn plan(
     let carried = summary::carried(&carried, &stack_file.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
-    let (repo, writes, built, base, call_sites) = match &options.candle {
+    let (repo, writes, built, call_sites) = match &options.candle {
         Some(clone) => {
             let repo = git::open(clone)?;
             let existing = match (options.force_branch, options.discard_commits) {
@@ -87,12 +87,8 @@ pub fn plan(
                 existing,
                 &builds,
             )?;
-            let Prepared {
-                built,
-                base,
-                call_sites,
-            } = prepared;
-            (repo, Some(writes), built, Some(base), Some(call_sites))
+            let Prepared { built, call_sites } = prepared;
+            (repo, Some(writes), built, Some(call_sites))
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the
         // workspace's git identity stands in for the clone's.
@@ -104,7 +100,7 @@ pub fn plan(
             let built = stack::build(&scratch, base, series, &contributor, &[], &|_, _, _| {
                 Ok(true)
             })?;
-            (scratch, None, built, None, None)
+            (scratch, None, built, None)
         }
     };
     let stack = &built.stack;
@@ -157,20 +153,18 @@ pub fn plan(
         let branch = entry.branch.clone();
         folders.push(Folder { branch, files });
     }
-    // The summary, in stack.txt as on the console, less how the base relates to the pin.
+    // The summary, in stack.txt as on the console.
     let (landed, stopped) = (&built.landed, &built.stopped);
-    let summary = |base| -> Result<String> {
-        let order = summary::console(stack, stopped, base, &pins);
-        let rewrites = summary::rewrites(&built.rewrites);
-        let stopped = summary::stopped(stopped)?;
-        Ok(summary::landed(landed) + &rewrites + &order + &carried + &stopped)
-    };
+    let order = summary::console(stack, stopped);
+    let rewrites = summary::rewrites(&built.rewrites);
+    let summary = summary::landed(landed) + &rewrites + &order + &carried;
+    let summary = summary + &summary::stopped(stopped)?;
     let failed = checks.and_then(|checks| summary::failed(stack, &checks));
     let out = layout.target().join("pr");
     let next = summary::next_steps(options, stack, stopped, &out, pictures, &facts);
     Ok(Plan {
-        stack_txt: summary(None)?,
-        console: summary(base.as_ref())? + &next,
+        console: summary.clone() + &next,
+        stack_txt: summary,
         problems: summary::conflicts(stopped)
             .into_iter()
             .chain(failed)

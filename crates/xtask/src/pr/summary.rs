@@ -8,13 +8,11 @@ use std::path::Path;
 use anyhow::Result;
 use minijinja::{context, Value};
 
-use super::base::BaseReport;
 use super::facts::Facts;
 use super::stack::{pull_request, Entry, Landed};
 use super::verify::Check;
 use crate::branches::{Stop, Stopped};
 use crate::git::short;
-use crate::pin::{self, Pin};
 use crate::series::resolutions::{self, Resolutions};
 use crate::series::stack_file::Carried;
 use crate::series::Patch;
@@ -33,14 +31,9 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
     Ok(call("summary", "carried", &[Value::from(rows)]))
 }
 
-/// The console report: the order to open the pull requests in, and how the base relates to the
-/// pin. With no branch to make, why: every patch landed, or those left conflict (`stopped`).
-pub fn console(
-    stack: &[Entry],
-    stopped: &[Stopped],
-    base: Option<&BaseReport>,
-    pins: &[Pin],
-) -> String {
+/// The order to open the pull requests in; with no branch to make, why: every patch landed, or
+/// those left conflict (`stopped`).
+pub fn console(stack: &[Entry], stopped: &[Stopped]) -> String {
     let rows = stack.iter().map(|entry| {
         context! {
             branch => entry.branch,
@@ -50,23 +43,8 @@ pub fn console(
             resolution => entry.resolution,
         }
     });
-    let base = base.map(|base| {
-        // The pinned crate that holds each file, or all of them for a file none holds.
-        let files = base.files.iter().map(|(path, state)| {
-            let holds = |pin: &&Pin| path.starts_with(&format!("{}/", pin.path_in_vcs));
-            let holder = pins.iter().find(holds);
-            let holder = holder.map_or_else(|| pin::label(pins), Pin::label);
-            context! { path, state, holder }
-        });
-        context! {
-            relation => base.relation,
-            commit => short(&pins[0].commit),
-            label => pins[0].label(),
-            files => files.collect::<Vec<_>>(),
-        }
-    });
-    let (stopped, base) = (Value::from(!stopped.is_empty()), Value::from(base));
-    call("summary", "console", &[rows.collect(), stopped, base])
+    let stopped = Value::from(!stopped.is_empty());
+    call("summary", "console", &[rows.collect(), stopped])
 }
 
 /// The patches the base already holds, each with the commit that brought it.

@@ -57,7 +57,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
         if next.built.stack.is_empty() {
-            let console = xtask::pr::summary::console(&next.built.stack, &[], None, &[]);
+            let console = xtask::pr::summary::console(&next.built.stack, &[]);
             assert_eq!(
                 console,
                 "Every proposed patch has landed in the base: nothing is left to propose.\n"
