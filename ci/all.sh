@@ -61,7 +61,7 @@ summary() { echo "::: done in ${SECONDS}s: ${results[*]}"; }
 
 # Not fuzz: cargo-fuzz's optimised, instrumented build of candle takes 11 to 13 minutes from cold
 # on 2 cores, which a 25-minute run cannot hold. `cargo test` replays the corpus, lint formats the
-# target, and `cargo xtask check` keeps its lock file current; run `bash ci/fuzz.sh` locally.
+# target, and `cargo xtask fetch` (setup) fails on a stale lock file; run `bash ci/fuzz.sh` locally.
 steps=${*:-setup lint check test bench metal}
 for name in $steps; do
   declare -F "ci_$name" >/dev/null || { echo "no CI step named $name" >&2; exit 2; }

@@ -6,7 +6,7 @@ pub mod patch_use;
 
 use std::path::Path;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, ensure, Result};
 use fs_err as fs;
 
 use crate::apply;
@@ -14,7 +14,7 @@ use crate::expected::{self, Folder};
 use crate::fsutil::read_if_exists;
 
 use crate::pin;
-use crate::project::{self, Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
+use crate::project::{self, Layout, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series::{self, Series};
 
@@ -22,7 +22,6 @@ pub fn run(layout: &Layout) -> Result<()> {
     // What `pr` reads beside the patches names only patches that exist (`Series::load`).
     let series = Series::load(&layout.patches())?;
     let patches = &series.patches;
-    retired_in_history(layout, &series.stack, patches)?;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
     let published = published.collect::<Result<Vec<_>>>()?;
@@ -43,38 +42,7 @@ pub fn run(layout: &Layout) -> Result<()> {
             crate::project::REPORT_DIR
         ),
     }
-    // The fuzzer's own `Cargo.lock` goes stale when a crate it builds gains a dependency, and CI
-    // builds it `--locked`.
-    let manifest = layout.root.join(FUZZ_MANIFEST);
-    if !manifest.is_file() {
-        return Ok(());
-    }
-    let stderr = match project::metadata_command(&manifest, &["--locked"]).exec() {
-        Ok(_) => {
-            eprintln!("ok: {FUZZ_MANIFEST} builds --locked");
-            return Ok(());
-        }
-        Err(cargo_metadata::Error::CargoMetadata { stderr }) => stderr,
-        Err(err) => return Err(err).context("cannot run `cargo metadata`"),
-    };
-    // cargo's own `help:` line suggests dropping `--locked`, which is not the fix here.
-    let mut lines = stderr.lines().filter(|line| !line.trim().is_empty());
-    let first = lines.clone().find(|line| line.starts_with("error"));
-    let first = first.or(lines.next()).unwrap_or_default();
-    if first.contains("--locked") {
-        bail!(
-            "{FUZZ_MANIFEST}'s lock file is not up to date: {first}\nrun `cargo update \
-             --workspace --offline --manifest-path {FUZZ_MANIFEST}` to update it"
-        );
-    }
-    if first.contains("no matching package") {
-        bail!(
-            "{FUZZ_MANIFEST} needs a crate that is not in cargo's cache: {first}\nrun `cargo \
-             xtask fetch` once while online (it fetches the fuzzer's dependencies --locked, and \
-             says so if the lock file is stale)"
-        );
-    }
-    bail!("`cargo metadata` on {FUZZ_MANIFEST} failed: {first}")
+    Ok(())
 }
 
 /// Fails unless every patch's `index` lines name the blobs that applying the series to the
@@ -88,55 +56,6 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
         }
     }
     eprintln!("ok: every patch's index lines name the blobs the series gives");
-    Ok(())
-}
-
-/// Fails on a number that the workspace's history gave a patch, that no patch holds now, and
-/// that `[retired]` of `patches/stack.toml` does not list: a new patch would take it again.
-/// Without the workspace's history (a copy, or a shallow clone) it checks what history there is.
-pub fn retired_in_history(
-    layout: &Layout,
-    stack_file: &crate::series::stack_file::StackFile,
-    patches: &[series::Patch],
-) -> Result<()> {
-    let Ok(repo) = git2::Repository::discover(&layout.root) else {
-        return Ok(());
-    };
-    let (Some(workdir), Ok(head)) = (repo.workdir(), repo.head()) else {
-        return Ok(());
-    };
-    let relative = layout.patches().canonicalize()?;
-    let Ok(relative) = relative.strip_prefix(workdir.canonicalize()?) else {
-        return Ok(());
-    };
-    let mut walk = repo.revwalk()?;
-    walk.push(head.peel_to_commit()?.id())?;
-    let mut seen = std::collections::BTreeMap::new();
-    for id in walk {
-        let commit = repo.find_commit(id?)?;
-        let Ok(entry) = commit.tree()?.get_path(relative) else {
-            continue;
-        };
-        let Some(folder) = entry.to_object(&repo)?.into_tree().ok() else {
-            continue;
-        };
-        for file in folder.iter() {
-            let name = file.name().unwrap_or_default();
-            if name.ends_with(".patch") && name.len() > 4 {
-                seen.entry(name[..4].to_string())
-                    .or_insert_with(|| name.to_string());
-            }
-        }
-    }
-    for (number, name) in seen {
-        let current = patches.iter().any(|p| p.number() == number);
-        ensure!(
-            current || stack_file.retired.contains_key(&number),
-            "{number} was a patch's number ({name}, in this repository's history) and no patch \
-             holds it now: add [retired.{number}] with `why = \"...\"` to patches/stack.toml, so \
-             that no new patch takes it"
-        );
-    }
     Ok(())
 }
 
