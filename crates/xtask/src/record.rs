@@ -16,25 +16,66 @@ use crate::fsutil::read_if_exists;
 /// The record's name in the clone's git folder.
 pub const FILE: &str = "sampler-stack.toml";
 
-/// One branch `pr` made.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One branch `pr` made, as the record's file holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct Made {
     /// The number of the patch the branch proposes; `None` for a branch of the whole series.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
     /// The `[base]` whose resolution in `patches/on-<name>/` the branch was made from, which
     /// `format-patch` writes it back into.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resolution: Option<String>,
-    /// The commit `pr` left at the branch's tip.
+    /// The commit `pr` left at the branch's tip (`made` in the file).
+    #[serde(rename = "made", with = "oid")]
     pub tip: Oid,
     /// The tip `format-patch` last wrote back into `patches/`, if any: the commits up to it are
     /// safe there, and `pr` may move the branch over them.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "oid::option")]
     pub written: Option<Oid>,
 }
 
-/// Every branch `pr` made in a clone, by name.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Every branch `pr` made in a clone, by name (`[branch."<name>"]` in the file).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct Record {
+    #[serde(default, rename = "branch")]
     pub branches: BTreeMap<String, Made>,
+}
+
+/// A commit id as the file writes it: its 40 hex digits.
+mod oid {
+    use git2::Oid;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(id: &Oid, to: S) -> Result<S::Ok, S::Error> {
+        to.collect_str(id)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Oid, D::Error> {
+        Oid::from_str(&String::deserialize(from)?).map_err(D::Error::custom)
+    }
+
+    pub(crate) mod option {
+        use git2::Oid;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub(crate) fn serialize<S: Serializer>(id: &Option<Oid>, to: S) -> Result<S::Ok, S::Error> {
+            match id {
+                Some(id) => super::serialize(id, to),
+                None => to.serialize_none(),
+            }
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            from: D,
+        ) -> Result<Option<Oid>, D::Error> {
+            #[derive(Deserialize)]
+            struct Id(#[serde(with = "super")] Oid);
+            Ok(Option::<Id>::deserialize(from)?.map(|Id(id)| id))
+        }
+    }
 }
 
 pub fn path(repo: &Repository) -> PathBuf {
@@ -49,64 +90,18 @@ const HEADER: &str = "\
 # move a branch that holds other commits.
 ";
 
-/// The record's file, as serde reads and writes it.
-#[derive(Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-struct File {
-    #[serde(default)]
-    branch: BTreeMap<String, Entry>,
-}
-
-#[derive(Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resolution: Option<String>,
-    made: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    written: Option<String>,
-}
-
 /// The clone's record; empty if `pr` never made a branch there.
 pub fn read(repo: &Repository) -> Result<Record> {
     let path = path(repo);
-    let shown = path.display();
     // No file reads as an empty one: no branch.
     let text = read_if_exists(&path)?.unwrap_or_default();
-    let file: File = toml_edit::de::from_str(&text).with_context(|| format!("{shown}"))?;
-    let mut record = Record::default();
-    for (name, entry) in file.branch {
-        let commit = |id: &str| Oid::from_str(id).with_context(|| format!("{shown}: {name}"));
-        let made = Made {
-            tip: commit(&entry.made)?,
-            written: entry.written.as_deref().map(commit).transpose()?,
-            patch: entry.patch,
-            resolution: entry.resolution,
-        };
-        record.branches.insert(name, made);
-    }
-    Ok(record)
+    toml_edit::de::from_str(&text).with_context(|| format!("{}", path.display()))
 }
 
 /// Writes `record` into the clone's git folder, with serde, so that any branch name is quoted
 /// as TOML needs.
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
-    let entry = |made: &Made| Entry {
-        patch: made.patch.clone(),
-        resolution: made.resolution.clone(),
-        made: made.tip.to_string(),
-        written: made.written.map(|id| id.to_string()),
-    };
-    let branch = record
-        .branches
-        .iter()
-        .map(|(name, made)| (name.clone(), entry(made)));
-    let file = File {
-        branch: branch.collect(),
-    };
-    let text = format!("{HEADER}\n{}", toml_edit::ser::to_string_pretty(&file)?);
+    let text = format!("{HEADER}\n{}", toml_edit::ser::to_string_pretty(record)?);
     Ok(fs::write(path(repo), text)?)
 }
 
