@@ -15,6 +15,17 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
     temp.with_context(|| format!("cannot create a folder in {}", parent.display()))
 }
 
+/// Writes `bytes` to `path` whole or not at all: into a file beside it, then renamed over it.
+pub(crate) fn write_whole(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let folder = path.parent().context("a file with no folder")?;
+    let temp = tempfile::NamedTempFile::new_in(folder)
+        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    fs::write(temp.path(), bytes)?;
+    temp.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
 /// The text of `path`, or `None` where there is no such file.
 pub(crate) fn read_if_exists(path: &Path) -> Result<Option<String>> {
     match fs::read_to_string(path) {

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use fs_err as fs;
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
@@ -102,7 +101,7 @@ pub fn read(repo: &Repository) -> Result<Record> {
 /// as TOML needs.
 pub fn write(repo: &Repository, record: &Record) -> Result<()> {
     let text = format!("{HEADER}\n{}", toml_edit::ser::to_string_pretty(record)?);
-    Ok(fs::write(path(repo), text)?)
+    crate::fsutil::write_whole(&path(repo), text)
 }
 
 /// The commits on `branch` that `pr` did not make: reachable from its tip but not from the tip

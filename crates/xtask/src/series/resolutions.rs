@@ -140,12 +140,5 @@ pub fn blobs_on(repo: &Repository, tree: Oid, found: &[Resolutions]) -> Result<V
 
 /// Writes `bytes` into the resolution `file_name` of `[base."<name>"]`, whole or not at all.
 pub fn write(patches_dir: &Path, name: &str, file_name: &str, bytes: &[u8]) -> Result<()> {
-    let folder = dir(patches_dir, name);
-    let temp = tempfile::NamedTempFile::new_in(&folder)
-        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
-    fs::write(temp.path(), bytes)?;
-    let path = folder.join(file_name);
-    temp.persist(&path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    crate::fsutil::write_whole(&dir(patches_dir, name).join(file_name), bytes)
 }

@@ -7,7 +7,7 @@ use fs_err as fs;
 use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
-use crate::fsutil::{read_if_exists, swap_in, temp_in};
+use crate::fsutil::{read_if_exists, swap_in, temp_in, write_whole};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
@@ -81,10 +81,10 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     let fuzz_text = fuzz_text.map(|text| patch_entries(&text, &names, "../vendor/"));
     let fuzz_text = fuzz_text.transpose()?;
     // Every new text is computed before the first write, so a failure changes nothing.
-    fs::write(layout.pin(), pin::render(new))?;
-    fs::write(&manifest, updated)?;
+    write_whole(&layout.pin(), pin::render(new))?;
+    write_whole(&manifest, updated)?;
     if let Some(text) = fuzz_text {
-        fs::write(&fuzz, text)?;
+        write_whole(&fuzz, text)?;
     }
     Ok(())
 }
