@@ -113,7 +113,7 @@ pub fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Outcome
 /// How to redo a patch that no longer applies, said with the failure.
 pub const REDO: &str = "to redo it: in a clone of candle, `git checkout -b redo <base>` and \
     `git am -3 <workspace>/patches/*.patch` (resolve, `git am --continue`), then `cargo xtask \
-    format-patch --candle <clone> --branch redo`";
+    format-patch --candle <clone> --branch redo --base <base>`";
 
 /// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
 /// file three ways, from the blobs that its `index` lines name (which must be in `repo`) and the

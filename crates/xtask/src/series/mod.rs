@@ -171,8 +171,9 @@ pub fn index_line_differs(
             if !real.starts_with(named.as_str()) {
                 return Ok(Some(format!(
                     "{}: its index line names {named} as {} {side} it, but the series gives {}: \
-                     write it back with `cargo xtask format-patch`, which writes the blobs the \
-                     series gives",
+                     write it back (`cargo xtask pr --candle <clone>`, then `cargo xtask \
+                     format-patch --candle <clone> --branch <its branch>`), which writes the \
+                     blobs the series gives",
                     patch.file_name,
                     line.path,
                     &real[..named.len().clamp(7, 40)],
