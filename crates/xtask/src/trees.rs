@@ -48,7 +48,7 @@ pub fn tree_of_dir(repo: &Repository, dir: &Path) -> Result<Oid> {
 }
 
 /// What differs from `from` to `to` in `repo`, one "status path" line each.
-pub fn changes(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
+pub fn differences(repo: &Repository, from: Oid, to: Oid) -> Result<Vec<String>> {
     let diff = crate::git::diff_trees(repo, from, to)?;
     let changes = diff.deltas().map(|delta| {
         let path = crate::git::path(&delta);

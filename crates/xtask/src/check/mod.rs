@@ -96,7 +96,7 @@ fn generated_current(layout: &Layout, series: &Series, published: &[Published]) 
             eprintln!("ok: {dir} is {what} (tree {actual})");
             continue;
         }
-        let mut changes = crate::trees::changes(&scratch, *tree, actual)?;
+        let mut changes = crate::trees::differences(&scratch, *tree, actual)?;
         let more = changes.split_off(changes.len().min(20)).len();
         if more > 0 {
             changes.push(format!("and {more} more"));

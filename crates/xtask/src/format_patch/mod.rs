@@ -123,7 +123,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     let made = record.branches.get(branch.as_str()).cloned();
     let slots = match made.as_ref().and_then(|m| Some((m.patch.as_ref()?, m.tip))) {
         Some((number, made)) => one_patch(&repo, options, &patches, number, made, tip)?,
-        None => series_branch::whole_series(&repo, options, &patches, &stack_file, tip)?,
+        None => series_branch::slots(&repo, options, &patches, &stack_file, tip)?,
     };
     // A branch made from a resolution goes back into it, and the series stays as it is.
     let said = match made.as_ref().and_then(|m| m.resolution.as_ref()) {

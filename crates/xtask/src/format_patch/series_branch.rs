@@ -34,7 +34,9 @@ struct Matching<'a> {
 const RULES: [fn(&Matching) -> Result<()>; 3] =
     [every_patch_kept, patches_in_order, new_patches_last];
 
-pub(super) fn whole_series(
+/// The slots of a branch of the whole series, `tip`: its commits matched to `patches`, once
+/// every rule of `RULES` lets the branch through.
+pub(super) fn slots(
     repo: &Repository,
     options: &Options,
     patches: &[Patch],

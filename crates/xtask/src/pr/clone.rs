@@ -35,7 +35,7 @@ impl Planned {
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
-    series: &Selection,
+    selection: &Selection,
     base_name: &str,
     contributor: &git2::Signature<'_>,
     existing: Existing,
@@ -49,8 +49,8 @@ pub fn prepare(
     )?;
     let base = resolve_base(repo, base_name, &clone)?;
     let record = record::read(repo)?;
-    let branches = series.proposed.iter().map(|p| &p.branch);
-    for branch in branches.chain(&series.series_branch) {
+    let branches = selection.proposed.iter().map(|p| &p.branch);
+    for branch in branches.chain(&selection.series_branch) {
         let found = repo.find_branch(branch, git2::BranchType::Local);
         ensure!(
             !found.as_ref().is_ok_and(|b| b.is_head()),
@@ -88,11 +88,11 @@ pub fn prepare(
     // The blobs the series gives on the published crates, which its index lines name: a patch
     // whose context moved on the base merges three ways from them.
     let published_tree = crate::expected::published_tree(repo, published)?;
-    let known = crate::apply::blobs(repo, published_tree, &series.series.patches)?;
-    let built = stack::build(repo, base, series, contributor, &known, builds).context(at)?;
+    let known = crate::apply::blobs(repo, published_tree, &selection.series.patches)?;
+    let built = stack::build(repo, base, selection, contributor, &known, builds).context(at)?;
     // A series branch is written back whole into patches/, never into a resolution.
     let resolved = built.rewrites.iter().find(|r| !r.patches.is_empty());
-    if let (Some(name), Some(resolved)) = (&series.series_branch, resolved) {
+    if let (Some(name), Some(resolved)) = (&selection.series_branch, resolved) {
         bail!(
             "--series-branch {name}: the base has {} ({}), so some patches go on as their \
              resolutions in patches/on-{}/, and a branch of the whole series would hold those; \
@@ -109,9 +109,9 @@ pub fn prepare(
         (&entry.branch, patch, entry.resolution.clone(), entry.commit)
     });
     // The series branch holds every patch: with one that conflicts, it is not made.
-    let whole = match &series.series_branch {
+    let whole = match &selection.series_branch {
         Some(name) if built.stopped.is_empty() => {
-            let tip = stack::series_commits(repo, base, series, contributor, &known)?;
+            let tip = stack::series_commits(repo, base, selection, contributor, &known)?;
             Some((name, None, None, tip))
         }
         _ => None,

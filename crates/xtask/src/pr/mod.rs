@@ -162,7 +162,7 @@ pub fn make(
     let linear = select(all.patches.clone(), &options.patches)?;
     let (patches, _) = all.stack.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
-    let series = Selection {
+    let selection = Selection {
         proposed: proposed(&options.prefix, patches)?,
         linear,
         series_branch: options.series_branch.clone(),
@@ -170,7 +170,7 @@ pub fn make(
     };
     // First the plan: every branch built in the clone's object store in memory, and every file
     // of `target/pr/` rendered. Nothing is written until it is whole.
-    let plan = plan::plan(layout, options, published, &series)?;
+    let plan = plan::plan(layout, options, published, &selection)?;
     plan::write(layout, &plan)?;
     write!(console, "{}", plan.console)?;
     // Only now, with every branch that applies made and written out: a conflict stops one

@@ -56,10 +56,10 @@ pub fn plan(
     layout: &Layout,
     options: &Options,
     published: &[Published],
-    series: &Selection,
+    selection: &Selection,
 ) -> Result<Plan> {
-    let stack_file = &series.series.stack;
-    let (_, carried) = stack_file.split_carried(series.linear.clone());
+    let stack_file = &selection.series.stack;
+    let (_, carried) = stack_file.split_carried(selection.linear.clone());
     let carried = summary::carried(&carried, &stack_file.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
@@ -81,7 +81,7 @@ pub fn plan(
             let Planned { prepared, writes } = clone::prepare(
                 &repo,
                 published,
-                series,
+                selection,
                 base,
                 &contributor,
                 existing,
@@ -97,7 +97,7 @@ pub fn plan(
             let scratch = trees::scratch()?;
             let base = published_commit(&scratch, published, &pins)?;
             // The published crates: the first candidate for each patch, the patch, goes on.
-            let built = stack::build(&scratch, base, series, &contributor, &[], &|_, _, _| {
+            let built = stack::build(&scratch, base, selection, &contributor, &[], &|_, _, _| {
                 Ok(true)
             })?;
             (scratch, None, built, None)
@@ -111,15 +111,15 @@ pub fn plan(
             .filter(|r| r.rewrite.adds_only == adds_only);
         found.map(|r| resolutions::shown(&r.name)).collect()
     };
-    let notes: Vec<_> = series
+    let notes: Vec<_> = selection
         .proposed
         .iter()
-        .map(|p| series.series.notes_of(&p.patch))
+        .map(|p| selection.series.notes_of(&p.patch))
         .collect();
     let facts = facts::Facts {
         call_sites,
         real_model: facts::real_model(layout, &notes),
-        bench: facts::bench(layout, &series.series),
+        bench: facts::bench(layout, &selection.series),
         rewrites: shown(false),
         adds_only: shown(true),
     };
@@ -131,7 +131,7 @@ pub fn plan(
     for (index, entry) in stack.iter().enumerate() {
         let checks = checks.as_ref().map(|all| all[index].as_slice());
         // On a base with another pull request on the same code, the notes written for it.
-        let own = series.series.notes_of(&entry.patch);
+        let own = selection.series.notes_of(&entry.patch);
         let notes = facts::on_base(&own, &built.rewrites, &entry.patch);
         let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
         let mut files = vec![

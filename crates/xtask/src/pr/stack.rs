@@ -78,19 +78,19 @@ pub use crate::branches::Builds;
 pub fn build(
     repo: &Repository,
     base: Oid,
-    series: &Selection,
+    selection: &Selection,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
     builds: Builds<'_>,
 ) -> Result<Built> {
-    let (patches, base_name) = (&series.proposed, base.to_string());
+    let (patches, base_name) = (&selection.proposed, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();
     let proposed = |patch: &Patch| patches.iter().any(|p| p.patch.number() == patch.number());
     // On a base that has another pull request on the same code, a patch's resolution for it
     // stands in for the patch.
-    let mut rewrites = resolutions::in_tree(repo, tree, &series.series.resolutions)?;
+    let mut rewrites = resolutions::in_tree(repo, tree, &selection.series.resolutions)?;
     for rewrite in &mut rewrites {
-        let selected = |r: &Patch| series.linear.iter().any(|p| p.file_name == r.file_name);
+        let selected = |r: &Patch| selection.linear.iter().any(|p| p.file_name == r.file_name);
         rewrite.patches.retain(selected);
     }
     let known = [known, &resolutions::blobs_on(repo, tree, &rewrites)?].concat();
@@ -117,8 +117,8 @@ pub fn build(
         repo,
         tree,
         short(&base_name),
-        &series.linear,
-        &series.series.stack.builds_on,
+        &selection.linear,
+        &selection.series.stack.builds_on,
         &proposed,
         &crate::branches::Known {
             blobs: known,
@@ -234,12 +234,12 @@ pub fn pull_request(subject: &str) -> Option<&str> {
 pub fn series_commits(
     repo: &Repository,
     base: Oid,
-    series: &Selection,
+    selection: &Selection,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
 ) -> Result<Oid> {
     let mut tip = base;
-    for patch in &series.linear {
+    for patch in &selection.linear {
         let parent = repo.find_commit(tip)?;
         let tree = match apply::patch(repo, parent.tree_id(), patch, known)? {
             Outcome::AlreadyThere => continue,

@@ -27,7 +27,7 @@ fn a_written_tree_hashes_back_to_itself() -> Result<()> {
     assert_eq!(tree_of_dir(repo, &dir)?, tree);
     fs::write(dir.join("src/a/mod.rs"), "// edited\n")?;
     let edited = tree_of_dir(repo, &dir)?;
-    assert_eq!(changes(repo, tree, edited)?, ["modified src/a/mod.rs"]);
+    assert_eq!(differences(repo, tree, edited)?, ["modified src/a/mod.rs"]);
     Ok(())
 }
 
