@@ -16,10 +16,18 @@ pub(crate) fn temp_in(parent: &Path, label: &str) -> Result<tempfile::TempDir> {
 }
 
 /// Writes `bytes` to `path` whole or not at all: into a file beside it, then renamed over it.
+/// The file keeps its permissions, and a new one gets a plain file's (a temporary file's are
+/// the owner's alone).
 pub(crate) fn write_whole(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let folder = path.parent().context("a file with no folder")?;
-    let temp = tempfile::NamedTempFile::new_in(folder)
-        .with_context(|| format!("cannot create a file in {}", folder.display()))?;
+    let mut builder = tempfile::Builder::new();
+    #[cfg(unix)]
+    let plain = std::os::unix::fs::PermissionsExt::from_mode(0o644);
+    #[cfg(not(unix))]
+    let plain = fs::metadata(folder)?.permissions();
+    let permissions = fs::metadata(path).map_or(plain, |m| m.permissions());
+    let temp = builder.permissions(permissions).tempfile_in(folder);
+    let temp = temp.with_context(|| format!("cannot create a file in {}", folder.display()))?;
     fs::write(temp.path(), bytes)?;
     temp.persist(path)
         .with_context(|| format!("cannot write {}", path.display()))?;

@@ -33,3 +33,23 @@ fn the_record_reads_back_as_written() -> Result<()> {
     assert!(text.starts_with("# Written by `cargo xtask pr`"), "{text}");
     Ok(())
 }
+
+/// The record is written whole through a temporary file, whose permissions are the owner's
+/// alone: a new record gets a plain file's, and one written again keeps its own.
+#[test]
+fn the_record_keeps_a_plain_files_permissions() -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let temp = tempfile::tempdir()?;
+    let repo = git2::Repository::init(temp.path())?;
+    let mode = || -> Result<u32> {
+        let metadata = std::fs::metadata(xtask::record::path(&repo))?;
+        Ok(metadata.permissions().mode() & 0o777)
+    };
+    write(&repo, &Record::default())?;
+    assert_eq!(mode()?, 0o644);
+    let path = xtask::record::path(&repo);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640))?;
+    write(&repo, &Record::default())?;
+    assert_eq!(mode()?, 0o640);
+    Ok(())
+}
