@@ -256,18 +256,22 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), m.median_ns))
         .collect();
+    // Every file is rendered before the first is written, and each is written whole.
     let markdown = render::report(&rows, &report, &profile)?;
+    let data = serde_json::to_string_pretty(&report)? + "\n";
+    let svg = forest::report_svg(&report, &whole)?;
     let dir = layout.report_dir();
     fs::create_dir_all(&dir)?;
-    let path = dir.join(MARKDOWN);
-    fs::write(&path, &markdown)?;
-    let data = data_path(layout);
-    fs::write(&data, serde_json::to_string_pretty(&report)? + "\n")?;
-    let forest = dir.join(forest::SVG);
-    fs::write(&forest, forest::report_svg(&report, &whole)?)?;
-    let wrote = [path, data, forest];
+    let wrote = [
+        (dir.join(MARKDOWN), markdown.as_str()),
+        (data_path(layout), data.as_str()),
+        (dir.join(forest::SVG), svg.as_str()),
+    ];
+    for (path, text) in &wrote {
+        crate::fsutil::write_whole(path, text)?;
+    }
     print!("{markdown}");
-    let wrote: Vec<String> = wrote.iter().map(|p| p.display().to_string()).collect();
+    let wrote: Vec<String> = wrote.iter().map(|(p, _)| p.display().to_string()).collect();
     eprintln!("wrote {}", wrote.join(", "));
     Ok(())
 }
