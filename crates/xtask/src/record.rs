@@ -58,7 +58,7 @@ mod oid {
 
     pub(crate) mod option {
         use git2::Oid;
-        use serde::{Deserialize, Deserializer, Serializer};
+        use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
         pub(crate) fn serialize<S: Serializer>(id: &Option<Oid>, to: S) -> Result<S::Ok, S::Error> {
             match id {
@@ -70,9 +70,10 @@ mod oid {
         pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
             from: D,
         ) -> Result<Option<Oid>, D::Error> {
-            #[derive(Deserialize)]
-            struct Id(#[serde(with = "super")] Oid);
-            Ok(Option::<Id>::deserialize(from)?.map(|Id(id)| id))
+            let id = Option::<String>::deserialize(from)?;
+            id.map(|id| Oid::from_str(&id))
+                .transpose()
+                .map_err(D::Error::custom)
         }
     }
 }
