@@ -2,7 +2,7 @@
 //! swapped in, and never over changes that are not committed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{ensure, Context, Result};
 use fs_err as fs;
@@ -46,6 +46,17 @@ pub(crate) fn replace(
     series: &[(Option<&Patch>, Option<&Patch>)],
     retired: &Retired,
 ) -> Result<()> {
+    let (_temp, new) = aside(layout, series, retired)?;
+    swap_in(&[(new, layout.patches())])
+}
+
+/// `patches/` as `replace` writes it, in a folder aside (which goes when the first value drops):
+/// for a caller that swaps it in with other folders.
+pub(crate) fn aside(
+    layout: &Layout,
+    series: &[(Option<&Patch>, Option<&Patch>)],
+    retired: &Retired,
+) -> Result<(tempfile::TempDir, PathBuf)> {
     let dir = layout.patches();
     let temp = temp_in(&layout.root, "patches")?;
     let new = temp.path().join("patches");
@@ -92,5 +103,5 @@ pub(crate) fn replace(
         let stack = crate::series::stack_file::retire(&stack, &retiring)?;
         fs::write(new.join("stack.toml"), stack)?;
     }
-    swap_in(&[(new, dir)])
+    Ok((temp, new))
 }

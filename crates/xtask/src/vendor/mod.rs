@@ -14,6 +14,8 @@ use crate::published::{self, Published};
 
 use crate::series::Series;
 use crate::trees::write_tree;
+use std::path::PathBuf;
+use tempfile::TempDir;
 
 #[derive(Debug, Default, clap::Args)]
 pub struct Options {
@@ -33,13 +35,32 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             _ => published::read_archive(&published::fetch(layout, name, wanted)?, name, wanted)?,
         });
     }
-    // Another release: the series moves onto it first, and what it holds already retires. Only
-    // where every crate is pinned already.
+    // Another release: the series moves onto it first. Only where every crate is pinned already.
     let pinned = lines.iter().all(|line| matches!(line, Line::Pinned(_)));
     let mut versions = lines.iter().zip(&published);
-    if pinned && versions.any(|(old, new)| old.name_and_version().1 != new.pin.version) {
-        let old = published::load_all(layout)?;
-        for (patch, moved) in rebase::rebase(layout, &old, &published)? {
+    let moving = pinned && versions.any(|(old, new)| old.name_and_version().1 != new.pin.version);
+    let old = if moving {
+        published::load_all(layout)?
+    } else {
+        Vec::new()
+    };
+    update(layout, &lines, &old, &published)
+}
+
+/// Moves the series from the crates `old` onto `published` (none: it stays), writes every
+/// generated folder, and pins `published` where `lines` differ. Each file is made aside first and
+/// all are written at the end, so that a failure leaves `patches/`, the folders and the pin as
+/// they were.
+pub fn update(
+    layout: &Layout,
+    lines: &[Line],
+    old: &[Published],
+    published: &[Published],
+) -> Result<()> {
+    let (mut patches_dir, mut pairs, mut aside) = (layout.patches(), Vec::new(), Vec::new());
+    if !old.is_empty() {
+        let (moved, folder) = rebase::rebase(layout, old, published)?;
+        for (patch, moved) in moved {
             let what = match moved {
                 Some(moved) if moved.bytes == patch.bytes => continue,
                 Some(_) => "merged three ways onto the release, written again",
@@ -47,11 +68,29 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             };
             eprintln!("[vendor] {}: {what}", patch.file_name);
         }
+        if let Some((temp, new)) = folder {
+            patches_dir = new.clone();
+            pairs.push((new, layout.patches()));
+            aside.push(temp);
+        }
     }
-    vendor(layout, &published)?;
+    let series = Series::load(&patches_dir)?;
+    let (folders, temp) = generate(layout, published, &series, &mut pairs)?;
+    aside.push(temp);
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    if lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {
-        repin(layout, &lines, &pins)?;
+    let repinned = match lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {
+        true => repinned(layout, lines, &pins)?,
+        false => Vec::new(),
+    };
+    swap_in(&pairs)?;
+    mark_generated(layout)?;
+    for (path, text) in &repinned {
+        write_whole(path, text)?;
+    }
+    for folder in &folders {
+        eprintln!("wrote {} (tree {})", folder.dir, folder.tree);
+    }
+    if !repinned.is_empty() {
         eprintln!(
             "pinned {} and set Cargo.toml's candle versions and [patch.crates-io] to match; run \
              `cargo update -p candle-transformers` to update Cargo.lock, then `cargo test`",
@@ -64,8 +103,9 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 /// The candle crates of one release, whose version `[workspace.dependencies]` sets to the pin's.
 const CANDLE_CRATES: [&str; 3] = ["candle-core", "candle-nn", "candle-transformers"];
 
-/// Pins `new`, with `Cargo.toml`'s candle versions and both `[patch.crates-io]` to match.
-pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
+/// The pin of `new`, and `Cargo.toml` and the fuzzer's manifest with their candle versions and
+/// `[patch.crates-io]` to match, each with its path: computed, not written.
+pub fn repinned(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<Vec<(PathBuf, String)>> {
     let manifest = layout.root.join("Cargo.toml");
     let text = fs::read_to_string(&manifest)?;
     let (old_version, new_version) = (old[0].name_and_version().1, new[0].version.as_str());
@@ -76,17 +116,12 @@ pub fn repin(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<()> {
     );
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
     updated = patch_entries(&updated, &names, "crates/vendor/")?;
+    let mut files = vec![(layout.pin(), pin::render(new)), (manifest, updated)];
     let fuzz = layout.root.join(FUZZ_MANIFEST);
-    let fuzz_text = read_if_exists(&fuzz)?;
-    let fuzz_text = fuzz_text.map(|text| patch_entries(&text, &names, "../vendor/"));
-    let fuzz_text = fuzz_text.transpose()?;
-    // Every new text is computed before the first write, so a failure changes nothing.
-    write_whole(&layout.pin(), pin::render(new))?;
-    write_whole(&manifest, updated)?;
-    if let Some(text) = fuzz_text {
-        write_whole(&fuzz, text)?;
+    if let Some(text) = read_if_exists(&fuzz)? {
+        files.push((fuzz, patch_entries(&text, &names, "../vendor/")?));
     }
-    Ok(())
+    Ok(files)
 }
 
 /// `manifest` with a `[patch.crates-io]` entry per name it lacks, and the generated root excluded.
@@ -145,20 +180,37 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
     Ok((document.to_string(), count))
 }
 
-/// Writes and marks every generated folder, all built first so a failing patch changes nothing.
+/// Writes and marks every generated folder of `patches/` on `published`, all built first so a
+/// failing patch changes nothing; the pin stays as it is.
 pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
-    let series = Series::load(&layout.patches())?;
-    let (scratch, generated) = expected::generated(published, &series)?;
+    let lines: Vec<Line> = published
+        .iter()
+        .map(|p| Line::Pinned(p.pin.clone()))
+        .collect();
+    update(layout, &lines, &[], published)
+}
+
+/// Every generated folder of `series` on `published`, written into a folder aside (returned, it
+/// goes when dropped), each added to `pairs` with the folder it takes the place of.
+fn generate(
+    layout: &Layout,
+    published: &[Published],
+    series: &Series,
+    pairs: &mut Vec<(PathBuf, PathBuf)>,
+) -> Result<(Vec<expected::Folder>, TempDir)> {
+    let (scratch, generated) = expected::generated(published, series)?;
     // A folder in the generated root is on the same file system, so a rename moves it.
-    let root = layout.root.join(GENERATED_ROOT);
-    let temp = temp_in(&root, "vendor")?;
-    let mut pairs = Vec::new();
+    let temp = temp_in(&layout.root.join(GENERATED_ROOT), "vendor")?;
     for (i, folder) in generated.iter().enumerate() {
         let new = temp.path().join(i.to_string());
         write_tree(&scratch, folder.tree, &new)?;
         pairs.push((new, layout.root.join(&folder.dir)));
     }
-    swap_in(&pairs)?;
+    Ok((generated, temp))
+}
+
+/// `.gitattributes` marks the generated root as generated.
+fn mark_generated(layout: &Layout) -> Result<()> {
     let path = layout.root.join(".gitattributes");
     let mut text = read_if_exists(&path)?.unwrap_or_default();
     if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
@@ -166,9 +218,6 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
             text.push('\n');
         }
         fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))?;
-    }
-    for folder in &generated {
-        eprintln!("wrote {} (tree {})", folder.dir, folder.tree);
     }
     Ok(())
 }

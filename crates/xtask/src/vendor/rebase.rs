@@ -2,6 +2,8 @@
 //! patch the release holds already retires, a patch whose context moved is merged three ways
 //! and written again, and the others keep their bytes.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, Result};
 
 use crate::apply;
@@ -13,14 +15,17 @@ use crate::published::Published;
 use crate::series::stack_file::Retired;
 use crate::series::{self, Patch};
 
-/// Moves `patches/` from the crates `old` to the crates `new`, writing the folder again only if a
-/// patch changed or retired. Returns each patch, in series order, with the patch as it reads on
-/// `new`, or `None` where the release holds it already and it retires.
-pub fn rebase(
-    layout: &Layout,
-    old: &[Published],
-    new: &[Published],
-) -> Result<Vec<(Patch, Option<Patch>)>> {
+/// What `rebase` gives: each patch with what it became, and `patches/` written again aside.
+pub type Rebased = (
+    Vec<(Patch, Option<Patch>)>,
+    Option<(tempfile::TempDir, PathBuf)>,
+);
+
+/// Moves `patches/` from the crates `old` to the crates `new`. Returns each patch, in series order,
+/// with the patch as it reads on `new`, or `None` where the release holds it already and it
+/// retires; and, only if a patch changed or retired, the folder written again aside
+/// (`patches_dir::aside`).
+pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<Rebased> {
     let dir = layout.patches();
     let patches = series::Series::load(&dir)?.patches;
     let repo = &crate::trees::scratch()?;
@@ -38,7 +43,7 @@ pub fn rebase(
         .iter()
         .all(|(old, new)| new.as_ref().map(|p| &p.bytes) == Some(&old.bytes))
     {
-        return Ok(moved);
+        return Ok((moved, None));
     }
     patches_dir::refuse_uncommitted(layout)?;
     let series: Vec<_> = (moved.iter())
@@ -49,6 +54,6 @@ pub fn rebase(
         version: Some(new[0].pin.version.clone()),
         ..Retired::default()
     };
-    patches_dir::replace(layout, &series, &retired)?;
-    Ok(moved)
+    let folder = patches_dir::aside(layout, &series, &retired)?;
+    Ok((moved, Some(folder)))
 }

@@ -376,11 +376,11 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
 
     // A release the patch applies to: the trees, the pin and every candle version move.
     let next = republished("0.11.2", |_| {})?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&next))?;
-    vendor::repin(
+    vendor::update(
         &ws.layout,
         &[xtask::pin::Line::Pinned(old.clone())],
-        std::slice::from_ref(&next.pin),
+        std::slice::from_ref(&ws.published),
+        std::slice::from_ref(&next),
     )?;
     let cargo_toml = read("Cargo.toml")?;
     assert!(
@@ -396,18 +396,38 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
 }
 
 #[test]
-fn repin_with_a_broken_fuzz_manifest_writes_nothing() -> Result<()> {
+fn a_move_that_cannot_repin_writes_nothing() -> Result<()> {
     let ws = workspace()?;
     let manifest = xtask::project::Layout::workspace().root.join("Cargo.toml");
     std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
+    // The release moves the patched line down: the patch is written again on it.
+    let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
+    ws.add_patch(PATCH_NAME, &patch)?;
+    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    commit_all(&git2::Repository::init(&ws.layout.root)?, "series")?;
+    let next = republished("0.11.2", |files| {
+        let module = String::from_utf8_lossy(&files[2].data).into_owned();
+        files[2].data = format!("//! 0.11.2\n{module}").into_bytes();
+    })?;
     let fuzz = ws.layout.root.join(xtask::project::FUZZ_MANIFEST);
     std::fs::create_dir_all(fuzz.parent().unwrap())?;
     std::fs::write(&fuzz, "[package\n")?;
     let before = snapshot(&ws.layout.root);
-    let next = republished("0.11.2", |_| {})?;
     let old = xtask::pin::Line::Pinned(ws.published.pin.clone());
-    assert!(vendor::repin(&ws.layout, &[old], std::slice::from_ref(&next.pin)).is_err());
+    let moved = vendor::update(
+        &ws.layout,
+        std::slice::from_ref(&old),
+        std::slice::from_ref(&ws.published),
+        std::slice::from_ref(&next),
+    );
+    assert!(moved.is_err());
     assert!(snapshot(&ws.layout.root) == before, "the workspace changed");
+    // Mended, the same move writes the patch again, on the new release.
+    std::fs::write(&fuzz, "[package]\nname = \"fuzz\"\n")?;
+    let published = std::slice::from_ref(&ws.published);
+    vendor::update(&ws.layout, &[old], published, std::slice::from_ref(&next))?;
+    let after = std::fs::read(ws.layout.patches().join(PATCH_NAME))?;
+    assert_ne!(after, patch, "the patch is written again onto the release");
     Ok(())
 }
 
