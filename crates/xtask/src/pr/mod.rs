@@ -142,17 +142,17 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     // Before anything is fetched: a wrong flag costs nothing.
     options.validate()?;
     let published = published::load_all(layout)?;
-    make(layout, options, &published, &mut std::io::stderr())
+    make(layout, options, &published, &mut std::io::stderr()).map(drop)
 }
 
 /// `run` on the published crates `published`, which the patches apply to, with its summary
-/// written to `console`; `options` as `run` checked them.
+/// written to `console`; `options` as `run` checked them. Returns what it wrote.
 pub fn make(
     layout: &Layout,
     options: &Options,
     published: &[Published],
     console: &mut dyn Write,
-) -> Result<()> {
+) -> Result<plan::Written> {
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
@@ -171,12 +171,12 @@ pub fn make(
     // First the plan: every branch built in the clone's object store in memory, and every file
     // of `target/pr/` rendered. Nothing is written until it is whole.
     let plan = plan::plan(layout, options, published, &selection)?;
-    plan::write(layout, &plan)?;
+    let written = plan::write(layout, &plan)?;
     write!(console, "{}", plan.console)?;
     // Only now, with every branch that applies made and written out: a conflict stops one
     // branch, not the stack.
     ensure!(plan.problems.is_empty(), "{}", plan.problems.join("\n"));
-    Ok(())
+    Ok(written)
 }
 
 /// What `pr` makes from the series: the selected patches to propose, with their branches.

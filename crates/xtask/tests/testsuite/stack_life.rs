@@ -133,7 +133,15 @@ fn a_conflict_stops_its_own_branch_and_not_the_stack() -> Result<()> {
     let ws = stack_workspace()?;
     let (_dir, repo) = candle()?;
     let (_, made) = run_pr(&ws, &repo)?;
-    made?;
+    // What pr says it wrote: the three branches, and target/pr/.
+    let written = made?;
+    let branches = [
+        "raise-the-threshold",
+        "raise-it-again",
+        "test-argmax-on-ties",
+    ];
+    assert_eq!(written.branches, branches);
+    assert_eq!(written.out, ws.layout.target().join("pr"));
     let tip = |name: &str| branch_tip(&repo, name);
     let before = [tip("raise-the-threshold")?, tip("raise-it-again")?];
 

@@ -163,7 +163,7 @@ pub fn stack_workspace() -> Result<Workspace> {
 
 /// `cargo xtask pr --candle <clone> --force-branch` in `ws`: what it printed, with the
 /// workspace's and the clone's folders written `<workspace>` and `<clone>`, and how it ended.
-pub fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<()>)> {
+pub fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<pr::plan::Written>)> {
     // Without the trailing `/` of `workdir`, as a user names a folder.
     let clone = repo.workdir().expect("a clone with a work tree");
     let clone = std::path::PathBuf::from(clone.display().to_string().trim_end_matches('/'));
