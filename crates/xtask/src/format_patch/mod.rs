@@ -78,14 +78,35 @@ impl Source {
     }
 }
 
-/// One patch of the new series: its number, the patch it replaces if any, and its source if the
-/// branch holds it (otherwise the patch is moved over as it is).
-struct Slot {
-    number: String,
-    old: Option<Patch>,
-    source: Option<Source>,
+/// One patch of the new series, or of the old one that leaves it.
+enum Slot {
+    /// Not on the branch: the patch moves over as it is.
+    Kept(Patch),
     /// `--drop` names it: it leaves the series.
-    drop: bool,
+    Dropped(Patch),
+    /// From the branch's commits: in place of `old`, or a new patch numbered `number`.
+    From {
+        number: String,
+        old: Option<Patch>,
+        source: Source,
+    },
+}
+
+impl Slot {
+    /// The patch of the old series that this slot takes the place of.
+    fn old(&self) -> Option<&Patch> {
+        match self {
+            Slot::Kept(old) | Slot::Dropped(old) => Some(old),
+            Slot::From { old, .. } => old.as_ref(),
+        }
+    }
+
+    fn number(&self) -> &str {
+        match self {
+            Slot::Kept(old) | Slot::Dropped(old) => old.number(),
+            Slot::From { number, .. } => number,
+        }
+    }
 }
 
 /// What happened to one patch, as the summary shows it.
@@ -173,7 +194,8 @@ fn write_series(
     // Every branch and point must still merge, as `vendor` and `pr` make them: otherwise the
     // series written back would stop them, so nothing is written. A dropped patch leaves
     // `[builds-on]`: what built on it builds on the base.
-    let dropped = slots.iter().filter(|s| s.drop).map(|s| s.number.as_str());
+    let dropped = slots.iter().filter(|s| matches!(s, Slot::Dropped(_)));
+    let dropped = dropped.map(Slot::number);
     let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
     let new = written.iter().filter_map(|(patch, _)| patch.clone());
     let new: Vec<Patch> = new.collect();
@@ -181,7 +203,7 @@ fn write_series(
         "written back, the series would no longer make every branch; patches/ is as it was",
     )?;
     let series = slots.iter().zip(&written);
-    let series = series.map(|(slot, (patch, _))| (slot.old.as_ref(), patch.as_ref()));
+    let series = series.map(|(slot, (patch, _))| (slot.old(), patch.as_ref()));
     let retired = Retired {
         why: "dropped by format-patch".to_string(),
         ..Retired::default()
@@ -234,11 +256,16 @@ fn one_patch(
     );
     // Its patch's slot takes the commits; the others carry their patches over.
     let mut source = Some(Source { commits, onto, tip });
-    let slots = patches.iter().map(|patch| Slot {
-        number: patch.number().to_string(),
-        old: Some(patch.clone()),
-        source: source.take_if(|_| patch.number() == number),
-        drop: false,
+    let slots = patches.iter().map(|patch| {
+        let old = patch.clone();
+        match source.take_if(|_| patch.number() == number) {
+            Some(source) => Slot::From {
+                number: number.to_string(),
+                old: Some(old),
+                source,
+            },
+            None => Slot::Kept(old),
+        }
     });
     Ok(slots.collect())
 }
@@ -263,7 +290,7 @@ fn write_slot(
 ) -> Result<(Option<Patch>, WroteBack)> {
     let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, WroteBack)> {
         let message = series::parse_message(&bytes)?;
-        let file_name = series::file_name(slot.number.parse()?, &message.subject);
+        let file_name = series::file_name(slot.number().parse()?, &message.subject);
         let patch = Patch {
             file_name,
             bytes,
@@ -271,23 +298,23 @@ fn write_slot(
         };
         Ok((Some(patch), outcome))
     };
-    let Some(source) = &slot.source else {
-        let old = (slot.old.as_ref()).context("a slot with neither patch nor commits")?;
-        if slot.drop {
-            return Ok((None, WroteBack::Dropped));
+    let (old, source) = match slot {
+        Slot::Dropped(_) => return Ok((None, WroteBack::Dropped)),
+        Slot::From { old, source, .. } => (old.as_ref(), source),
+        Slot::Kept(old) => {
+            let Some((after, patch)) = apply::move_onto(scratch, *tree, old, known)? else {
+                bail!(
+                    "{}: the patches before it already make its change, which is then empty",
+                    old.file_name
+                );
+            };
+            *tree = after;
+            let outcome = match patch.bytes == old.bytes {
+                true => WroteBack::Unchanged,
+                false => WroteBack::Followed,
+            };
+            return written(patch.bytes, outcome);
         }
-        let Some((after, patch)) = apply::move_onto(scratch, *tree, old, known)? else {
-            bail!(
-                "{}: the patches before it already make its change, which is then empty",
-                old.file_name
-            );
-        };
-        *tree = after;
-        let outcome = match patch.bytes == old.bytes {
-            true => WroteBack::Unchanged,
-            false => WroteBack::Followed,
-        };
-        return written(patch.bytes, outcome);
     };
     let (onto, tip, message) = source.change(clone)?;
     let changes = apply::changes(clone, onto, tip)?;
@@ -301,12 +328,12 @@ fn write_slot(
         Outcome::Conflict(conflicts) => bail!(
             "the change of {} does not merge into the series before patch {}, {conflicts}",
             short(&source.tip.to_string()),
-            slot.number,
+            slot.number(),
         ),
     };
     let bytes = series::email_of(scratch, *tree, after, &message)?;
     *tree = after;
-    match slot.old.as_ref().is_some_and(|old| old.bytes == bytes) {
+    match old.is_some_and(|old| old.bytes == bytes) {
         true => written(bytes, WroteBack::Unchanged),
         false => {
             let outcome = WroteBack::Written(source.shown(clone)?, source.commits.len());
@@ -320,11 +347,11 @@ fn summary(slots: &[Slot], written: &[(Option<Patch>, WroteBack)]) -> String {
     let mut lines = String::new();
     let mut unchanged = Vec::new();
     for (slot, (patch, outcome)) in slots.iter().zip(written) {
-        let old = slot.old.as_ref();
+        let old = slot.old();
         let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
         let said = match outcome {
             WroteBack::Unchanged => {
-                unchanged.push(slot.number.as_str());
+                unchanged.push(slot.number());
                 continue;
             }
             WroteBack::Written(from, commits) => {

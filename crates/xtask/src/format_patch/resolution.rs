@@ -23,11 +23,15 @@ pub(super) fn write_back(
     name: &str,
     slots: &[Slot],
 ) -> Result<String> {
-    let found = slots
-        .iter()
-        .find_map(|slot| Some((slot, slot.source.as_ref()?)));
-    let (slot, source) = found.context("a branch of one patch without its commits")?;
-    let patch = (slot.old.as_ref()).context("a branch for a patch not in patches/")?;
+    let found = slots.iter().find_map(|slot| match slot {
+        Slot::From {
+            old: Some(old),
+            source,
+            ..
+        } => Some((old, source)),
+        _ => None,
+    });
+    let (patch, source) = found.context("a branch of one patch without its commits")?;
     let shown = format!("patches/on-{name}/{}", patch.file_name);
     let old = carried_for.iter().find(|r| r.name == name);
     let old = old.and_then(|r| r.of(patch)).map(|r| r.bytes.clone());

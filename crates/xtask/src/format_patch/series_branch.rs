@@ -16,10 +16,6 @@ use crate::series::Patch;
 /// What a commit and a patch are compared by: their change (`git patch-id`), then their subject.
 type Key = (Oid, String);
 
-/// How a commit finds its patch, in order: by its change, so that a reworded commit keeps its
-/// patch, then by its subject, so that an amended one does.
-const MATCHES: [fn(&Key, &Key) -> bool; 2] = [|a, b| a.0 == b.0, |a, b| a.1 == b.1];
-
 /// The branch as matched: its commits, oldest first, each with its patch's position in
 /// `patches`, if it has one.
 struct Matching<'a> {
@@ -29,13 +25,9 @@ struct Matching<'a> {
     commits: Vec<(Oid, Option<usize>)>,
 }
 
-/// What a branch of the whole series must keep to be written back; each rule fails with how to
-/// fix the branch.
-const RULES: [fn(&Matching) -> Result<()>; 3] =
-    [every_patch_kept, patches_in_order, new_patches_last];
-
-/// The slots of a branch of the whole series, `tip`: its commits matched to `patches`, once
-/// every rule of `RULES` lets the branch through.
+/// The slots of a branch of the whole series, `tip`: its commits matched to `patches`, once the
+/// branch keeps every patch, in order, with the new ones last (each check fails with how to fix
+/// the branch).
 pub(super) fn slots(
     repo: &Repository,
     options: &Options,
@@ -68,12 +60,12 @@ pub(super) fn slots(
         );
         let diff = git::diff_trees(repo, commit.parent(0)?.tree_id(), commit.tree_id())?;
         let key = (diff.patchid(None)?, git::subject(&commit)?);
+        // By its change, so that a reworded commit keeps its patch, then by its subject, so
+        // that an amended one does.
         let free = |i: &usize| !matched.iter().any(|(_, m)| *m == Some(*i));
-        let found = MATCHES.iter().find_map(|same| {
-            (0..patches.len())
-                .filter(free)
-                .find(|&i| same(&keys[i], &key))
-        });
+        let by =
+            |same: &dyn Fn(&Key) -> bool| (0..keys.len()).filter(free).find(|&i| same(&keys[i]));
+        let found = by(&|k| k.0 == key.0).or_else(|| by(&|k| k.1 == key.1));
         matched.push((id, found));
     }
     let matching = Matching {
@@ -82,9 +74,9 @@ pub(super) fn slots(
         patches,
         commits: matched,
     };
-    for rule in RULES {
-        rule(&matching)?;
-    }
+    every_patch_kept(&matching)?;
+    patches_in_order(&matching)?;
+    new_patches_last(&matching)?;
     // Each patch from its commit, or dropped; then the new ones, each taking the next number.
     let source = |id: Oid| -> Result<Source> {
         let onto = repo.find_commit(id)?.parent_id(0)?;
@@ -96,23 +88,25 @@ pub(super) fn slots(
     };
     let mut slots = Vec::new();
     for (index, patch) in patches.iter().enumerate() {
-        let commit = matching.commits.iter().find(|(_, m)| *m == Some(index));
-        let source = commit.map(|(id, _)| source(*id)).transpose()?;
-        slots.push(Slot {
-            number: patch.number().to_string(),
-            old: Some(patch.clone()),
-            drop: source.is_none(),
-            source,
-        });
+        let old = patch.clone();
+        slots.push(
+            match matching.commits.iter().find(|(_, m)| *m == Some(index)) {
+                Some((id, _)) => Slot::From {
+                    number: patch.number().to_string(),
+                    old: Some(old),
+                    source: source(*id)?,
+                },
+                None => Slot::Dropped(old),
+            },
+        );
     }
     let next: u32 = stack_file.next_number(patches).parse()?;
     let new = matching.commits.iter().filter(|(_, m)| m.is_none());
     for (number, (id, _)) in (next..).zip(new) {
-        slots.push(Slot {
+        slots.push(Slot::From {
             number: format!("{number:04}"),
             old: None,
-            drop: false,
-            source: Some(source(*id)?),
+            source: source(*id)?,
         });
     }
     Ok(slots)
