@@ -18,7 +18,7 @@ use crate::series::resolutions::{self, Resolutions};
 /// run next.
 pub(super) fn write_back(
     patches_dir: &Path,
-    carried_for: &[Resolutions],
+    for_rewrites: &[Resolutions],
     clone: &Repository,
     name: &str,
     slots: &[Slot],
@@ -33,7 +33,7 @@ pub(super) fn write_back(
     });
     let (patch, source) = found.context("a branch of one patch without its commits")?;
     let shown = format!("patches/on-{name}/{}", patch.file_name);
-    let old = carried_for.iter().find(|r| r.name == name);
+    let old = for_rewrites.iter().find(|r| r.name == name);
     let old = old.and_then(|r| r.of(patch)).map(|r| r.bytes.clone());
     let old = old.with_context(|| {
         format!("the branch was made from {shown}, which is gone: run pr again")

@@ -57,7 +57,7 @@ pub(crate) fn load(
 ) -> Result<Vec<Resolutions>> {
     for name in crate::fsutil::names(patches_dir)? {
         if let Some(base) = name.strip_prefix("on-") {
-            if !stack_file.bases.contains_key(base) {
+            if !stack_file.rewrites.contains_key(base) {
                 bail!(
                     "patches/{name}/ holds resolutions for a base that patches/stack.toml does not \
                      name: add [base.\"{base}\"] there (why, path, holds), or remove the folder"
@@ -66,7 +66,7 @@ pub(crate) fn load(
         }
     }
     let mut all = Vec::new();
-    for (name, rewrite) in &stack_file.bases {
+    for (name, rewrite) in &stack_file.rewrites {
         let folder = dir(patches_dir, name);
         let (mut resolutions, mut notes) = (Vec::new(), Vec::new());
         if folder.is_dir() {

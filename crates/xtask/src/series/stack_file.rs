@@ -66,7 +66,7 @@ pub struct StackFile {
     #[serde(default)]
     pub retired: BTreeMap<String, Retired>,
     #[serde(default, rename = "base")]
-    pub bases: BTreeMap<String, Rewrite>,
+    pub rewrites: BTreeMap<String, Rewrite>,
 }
 
 /// `patches/stack.toml` as written; empty without the file.

@@ -44,7 +44,7 @@ fn every_proposed_patch_and_its_resolutions_keep_their_budget() -> Result<()> {
     assert_eq!(numbers, budgeted, "every proposed patch has a budget");
     let folders = std::iter::once(dir.clone()).chain(
         stack
-            .bases
+            .rewrites
             .keys()
             .map(|name| xtask::series::resolutions::dir(&dir, name)),
     );
