@@ -3,19 +3,24 @@
 use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
-use super::{audit, stack, Existing, Prepared, Selection};
+use super::{audit, stack, Existing, Selection};
 use crate::git::{self, short};
 use crate::published::Published;
 use crate::record::{self, Made};
 
 /// The stack's branches for `repo`, planned: every check made and every commit built in the
 /// clone's object store in memory, nothing written. `write` writes them.
+#[derive(Debug)]
 pub struct Planned {
-    pub prepared: Prepared,
+    /// The branches, the patches the base holds already, those that get no branch, and the
+    /// other bases' pull requests that the base has.
+    pub built: stack::Built,
+    pub call_sites: Vec<audit::CallSite>,
     pub writes: Writes,
 }
 
 /// What `write` writes into the clone: each branch with what the clone's record says of it.
+#[derive(Debug)]
 pub struct Writes {
     branches: Vec<(String, Made)>,
     record: record::Record,
@@ -23,10 +28,10 @@ pub struct Writes {
 }
 
 impl Planned {
-    /// Writes the branches (`write`), and gives what was prepared.
-    pub fn made(self, repo: &Repository) -> Result<Prepared> {
-        write(repo, &self.writes)?;
-        Ok(self.prepared)
+    /// Writes the branches into the clone, with their objects and its record. Returns the
+    /// branches written.
+    pub fn write(&self, repo: &Repository) -> Result<Vec<String>> {
+        write(repo, &self.writes)
     }
 }
 
@@ -130,12 +135,14 @@ pub fn prepare(
         record,
         force: existing != Existing::Refuse,
     };
-    let prepared = Prepared { built, call_sites };
-    Ok(Planned { prepared, writes })
+    Ok(Planned {
+        built,
+        call_sites,
+        writes,
+    })
 }
 
-/// Writes the branches of `planned` into the clone, with their objects and its record. Returns
-/// the branches written.
+/// Writes `planned` into the clone, as `Planned::write` says.
 pub(super) fn write(repo: &Repository, planned: &Writes) -> Result<Vec<String>> {
     // Not the whole in-memory store: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;

@@ -21,7 +21,7 @@ use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{Patch, Series};
 
-pub use clone::prepare;
+pub use clone::{prepare, Planned};
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -98,14 +98,6 @@ pub enum Existing {
     Move,
     /// Move it, dropping any commit that `pr` did not make.
     MoveDroppingCommits,
-}
-
-#[derive(Debug)]
-pub struct Prepared {
-    /// The branches, the patches the base holds already, those that get no branch, and the
-    /// other bases' pull requests that the base has.
-    pub built: stack::Built,
-    pub call_sites: Vec<audit::CallSite>,
 }
 
 impl Options {

@@ -12,7 +12,7 @@ use git2::{Oid, Repository};
 use super::clone::{self, Planned, Writes};
 use super::stack::{self, Entry};
 use super::verify::{self, Check};
-use super::{contributor, facts, render, summary, Existing, Options, Prepared, Selection};
+use super::{contributor, facts, render, summary, Existing, Options, Selection};
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
@@ -78,7 +78,11 @@ pub fn plan(
             let builds = |patch: &Patch, base: Oid, tree: Oid| {
                 verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
             };
-            let Planned { prepared, writes } = clone::prepare(
+            let Planned {
+                built,
+                call_sites,
+                writes,
+            } = clone::prepare(
                 &repo,
                 published,
                 selection,
@@ -87,7 +91,6 @@ pub fn plan(
                 existing,
                 &builds,
             )?;
-            let Prepared { built, call_sites } = prepared;
             (repo, Some(writes), built, Some(call_sites))
         }
         // For review without a clone: nothing is written anywhere but `target/pr/`, and the

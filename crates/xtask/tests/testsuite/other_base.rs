@@ -240,7 +240,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
             existing,
             builds,
         )
-        .and_then(|planned| planned.made(&repo))
+        .and_then(|planned| planned.write(&repo).map(|_| planned))
     };
 
     // It builds: the branch holds the patch as written, and only it was checked.
@@ -251,7 +251,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     };
     let prepared = prepare(xtask::pr::Existing::Refuse, &builds)?;
     assert_eq!(*checked.borrow(), [true]);
-    let third_entry = |prepared: &xtask::pr::Prepared| {
+    let third_entry = |prepared: &xtask::pr::Planned| {
         let found = prepared
             .built
             .stack

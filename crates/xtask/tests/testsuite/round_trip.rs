@@ -10,7 +10,7 @@ use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
 use xtask::format_patch::{self, Options};
-use xtask::pr::{self, Existing, Prepared};
+use xtask::pr::{self, Existing, Planned};
 use xtask::series::notes;
 use xtask::series::Patch;
 
@@ -26,7 +26,7 @@ struct Trip {
     ws: Workspace,
     _candle_dir: TempDir,
     repo: Repository,
-    prepared: Prepared,
+    prepared: Planned,
 }
 
 fn trip(stack_toml: &str) -> Result<Trip> {
@@ -52,7 +52,7 @@ fn trip(stack_toml: &str) -> Result<Trip> {
     })
 }
 
-fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<Prepared> {
+fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<Planned> {
     let dir = ws.layout.patches();
     let all = xtask::series::Series::load(&dir)?;
     let (proposed, _) = all.stack.split_carried(all.patches.clone());
@@ -69,7 +69,7 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| planned.made(repo))
+    .and_then(|planned| planned.write(repo).map(|_| planned))
 }
 
 fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<()> {

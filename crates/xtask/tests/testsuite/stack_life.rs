@@ -6,9 +6,9 @@ use crate::common::*;
 use anyhow::Result;
 use git2::Repository;
 use xtask::branches::{Stop, Stopped};
-use xtask::pr::{self, Existing, Prepared};
+use xtask::pr::{self, Existing, Planned};
 
-fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
+fn stack(repo: &Repository, existing: Existing) -> Result<Planned> {
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
     pr::prepare(
@@ -20,7 +20,7 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Prepared> {
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| planned.made(repo))
+    .and_then(|planned| planned.write(repo).map(|_| planned))
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
-use xtask::pr::{self, Prepared};
+use xtask::pr::{self, Planned};
 use xtask::series::stack_file::StackFile;
 use xtask::series::{self, Patch};
 
@@ -79,7 +79,7 @@ pub fn series(
     })
 }
 
-pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
+pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Planned> {
     // The second patch changes the line the first wrote.
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
@@ -96,7 +96,7 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Prepared> {
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| planned.made(repo))
+    .and_then(|planned| planned.write(repo).map(|_| planned))
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
