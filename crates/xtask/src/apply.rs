@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use git2::{ApplyOptions, FileMode, MergeFileInput, Oid, Repository};
 
 use crate::series::{email_of, index_line_differs, Patch};
@@ -18,10 +18,128 @@ pub enum Outcome {
     Applied { tree: Oid, three_way: bool },
     /// The tree holds the change already.
     AlreadyThere,
-    /// It does not go on: the text names the patch and the file, shows the lines of both sides,
-    /// and says how to redo the patch.
-    Conflict(String),
+    /// It does not go on.
+    Conflict(Conflict),
 }
+
+/// Why a change does not go on a tree, with what both sides have there. `Display` says it, and
+/// for a patch how to redo it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Conflict {
+    /// Hunk `number` of `patch` (`header`) expected the lines `expected` of `file` from line
+    /// `from`, where the file has `found`; they differ first at `expected[differs]`.
+    Hunk {
+        patch: String,
+        file: String,
+        number: usize,
+        header: String,
+        from: usize,
+        differs: usize,
+        expected: Vec<String>,
+        found: Vec<String>,
+    },
+    /// `patch` does not apply, as libgit2 says `why`.
+    Apply { patch: String, why: String },
+    /// The change, `patch`'s if it is one, merged three ways: each file with its conflict.
+    Merge {
+        patch: Option<String>,
+        files: Vec<(String, FileConflict)>,
+    },
+}
+
+/// What a file merged three ways conflicts on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileConflict {
+    /// The first conflicting lines of each side: the tree's, then the change's.
+    Lines {
+        ours: Vec<String>,
+        theirs: Vec<String>,
+    },
+    /// The change adds, edits or deletes the whole file, which the tree has otherwise.
+    Whole(&'static str),
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Conflict::Hunk {
+                patch,
+                file,
+                number,
+                header,
+                from,
+                differs,
+                expected,
+                found,
+            } => {
+                // The first line that differs, marked `>` on both sides.
+                let show = |lines: &[String]| -> String {
+                    let mark = |i| if i == *differs { '>' } else { '|' };
+                    let lines = lines.iter().enumerate();
+                    lines
+                        .map(|(i, l)| format!("\n    {} {l}", mark(i)))
+                        .collect()
+                };
+                let (first, expected, found) = (from + differs, show(expected), show(found));
+                write!(
+                    f,
+                    "{patch} does not apply: {file}: hunk {number} ({header}) differs first at \
+                     line {first} (>); it expected, from line {from}:{expected}\nbut the file \
+                     has:{found}"
+                )?;
+            }
+            Conflict::Apply { patch, why } => write!(f, "{patch} does not apply: {why}")?,
+            Conflict::Merge { patch, files } => {
+                if let Some(patch) = patch {
+                    write!(f, "{patch} conflicts with the tree it goes on, ")?;
+                }
+                let paths: Vec<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
+                write!(f, "in {}:", paths.join(", "))?;
+                for (path, conflict) in files {
+                    write!(f, "\n{path}:\n{conflict}")?;
+                }
+                if patch.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+        write!(f, "\n{REDO}")
+    }
+}
+
+impl std::fmt::Display for FileConflict {
+    /// Git's markers, and up to `SHOWN` lines of each side with the number of lines left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 8;
+        let (ours, theirs) = match self {
+            FileConflict::Whole(why) => return write!(f, "{why}"),
+            FileConflict::Lines { ours, theirs } => (ours, theirs),
+        };
+        let side = |lines: &[String]| -> Vec<String> {
+            let mut shown: Vec<String> = lines
+                .iter()
+                .take(SHOWN)
+                .map(|l| format!("    | {l}"))
+                .collect();
+            if lines.len() > SHOWN {
+                shown.push(format!("    | ... ({} more lines)", lines.len() - SHOWN));
+            }
+            shown
+        };
+        let lines = [
+            vec![format!("    | <<<<<<< {OURS}")],
+            side(ours),
+            vec!["    | =======".to_string()],
+            side(theirs),
+            vec![format!("    | >>>>>>> {THEIRS}")],
+        ];
+        write!(f, "{}", lines.concat().join("\n"))
+    }
+}
+
+/// How a three-way merge labels each side.
+const OURS: &str = "what it goes on";
+const THEIRS: &str = "the change";
 
 impl Outcome {
     /// The tree after the change, `before` when it held the change already, or the conflict as
@@ -30,14 +148,14 @@ impl Outcome {
         match self {
             Outcome::Applied { tree, .. } => Ok(tree),
             Outcome::AlreadyThere => Ok(before),
-            Outcome::Conflict(why) => bail!("{why}"),
+            Outcome::Conflict(conflict) => Err(anyhow::anyhow!("{conflict}")),
         }
     }
 }
 
 /// `patch` applied to `tree` as written; a hunk that fails shows the lines it expected and the
 /// file's.
-pub fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Outcome> {
+pub(crate) fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Outcome> {
     let diff = patch.diff()?;
     let base = repo.find_tree(tree)?;
     // The file and hunk libgit2 last reached, from its callbacks (that one failed): the file,
@@ -66,12 +184,16 @@ pub fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Outcome
         Err(err) => err,
     };
     let (path, number, header) = reached.take();
+    let patch_name = patch.file_name.clone();
     let Some(path) = path else {
-        let text = format!("{} does not apply: {}", patch.file_name, err.message());
-        return Ok(Outcome::Conflict(text));
+        let why = err.message().to_string();
+        return Ok(Outcome::Conflict(Conflict::Apply {
+            patch: patch_name,
+            why,
+        }));
     };
-    let file = path.display();
-    let explain_hunk = |header: &str| -> Result<String> {
+    let file = path.display().to_string();
+    let hunk = |header: &str| -> Result<Conflict> {
         let mut deltas = diff.deltas();
         let index = deltas.position(|d| d.old_file().path().or(d.new_file().path()) == Some(&path));
         let index = index.context("no such file in the patch")?;
@@ -85,29 +207,36 @@ pub fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<Outcome
         let blob = repo.find_blob(base.get_path(&path)?.id())?;
         let text = String::from_utf8_lossy(blob.content());
         let start = found_hunk.old_start().max(1) as usize - 1;
-        let found: Vec<&str> = text.lines().skip(start).take(expected.len()).collect();
-        // The first line that differs, marked `>` on both sides.
-        let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i].as_str()));
-        let differs = differs.unwrap_or(expected.len());
-        let mark = |i| if i == differs { '>' } else { '|' };
-        let show = |(i, line): (usize, &str)| format!("\n    {} {line}", mark(i));
-        let (line, first) = (start + 1, start + 1 + differs);
-        let expected = expected.iter().map(String::as_str).enumerate();
-        let expected: String = expected.map(show).collect();
-        let found: String = found.into_iter().enumerate().map(show).collect();
-        Ok(format!(
-            "{file}: hunk {number} ({header}) differs first at line {first} (>); it expected, \
-             from line {line}:{expected}\nbut the file has:{found}"
-        ))
+        let found: Vec<String> = text
+            .lines()
+            .skip(start)
+            .take(expected.len())
+            .map(String::from)
+            .collect();
+        let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i]));
+        Ok(Conflict::Hunk {
+            patch: patch_name.clone(),
+            file: file.clone(),
+            number,
+            header: header.to_string(),
+            from: start + 1,
+            differs: differs.unwrap_or(expected.len()),
+            expected,
+            found,
+        })
     };
-    let detail = match header {
-        Some(header) => explain_hunk(&header)
-            .unwrap_or_else(|_| format!("{file}: hunk {number} ({header}) does not apply")),
+    let why = match header {
+        Some(header) => match hunk(&header) {
+            Ok(conflict) => return Ok(Outcome::Conflict(conflict)),
+            Err(_) => format!("{file}: hunk {number} ({header}) does not apply"),
+        },
         None if base.get_path(&path).is_err() => format!("{file} does not exist"),
         None => format!("{file}: {}", err.message()),
     };
-    let text = format!("{} does not apply: {detail}\n{REDO}", patch.file_name);
-    Ok(Outcome::Conflict(text))
+    Ok(Outcome::Conflict(Conflict::Apply {
+        patch: patch_name,
+        why,
+    }))
 }
 
 /// How to redo a patch that no longer applies, said with the failure.
@@ -151,10 +280,10 @@ pub fn patch(repo: &Repository, tree: Oid, patch: &Patch, known: &[Oid]) -> Resu
         });
     }
     Ok(match change(repo, tree, &changes)? {
-        Outcome::Conflict(conflicts) => Outcome::Conflict(format!(
-            "{} conflicts with the tree it goes on, {conflicts}\n{REDO}",
-            patch.file_name
-        )),
+        Outcome::Conflict(Conflict::Merge { files, .. }) => Outcome::Conflict(Conflict::Merge {
+            patch: Some(patch.file_name.clone()),
+            files,
+        }),
         outcome => outcome,
     })
 }
@@ -172,7 +301,7 @@ pub fn move_onto(
     let (after, three_way) = match self::patch(repo, tree, patch, known)? {
         Outcome::Applied { tree, three_way } => (tree, three_way),
         Outcome::AlreadyThere => return Ok(None),
-        Outcome::Conflict(why) => bail!("{why}"),
+        Outcome::Conflict(conflict) => anyhow::bail!("{conflict}"),
     };
     if !three_way && index_line_differs(repo, tree, after, patch)?.is_none() {
         return Ok(Some((after, patch.clone())));
@@ -262,7 +391,7 @@ pub fn change(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Ou
             continue;
         }
         let content = |id: Oid| repo.find_blob(id).map(|blob| blob.content().to_vec());
-        // The file's new blob (`None`: it goes), or the lines that conflict.
+        // The file's new blob (`None`: it goes), or what conflicts.
         let merged = match (change.before, ours, change.after) {
             (before, ours, after) if ours == before => Ok(after),
             (Some(before), Some(ours), Some(after)) => {
@@ -271,9 +400,7 @@ pub fn change(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Ou
                 let path = change.path.as_str();
                 let [a, o, t] = [&before, &ours, &after].map(|bytes| input(bytes, path));
                 let mut options = git2::MergeFileOptions::new();
-                options
-                    .our_label("what it goes on")
-                    .their_label("the change");
+                options.our_label(OURS).their_label(THEIRS);
                 let result = git2::merge_file(&a, &o, &t, Some(&mut options))?;
                 if !result.is_automergeable() {
                     Err(conflicting_lines(result.content()))
@@ -283,30 +410,29 @@ pub fn change(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Ou
                     Ok(Some(repo.blob(result.content())?))
                 }
             }
-            (None, _, _) => Err("the change adds the file, which exists with other content".into()),
-            (_, None, _) => Err("the change edits the file, which does not exist".into()),
-            _ => Err("the change deletes the file, whose content differs".into()),
+            (None, _, _) => Err(FileConflict::Whole(
+                "the change adds the file, which exists with other content",
+            )),
+            (_, None, _) => Err(FileConflict::Whole(
+                "the change edits the file, which does not exist",
+            )),
+            _ => Err(FileConflict::Whole(
+                "the change deletes the file, whose content differs",
+            )),
         };
         match merged {
             Ok(Some(blob)) => update.upsert(path, blob, change.mode),
             Ok(None) => update.remove(path),
-            Err(lines) => {
-                conflicts.push((change.path.as_str(), lines));
+            Err(conflict) => {
+                conflicts.push((change.path.clone(), conflict));
                 continue;
             }
         };
         changed = true;
     }
     if !conflicts.is_empty() {
-        let paths: Vec<&str> = conflicts.iter().map(|(path, _)| *path).collect();
-        let shown = conflicts
-            .iter()
-            .map(|(path, lines)| format!("\n{path}:\n{lines}"));
-        let shown: String = shown.collect();
-        return Ok(Outcome::Conflict(format!(
-            "in {}:{shown}",
-            paths.join(", ")
-        )));
+        let files = conflicts;
+        return Ok(Outcome::Conflict(Conflict::Merge { patch: None, files }));
     }
     if !changed {
         return Ok(Outcome::AlreadyThere);
@@ -324,34 +450,18 @@ fn input<'a>(bytes: &'a [u8], path: &str) -> MergeFileInput<'a> {
     input
 }
 
-/// The first conflict of a merged file: git's markers, and up to `SHOWN` lines of each side with
-/// the number of lines left out.
-fn conflicting_lines(content: &[u8]) -> String {
-    const SHOWN: usize = 8;
+/// The first conflict of a merged file: the lines of each side between git's markers.
+fn conflicting_lines(content: &[u8]) -> FileConflict {
     let text = String::from_utf8_lossy(content);
-    let lines = text.lines().skip_while(|line| !line.starts_with("<<<<<<<"));
-    let mut shown = Vec::new();
-    let mut side: Vec<&str> = Vec::new();
-    let flush = |side: &mut Vec<&str>, shown: &mut Vec<String>| {
-        shown.extend(side.iter().take(SHOWN).map(|line| format!("    | {line}")));
-        if side.len() > SHOWN {
-            shown.push(format!("    | ... ({} more lines)", side.len() - SHOWN));
-        }
-        side.clear();
+    let mut lines = text
+        .lines()
+        .skip_while(|line| !line.starts_with("<<<<<<<"))
+        .skip(1);
+    let mut side = |end: &str| -> Vec<String> {
+        let lines = lines.by_ref().take_while(|line| !line.starts_with(end));
+        lines.map(String::from).collect()
     };
-    for line in lines {
-        if ["<<<<<<<", "=======", ">>>>>>>"]
-            .iter()
-            .any(|m| line.starts_with(m))
-        {
-            flush(&mut side, &mut shown);
-            shown.push(format!("    | {line}"));
-            if line.starts_with(">>>>>>>") {
-                break;
-            }
-        } else {
-            side.push(line);
-        }
-    }
-    shown.join("\n")
+    let ours = side("=======");
+    let theirs = side(">>>>>>>");
+    FileConflict::Lines { ours, theirs }
 }

@@ -168,7 +168,7 @@ pub(crate) fn branches(
             };
             let outcome = apply::patch(repo, linear, candidate, blobs)?;
             if let Outcome::Conflict(why) = outcome {
-                passed_over.push((what, why));
+                passed_over.push((what, why.to_string()));
                 continue;
             }
             // A later candidate's branch must also build on the base; the branch is kept.

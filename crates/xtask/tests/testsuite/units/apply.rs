@@ -34,22 +34,45 @@ fn a_change_lands_where_its_lines_moved_and_conflicts_where_they_changed() -> Re
     assert_eq!(text(repo, merged, "f.rs")?, "new\na\nb\nc\nd\ne\nf\nG\nh\n");
     // The tree holds the change already.
     assert_eq!(change(repo, after, &changed)?, Outcome::AlreadyThere);
-    // Someone else changed `g` too: a conflict that shows both sides.
+    // Someone else changed `g` too: a conflict with both sides' lines.
     let other = tree(repo, &[("f.rs", &lines.replace("g\n", "g2\n"))])?;
     let Outcome::Conflict(conflict) = change(repo, other, &changed)? else {
         panic!("a change to the same line conflicts");
     };
-    assert!(conflict.starts_with("in f.rs:\nf.rs:\n"), "{conflict}");
-    assert!(conflict.contains("| g2"), "{conflict}");
-    assert!(conflict.contains("| G"), "{conflict}");
+    let sides = FileConflict::Lines {
+        ours: vec!["g2".into()],
+        theirs: vec!["G".into()],
+    };
+    let files = vec![("f.rs".to_string(), sides)];
+    assert_eq!(conflict, Conflict::Merge { patch: None, files });
+    assert_eq!(
+        conflict.to_string(),
+        "in f.rs:\nf.rs:\n    | <<<<<<< what it goes on\n    | g2\n    | =======\n    | G\n    \
+         | >>>>>>> the change"
+    );
     // A change to a file that is not there.
     let empty = tree(repo, &[("other.rs", "x\n")])?;
     let Outcome::Conflict(conflict) = change(repo, empty, &changed)? else {
         panic!("a change to a missing file conflicts");
     };
     assert_eq!(
-        conflict,
+        conflict.to_string(),
         "in f.rs:\nf.rs:\nthe change edits the file, which does not exist"
     );
     Ok(())
+}
+
+#[test]
+fn a_long_side_shows_its_first_lines_and_counts_the_rest() {
+    let ours: Vec<String> = (1..=10).map(|i| format!("line {i}")).collect();
+    let shown = FileConflict::Lines {
+        ours,
+        theirs: vec![],
+    }
+    .to_string();
+    assert!(
+        shown.contains("    | line 8\n    | ... (2 more lines)\n    | ======="),
+        "{shown}"
+    );
+    assert!(!shown.contains("line 9"), "{shown}");
 }
