@@ -8,40 +8,47 @@ use git2::{Oid, Repository};
 use crate::apply::{self, Outcome};
 use crate::series::Patch;
 
-/// One patch's branch: the patch, the branch it starts from (`None`: the base), and its tree.
+/// One patch's branch: the candidate that stands for the patch, the rewrite whose resolution
+/// that is (`None`: the patch as written), the branch it starts from (`None`: the base), and its
+/// tree.
 #[derive(Clone, Debug)]
 pub(crate) struct Branch {
     pub patch: Patch,
+    pub resolution: Option<String>,
     pub parent: Option<usize>,
     pub tree: Oid,
 }
 
-/// What the base's repository knows of the series: the blobs the series gives on the published
-/// crates (`apply::blobs`), which a three-way merge needs, and the patches a commit of the
-/// base made as they stand, as a squash merge does.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Known<'a> {
-    pub blobs: &'a [Oid],
-    pub merged: &'a [String],
-    /// What else may stand for a patch on this base; none: the patch alone.
-    pub others: Option<&'a Candidates<'a>>,
+/// One patch of the series as `branches` takes it.
+#[derive(Clone, Debug)]
+pub(crate) struct Wanted {
+    pub patch: Patch,
+    /// What may stand for it on this base, in the order to try them: its resolutions for the
+    /// rewrites the base has, each with the rewrite's name, then the patch itself (`None`).
+    pub candidates: Vec<(Option<String>, Patch)>,
+    /// It gets a branch; a carried one stays in the linear series alone.
+    pub proposed: bool,
+    /// A commit of the base made it as it stands, as a squash merge does.
+    pub landed: bool,
+}
+
+impl Wanted {
+    /// `patch` alone, proposed, on a base that has none of it.
+    pub(crate) fn as_written(patch: &Patch) -> Wanted {
+        Wanted {
+            patch: patch.clone(),
+            candidates: vec![(None, patch.clone())],
+            proposed: true,
+            landed: false,
+        }
+    }
 }
 
 /// Whether a branch's tree builds on the base, asked of a candidate taken after the first for
-/// its patch (`Candidates`): the patch, the base's tree, the branch's tree.
+/// its patch: the candidate, the base's tree, the branch's tree. That a candidate applies does
+/// not prove that its code fits the base's, as when another pull request added a variant that a
+/// `match` must list.
 pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
-
-/// The candidates for each patch on a base with other pull requests on the same code (`pr`'s
-/// resolutions, `[base]`), and how to tell that one taken in place of the first fits the base:
-/// that a candidate applies does not prove that its code fits the base's, as when another pull
-/// request added a variant that a `match` must list.
-pub(crate) struct Candidates<'a> {
-    /// The candidates for a patch in the order to try them, the first the one its base's markers
-    /// name, the patch itself among them.
-    pub of: &'a dyn Fn(&Patch) -> Vec<Patch>,
-    /// Whether the branch tree that a later candidate makes builds on the base.
-    pub builds: Builds<'a>,
-}
 
 /// A patch that gets no branch on this base, and why.
 #[derive(Clone, Debug)]
@@ -84,14 +91,15 @@ pub(crate) fn on_published(
     builds_on: &BTreeMap<String, String>,
 ) -> Result<Vec<Branch>> {
     let base = "the published crates";
+    let wanted: Vec<Wanted> = patches.iter().map(Wanted::as_written).collect();
     let made = branches(
         repo,
         published,
         base,
-        patches,
+        &wanted,
         builds_on,
-        &|_| true,
-        &Known::default(),
+        &[],
+        &|_, _, _| Ok(true),
     )?;
     let Some(stopped) = made.stopped.first() else {
         return Ok(made.branches);
@@ -104,33 +112,31 @@ pub(crate) fn on_published(
 }
 
 /// Each patch's change in the linear series, merged onto the branch `builds_on` names or `base`:
-/// one branch per patch that `proposed` accepts. The others stay in the linear series, so that
-/// the patches after them apply as written, but get no branch. A patch whose context moved on
-/// the base is merged three ways from `known`'s blobs, as `git am -3` does. A patch the base
-/// holds already, or that `known` says was merged, gets no branch. A patch that conflicts is
-/// left out of the linear series, and it and the patches that build on it are `stopped`.
+/// one branch per proposed patch. The others stay in the linear series, so that the patches
+/// after them apply as written, but get no branch. A patch whose context moved on the base is
+/// merged three ways from `blobs`, those the series gives on the published crates, as `git am
+/// -3` does. A patch the base holds already, or that landed, gets no branch. Each patch's
+/// candidates are tried in turn, and one after the first must build on the base (`builds`). A
+/// patch that conflicts is left out of the linear series, and it and the patches that build on
+/// it are `stopped`.
 pub(crate) fn branches(
     repo: &Repository,
     base: Oid,
     base_name: &str,
-    patches: &[Patch],
+    wanted: &[Wanted],
     builds_on: &BTreeMap<String, String>,
-    proposed: &dyn Fn(&Patch) -> bool,
-    known: &Known<'_>,
+    blobs: &[Oid],
+    builds: Builds<'_>,
 ) -> Result<Branches> {
-    let Known {
-        blobs,
-        merged,
-        others,
-    } = *known;
     let mut linear = base;
     let mut made = Branches::default();
-    for patch in patches {
+    for want in wanted {
+        let (patch, proposed) = (&want.patch, want.proposed);
         // A patch that gets no branch: a carried one is proposed nowhere, whatever stops it.
         let stop = |why| Stopped {
             patch: patch.clone(),
             why,
-            carried: !proposed(patch),
+            carried: !proposed,
         };
         let wanted = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);
@@ -140,16 +146,12 @@ pub(crate) fn branches(
         }
         // Merged upstream, as its own commit: the base holds its change, though a later one may
         // have changed its lines again.
-        if merged.iter().any(|number| number == patch.number()) {
-            if proposed(patch) {
+        if want.landed {
+            if proposed {
                 made.landed.push(patch.clone());
             }
             continue;
         }
-        let candidates = match others {
-            Some(others) => (others.of)(patch),
-            None => vec![patch.clone()],
-        };
         // Each candidate in turn; the first that applies (and, after the first, builds) stands
         // for the patch. Where none does, the first one's conflict is the patch's, with why each
         // other one was passed over.
@@ -157,14 +159,14 @@ pub(crate) fn branches(
             base,
             base_name,
             wanted,
-            proposed: proposed(patch),
+            proposed,
         };
         let mut passed_over: Vec<(&str, String)> = Vec::new();
         let mut taken = None;
-        for (index, candidate) in candidates.iter().enumerate() {
-            let what = match candidate.bytes == patch.bytes {
-                true => "the patch as written",
-                false => "its resolution for a pull request in the base",
+        for (index, (resolution, candidate)) in want.candidates.iter().enumerate() {
+            let what = match resolution {
+                None => "the patch as written",
+                Some(_) => "its resolution for a pull request in the base",
             };
             let outcome = apply::patch(repo, linear, candidate, blobs)?;
             if let Outcome::Conflict(why) = outcome {
@@ -178,7 +180,7 @@ pub(crate) fn branches(
             {
                 let (parent, on_branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
                 if let Ok(tree) = on_branch {
-                    if !others.map_or(Ok(true), |a| (a.builds)(candidate, base, tree))? {
+                    if !builds(candidate, base, tree)? {
                         let why = "it applies to the base, but its branch does not build there";
                         passed_over.push((what, why.into()));
                         continue;
@@ -186,10 +188,10 @@ pub(crate) fn branches(
                 }
                 branch = Some((parent, on_branch));
             }
-            taken = Some((candidate.clone(), outcome, branch));
+            taken = Some((resolution, candidate, outcome, branch));
             break;
         }
-        let Some((candidate, outcome, branch)) = taken else {
+        let Some((resolution, candidate, outcome, branch)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
             let (_, mut why) = passed_over.remove(0);
             for (what, other) in passed_over {
@@ -200,21 +202,22 @@ pub(crate) fn branches(
         };
         let Outcome::Applied { tree: after, .. } = outcome else {
             // The linear series holds its change already.
-            if proposed(patch) {
+            if proposed {
                 made.landed.push(patch.clone());
             }
             continue;
         };
         let before = std::mem::replace(&mut linear, after);
-        if !proposed(patch) {
+        if !proposed {
             continue;
         }
         let branch = branch.map(Ok);
         let branch =
-            branch.unwrap_or_else(|| branch_on(repo, &on, &candidate, before, after, &made));
+            branch.unwrap_or_else(|| branch_on(repo, &on, candidate, before, after, &made));
         match branch? {
             (parent, Ok(tree)) => made.branches.push(Branch {
-                patch: candidate,
+                patch: candidate.clone(),
+                resolution: resolution.clone(),
                 parent,
                 tree,
             }),

@@ -7,7 +7,7 @@ use git2::{Oid, Repository};
 
 use super::{Proposed, Selection};
 use crate::apply::{self, Outcome};
-use crate::branches::{branches, Stopped};
+use crate::branches::{branches, Stopped, Wanted};
 use crate::git::short;
 use crate::series::resolutions::{self, Resolutions};
 use crate::series::{Message, Patch};
@@ -96,35 +96,38 @@ pub fn build(
     let known = [known, &resolutions::blobs_on(repo, tree, &rewrites)?].concat();
     let known = known.as_slice();
     // The resolutions for the pull requests the base has, in `[base]` order, then the patch.
-    let of = |patch: &Patch| -> Vec<Patch> {
-        let resolved = rewrites.iter().filter_map(|r| r.of(patch).cloned());
-        resolved.chain([patch.clone()]).collect()
+    let of = |patch: &Patch| -> Vec<(Option<String>, Patch)> {
+        let resolved = rewrites
+            .iter()
+            .filter_map(|r| Some((Some(r.name.clone()), r.of(patch)?)));
+        let resolved = resolved.map(|(name, r)| (name, r.clone()));
+        resolved.chain([(None, patch.clone())]).collect()
     };
-    let candidates = crate::branches::Candidates { of: &of, builds };
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,
     // since it may have merged before the other pull request did, or as resolved.
     let mut merged = BTreeMap::new();
     for Proposed { patch, .. } in patches {
-        for candidate in of(patch).iter().rev() {
+        for (_, candidate) in of(patch).iter().rev() {
             if let Some(commit) = merged_as(repo, base, candidate)? {
                 merged.insert(patch.number().to_string(), commit);
                 break;
             }
         }
     }
-    let numbers: Vec<String> = merged.keys().cloned().collect();
+    let wanted = selection.linear.iter().map(|patch| Wanted {
+        patch: patch.clone(),
+        candidates: of(patch),
+        proposed: proposed(patch),
+        landed: merged.contains_key(patch.number()),
+    });
     let trees = branches(
         repo,
         tree,
         short(&base_name),
-        &selection.linear,
+        &wanted.collect::<Vec<_>>(),
         &selection.series.stack.builds_on,
-        &proposed,
-        &crate::branches::Known {
-            blobs: known,
-            merged: &numbers,
-            others: Some(&candidates),
-        },
+        known,
+        builds,
     )?;
     let mut entries: Vec<Entry> = Vec::new();
     for branch_tree in trees.branches {
@@ -134,11 +137,8 @@ pub fn build(
         let parent = branch_tree.parent;
         let onto = parent.map_or(base, |index| entries[index].commit);
         let commit = commit(repo, contributor, &patch.message, branch_tree.tree, onto)?;
-        // The pull request whose resolution was taken, if one was.
-        let taken = |r: &&Resolutions| r.of(&patch).is_some_and(|r| r.bytes == patch.bytes);
-        let resolution = rewrites.iter().find(taken).map(|r| r.name.clone());
         entries.push(Entry {
-            resolution,
+            resolution: branch_tree.resolution,
             patch,
             branch: branch.clone(),
             parent,
