@@ -1,6 +1,7 @@
 //! What `pr` fills the markers of the notes with, and the notes it takes on a base.
 
 use anyhow::{Context, Result};
+use shared::repro::Table;
 
 use super::audit::CallSite;
 use crate::bench_report;
@@ -14,11 +15,7 @@ use crate::series::{Patch, Series};
 /// own notes, less their lead example where one of `found` rewrites the code (not `adds-only`),
 /// since that example shows what `main` does; a sentence says why.
 pub fn on_base(own: &Notes, found: &[Resolutions], patch: &Patch) -> Notes {
-    let written = found.iter().flat_map(|r| &r.notes);
-    if let Some((_, notes)) = written
-        .into_iter()
-        .find(|(name, _)| *name == patch.file_name)
-    {
+    if let Some(notes) = found.iter().find_map(|r| r.notes.get(&patch.file_name)) {
         return notes.clone();
     }
     let mut notes = own.clone();
@@ -33,13 +30,11 @@ pub fn on_base(own: &Notes, found: &[Resolutions], patch: &Patch) -> Notes {
     notes
 }
 
-pub use shared::repro::Table as RealModel;
-
 /// What `pr` computed for the markers of the notes; `None` where it could not.
 #[derive(Clone, Debug, Default)]
 pub struct Facts {
     pub call_sites: Option<Vec<CallSite>>,
-    pub real_model: Option<RealModel>,
+    pub real_model: Option<Table>,
     /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
     /// patches changed since.
     pub bench: Option<bench_report::Report>,
@@ -54,10 +49,10 @@ pub struct Facts {
 
 /// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the
 /// reason on stderr) if it could not run.
-pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> {
+pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
     if !notes
         .iter()
-        .flat_map(Notes::parts)
+        .flat_map(|n| n.parts())
         .any(|p| *p == Part::RealModel)
     {
         return None;
@@ -92,7 +87,7 @@ pub(super) fn real_model(layout: &Layout, notes: &[Notes]) -> Option<RealModel> 
     table.map_err(|err| eprintln!("{err:#}")).ok()
 }
 
-pub fn parse_real_model(json: &str) -> Result<RealModel> {
+pub fn parse_real_model(json: &str) -> Result<Table> {
     serde_json::from_str(json).context("not the JSON of `cargo repro --format json`")
 }
 

@@ -135,7 +135,7 @@ pub fn plan(
         let checks = checks.as_ref().map(|all| all[index].as_slice());
         // On a base with another pull request on the same code, the notes written for it.
         let own = selection.series.notes_of(&entry.patch);
-        let notes = facts::on_base(&own, &built.rewrites, &entry.patch);
+        let notes = facts::on_base(own, &built.rewrites, &entry.patch);
         let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
         let mut files = vec![
             (

@@ -61,11 +61,13 @@ impl Series {
     }
 
     /// The notes of `patch`, one of the series.
-    pub fn notes_of(&self, patch: &Patch) -> Notes {
-        self.notes
-            .get(&patch.file_name)
-            .cloned()
-            .unwrap_or_default()
+    pub fn notes_of(&self, patch: &Patch) -> &Notes {
+        static NONE: Notes = Notes {
+            preamble: Vec::new(),
+            sections: Vec::new(),
+            test_plan: Vec::new(),
+        };
+        self.notes.get(&patch.file_name).unwrap_or(&NONE)
     }
 }
 

@@ -5,6 +5,7 @@
 //! it in place of the patch on such a base, as `git rerere` replays a resolution. The folder may
 //! also hold a patch's notes for such a base (`<patch>.md`), which `pr` reads in place of its own.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -37,7 +38,7 @@ pub struct Resolutions {
     /// Each stands for the patch in `patches/` with its file name.
     pub patches: Vec<Patch>,
     /// The notes of a patch on such a base, by the patch's file name.
-    pub notes: Vec<(String, Notes)>,
+    pub notes: BTreeMap<String, Notes>,
 }
 
 impl Resolutions {
@@ -68,7 +69,7 @@ pub(crate) fn load(
     let mut all = Vec::new();
     for (name, rewrite) in &stack_file.rewrites {
         let folder = dir(patches_dir, name);
-        let (mut resolutions, mut notes) = (Vec::new(), Vec::new());
+        let (mut resolutions, mut notes) = (Vec::new(), BTreeMap::new());
         if folder.is_dir() {
             for file_name in crate::fsutil::names(&folder)? {
                 let shown = format!("patches/on-{name}/{file_name}");
@@ -83,7 +84,7 @@ pub(crate) fn load(
                     };
                     let text = fs::read_to_string(folder.join(&file_name))?;
                     let parsed = notes::parse(&text).with_context(|| shown.clone())?;
-                    notes.push((patch.file_name.clone(), parsed));
+                    notes.insert(patch.file_name.clone(), parsed);
                     continue;
                 }
                 if !patches.iter().any(|p| p.file_name == file_name) {
