@@ -69,15 +69,15 @@ impl Report {
         let mut changed = self.changed(current);
         // A patch builds on one with a lower number, so one pass in order sees every ancestor.
         for step in &self.patches {
-            if changed.contains(&step.before) && !changed.contains(&step.patch) {
-                changed.push(step.patch.clone());
+            if changed.contains(&step.before) && !changed.contains(&step.after) {
+                changed.push(step.after.clone());
             }
         }
         let (kept, stale): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.patches)
             .into_iter()
-            .partition(|step| !changed.contains(&step.patch));
+            .partition(|step| !changed.contains(&step.after));
         self.patches = kept;
-        self.stale = stale.into_iter().map(|step| step.patch).collect();
+        self.stale = stale.into_iter().map(|step| step.after).collect();
     }
 
     /// A report from its JSON, as `bench-report` judged it: one of another version is refused.
@@ -96,8 +96,9 @@ impl Report {
 /// the A/A pair, the control against the published point.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Step {
-    /// The patch's number, or the control's name.
-    pub patch: String,
+    /// The point it measures: a patch's number, `control` or `series`.
+    #[serde(rename = "patch")]
+    pub after: String,
     pub subject: String,
     /// The point it is measured against: `published`, or the number of the patch it builds on.
     pub before: String,
@@ -106,11 +107,11 @@ pub struct Step {
 }
 
 impl Step {
-    /// The step of `patch` over `before`, not measured yet.
-    pub fn new(patch: &str, subject: &str, before: &str) -> Step {
-        let [patch, subject, before] = [patch, subject, before].map(String::from);
+    /// The step of `after` over `before`, not measured yet.
+    pub fn new(after: &str, subject: &str, before: &str) -> Step {
+        let [after, subject, before] = [after, subject, before].map(String::from);
         Step {
-            patch,
+            after,
             subject,
             before,
             ..Step::default()

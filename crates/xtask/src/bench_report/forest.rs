@@ -80,7 +80,7 @@ pub fn step_png(
     before: Option<&str>,
 ) -> Result<Option<Vec<u8>>> {
     let before = before.unwrap_or(shared::PUBLISHED_POINT);
-    let measured = |s: &&Step| s.patch == number && s.before == before && !s.rows.is_empty();
+    let measured = |s: &&Step| s.after == number && s.before == before && !s.rows.is_empty();
     let found = report.and_then(|r| Some((r, r.patches.iter().find(measured)?)));
     let Some((report, step)) = found else {
         return Ok(None);
@@ -164,8 +164,8 @@ fn tone(row: &StepRow) -> RGBColor {
 }
 
 fn title(step: &Step) -> (String, String) {
-    let against = format!("{} against {}", point(&step.patch), point(&step.before));
-    match step.patch.as_str() {
+    let against = format!("{} against {}", point(&step.after), point(&step.before));
+    match step.after.as_str() {
         shared::SERIES_POINT => ("All patches".to_string(), against),
         number => (format!("{number} {}", step.subject), against),
     }

@@ -101,8 +101,8 @@ fn step_rows(
     rounds
         .iter()
         .filter_map(|(comparison, points)| {
-            let (before, after) = (points.get(&step.before)?, points.get(&step.patch)?);
-            let instructions = instruction_ratio(counts, comparison, &step.before, &step.patch);
+            let (before, after) = (points.get(&step.before)?, points.get(&step.after)?);
+            let instructions = instruction_ratio(counts, comparison, &step.before, &step.after);
             let mut paired = Paired::between(before, after);
             paired.weigh(instructions, control.and_then(|c| c.paired(comparison)));
             Some(StepRow {
@@ -127,7 +127,7 @@ pub fn faster(step: &Step, comparison: &str) -> bool {
 pub fn decode_points(comparison: &str, steps: &[Step]) -> Vec<String> {
     let mut points = vec![PUBLISHED_POINT.to_string(), SERIES_POINT.to_string()];
     let faster_steps = steps.iter().filter(|step| faster(step, comparison));
-    for point in faster_steps.flat_map(|step| [&step.before, &step.patch]) {
+    for point in faster_steps.flat_map(|step| [&step.before, &step.after]) {
         if !points.contains(point) {
             points.push(point.clone());
         }
@@ -178,7 +178,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     // Every point at the real vocabulary on the CPU, the published point and its control first;
     // elsewhere those two and the whole series, so that every row has its A/A pair.
     let ends = [PUBLISHED_POINT, CONTROL_POINT, SERIES_POINT].map(String::from);
-    let numbers: Vec<String> = patches.iter().map(|p| p.patch.clone()).collect();
+    let numbers: Vec<String> = patches.iter().map(|p| p.after.clone()).collect();
     let all = [&ends[..2], &numbers, &ends[2..]].concat();
     if let Some(point) = all.iter().find(|point| !settings.points.contains(point)) {
         let has = settings.points.join(", ");
@@ -223,7 +223,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
             };
             whole.push(decode.between(PUBLISHED_POINT, SERIES_POINT)?);
             for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-                step.decode.push(decode.between(&step.before, &step.patch)?);
+                step.decode.push(decode.between(&step.before, &step.after)?);
             }
         }
         Some(whole)

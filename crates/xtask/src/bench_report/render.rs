@@ -83,9 +83,9 @@ pub(crate) fn patch_table(step: &Step) -> String {
 /// A step as the report's template shows it: its heading's words and `table`.
 fn step_context(step: &Step, table: String) -> Value {
     minijinja::context! {
-        patch => step.patch,
+        patch => step.after,
         subject => step.subject,
-        patch_point => point(&step.patch),
+        patch_point => point(&step.after),
         before_point => point(&step.before),
         table,
     }
@@ -187,7 +187,7 @@ pub(crate) fn step_evidence(report: &Report, number: &str, before: &str) -> Resu
             super::FULL_RUN
         ));
     }
-    let Some(step) = report.patches.iter().find(|s| s.patch == number) else {
+    let Some(step) = report.patches.iter().find(|s| s.after == number) else {
         return Ok(format!(
             "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
              bench-report`.)"

@@ -191,7 +191,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         whole.push(between("published", "series")?);
         for step in steps.iter_mut() {
             if bench_report::faster(step, &decode.comparison) {
-                step.decode.push(between(&step.before, &step.patch)?);
+                step.decode.push(between(&step.before, &step.after)?);
             }
         }
     }
@@ -213,7 +213,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         ],
         patch_hashes: steps
             .iter()
-            .map(|s| (s.patch.clone(), shared::sha256_hex(s.patch.as_bytes())))
+            .map(|s| (s.after.clone(), shared::sha256_hex(s.after.as_bytes())))
             .collect(),
         stale: Vec::new(),
         decode_tokens: 16,
@@ -278,12 +278,12 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
 #[test]
 fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
     let report = report_of(true)?;
-    let step = |n: &str| report.patches.iter().find(|s| s.patch == n).unwrap();
+    let step = |n: &str| report.patches.iter().find(|s| s.after == n).unwrap();
     // 0002 builds on 0001, 0005 on 0002; the rest on the published crates.
     let befores: Vec<(&str, &str)> = report
         .patches
         .iter()
-        .map(|s| (s.patch.as_str(), s.before.as_str()))
+        .map(|s| (s.after.as_str(), s.before.as_str()))
         .collect();
     assert_eq!(
         befores,
@@ -315,7 +315,7 @@ fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
         .patches
         .iter()
         .filter(|s| !s.decode.is_empty())
-        .map(|s| s.patch.as_str())
+        .map(|s| s.after.as_str())
         .collect();
     assert!(with_decode.contains(&"0008"), "{with_decode:?}");
     Ok(())
@@ -353,11 +353,11 @@ fn the_captured_a_a_pair_explains_where_top_p_lands() -> Result<()> {
                 assert!(
                     !verdict.contains("slower") && !verdict.contains("faster"),
                     "{} {}: {verdict}",
-                    step.patch,
+                    step.after,
                     row.comparison
                 );
                 if row.paired.work == Some(Work::Placement) {
-                    explained.push((step.patch.as_str(), row.comparison.as_str()));
+                    explained.push((step.after.as_str(), row.comparison.as_str()));
                 }
             }
         }
@@ -397,7 +397,7 @@ fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
         }
     };
     let step = Step {
-        patch: "0001".to_string(),
+        after: "0001".to_string(),
         subject: "generation: Sample greedily at temperature 0".to_string(),
         before: "published".to_string(),
         rows: vec![
@@ -714,9 +714,9 @@ fn the_forest_plot_draws_each_interval_where_its_numbers_say() -> Result<()> {
         let elements = elements(&svg);
         let frames = frames(&elements);
         let [frame] = frames[..] else {
-            panic!("{}: {} plotting areas", step.patch, frames.len());
+            panic!("{}: {} plotting areas", step.after, frames.len());
         };
-        let name = step.patch.as_str();
+        let name = step.after.as_str();
         // One row per variant, named left of the plotting area, in the step's order.
         let texts = elements.iter().filter(|e| e.tag == "text");
         let named: Vec<&str> = texts
@@ -831,7 +831,7 @@ fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
     let step = report
         .patches
         .iter()
-        .find(|s| s.patch == "0008")
+        .find(|s| s.after == "0008")
         .context("0008")?;
     let svg = forest::svg(&[step], &report.control)?;
     let pixel = assert_dots_in_their_colours(&svg)?;

@@ -166,7 +166,7 @@ fn toy_report() -> xtask::bench_report::data::Report {
         instructions: None,
     };
     let patch = |patch: &str, subject: &str, before: &str, rows: Vec<StepRow>| Step {
-        patch: patch.to_string(),
+        after: patch.to_string(),
         subject: subject.to_string(),
         before: before.to_string(),
         rows,
@@ -259,7 +259,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         let step = report
             .patches
             .iter()
-            .find(|s| s.patch == entry.patch.number());
+            .find(|s| s.after == entry.patch.number());
         let panel = forest::svg(&[step.context("the step")?], &report.control)?;
         assert!(
             png == forest::png(&panel)?,
@@ -289,7 +289,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
     let step = measured_elsewhere
         .patches
         .iter_mut()
-        .find(|s| s.patch == number);
+        .find(|s| s.after == number);
     step.context("0002's step")?.before = "published".to_string();
     assert_eq!(
         step_png(Some(&measured_elsewhere), number, parent(stale))?,

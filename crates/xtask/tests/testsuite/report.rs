@@ -14,7 +14,7 @@ use crate::common;
 fn report(steps: &[(&str, &str)], hashes: BTreeMap<String, String>) -> Report {
     let rounds: Vec<(f64, f64)> = (0..21).map(|i| (100.0, 100.0 + i as f64 / 10.0)).collect();
     let step = |(patch, before): &(&str, &str)| Step {
-        patch: patch.to_string(),
+        after: patch.to_string(),
         subject: format!("generation: Patch {patch}"),
         before: before.to_string(),
         rows: vec![StepRow {
@@ -57,7 +57,7 @@ fn a_changed_patch_loses_its_step_and_so_do_the_steps_on_it() {
     let mut one_changed = report(&steps, measured.clone());
     one_changed.keep_current(&hashes(&[("0001", "a"), ("0002", "b"), ("0003", "x")]));
     assert_eq!(one_changed.stale, ["0003"]);
-    let kept: Vec<&str> = one_changed.patches.iter().map(|s| &*s.patch).collect();
+    let kept: Vec<&str> = one_changed.patches.iter().map(|s| &*s.after).collect();
     assert_eq!(kept, ["0001", "0002"]);
 
     // 0002's point holds 0001's change, so a new 0001 makes 0002's numbers stale too.
@@ -112,7 +112,7 @@ fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
     // What `pr` reads: the report without 0002's step.
     let committed = bench_report::committed(layout, &Series::load(&layout.patches())?)?
         .context("the committed report")?;
-    let kept: Vec<&str> = committed.patches.iter().map(|s| &*s.patch).collect();
+    let kept: Vec<&str> = committed.patches.iter().map(|s| &*s.after).collect();
     assert_eq!(
         (kept, committed.stale),
         (vec!["0001"], vec!["0002".to_string()])
