@@ -55,15 +55,7 @@ impl Source {
     /// The trees the change goes from and to, and the message and author of its first commit,
     /// which the patch that squashes the commits takes.
     fn change(&self, clone: &Repository) -> Result<(Oid, Oid, Message)> {
-        let first = clone.find_commit(self.commits[0])?;
-        let author = first.author();
-        let message = Message {
-            author_name: author.name().unwrap_or_default().to_string(),
-            author_email: author.email().unwrap_or_default().to_string(),
-            time: (author.when().seconds(), author.when().offset_minutes()),
-            subject: git::subject(&first)?,
-            body: first.body()?.unwrap_or_default().trim_matches('\n').into(),
-        };
+        let message = Message::of(&clone.find_commit(self.commits[0])?)?;
         let tree = |id| clone.find_commit(id).map(|commit| commit.tree_id());
         Ok((tree(self.onto)?, tree(self.tip)?, message))
     }

@@ -259,8 +259,7 @@ fn commit(
     parent: Oid,
 ) -> Result<Oid> {
     let (name, email) = (contributor.name(), contributor.email());
-    let time = git2::Time::new(message.time.0, message.time.1);
-    let author = git2::Signature::new(name.unwrap_or_default(), email.unwrap_or_default(), &time)?;
+    let author = message.signature(name.unwrap_or_default(), email.unwrap_or_default())?;
     let (tree, parent) = (repo.find_tree(tree)?, repo.find_commit(parent)?);
     let text = message.text();
     Ok(repo.commit(None, &author, contributor, &text, &tree, &[&parent])?)

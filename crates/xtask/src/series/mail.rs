@@ -17,6 +17,24 @@ pub struct Message {
 }
 
 impl Message {
+    /// The message of `commit`, with its author.
+    pub fn of(commit: &git2::Commit<'_>) -> Result<Message> {
+        let author = commit.author();
+        Ok(Message {
+            author_name: author.name().unwrap_or_default().to_string(),
+            author_email: author.email().unwrap_or_default().to_string(),
+            time: (author.when().seconds(), author.when().offset_minutes()),
+            subject: crate::git::subject(commit)?,
+            body: commit.body()?.unwrap_or_default().trim_matches('\n').into(),
+        })
+    }
+
+    /// `name` and `email` as the author, at the time the patch records.
+    pub fn signature(&self, name: &str, email: &str) -> Result<git2::Signature<'static>> {
+        let time = git2::Time::new(self.time.0, self.time.1);
+        Ok(git2::Signature::new(name, email, &time)?)
+    }
+
     /// The whole commit message.
     pub fn text(&self) -> String {
         match self.body.as_str() {

@@ -189,8 +189,7 @@ pub fn index_line_differs(
 /// The `git format-patch` mail of the change from the tree `before` to the tree `after`, with
 /// `message` and its author.
 pub fn email_of(repo: &Repository, before: Oid, after: Oid, message: &Message) -> Result<Vec<u8>> {
-    let time = git2::Time::new(message.time.0, message.time.1);
-    let author = git2::Signature::new(&message.author_name, &message.author_email, &time)?;
+    let author = message.signature(&message.author_name, &message.author_email)?;
     let [before, after] = [before, after].map(|id| repo.find_tree(id));
     let parent = repo.commit(None, &author, &author, "before", &before?, &[])?;
     let parent = repo.find_commit(parent)?;
