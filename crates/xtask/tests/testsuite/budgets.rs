@@ -82,3 +82,21 @@ fn library_lines_leave_out_tests_and_headers() {
     let patch = b"diff --git a/x/src/a.rs b/x/src/a.rs\n--- a/x/src/a.rs\n+++ b/x/src/a.rs\n@@ -1 +1 @@\n-a\n+b\n c\ndiff --git a/x/tests/t.rs b/x/tests/t.rs\n--- a/x/tests/t.rs\n+++ b/x/tests/t.rs\n@@ -1 +1,2 @@\n+t\n";
     assert_eq!(library_lines(patch), 2);
 }
+
+/// The most lines a source file of this crate may have: a reader takes one in whole.
+const FILE_LINES: usize = 400;
+
+#[test]
+fn every_source_file_of_xtask_is_short_enough_to_read_whole() -> Result<()> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let pattern = format!("{}/**/*.rs", glob::Pattern::escape(&src.to_string_lossy()));
+    let mut files = 0;
+    for path in glob::glob(&pattern)? {
+        let path = path?;
+        let lines = std::fs::read_to_string(&path)?.lines().count();
+        assert!(lines <= FILE_LINES, "{}: {lines} lines", path.display());
+        files += 1;
+    }
+    assert!(files > 40, "only {files} files under {}", src.display());
+    Ok(())
+}
