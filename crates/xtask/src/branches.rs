@@ -14,7 +14,7 @@ use crate::series::Patch;
 #[derive(Clone, Debug)]
 pub(crate) struct Branch {
     pub patch: Patch,
-    pub resolution: Option<String>,
+    pub rewrite: Option<String>,
     pub parent: Option<usize>,
     pub tree: Oid,
 }
@@ -217,7 +217,7 @@ pub(crate) fn branches(
         match branch? {
             (parent, Ok(tree)) => made.branches.push(Branch {
                 patch: candidate.clone(),
-                resolution: resolution.clone(),
+                rewrite: resolution.clone(),
                 parent,
                 tree,
             }),

@@ -22,10 +22,11 @@ pub struct Made {
     /// The number of the patch the branch proposes; `None` for a branch of the whole series.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
-    /// The `[base]` whose resolution in `patches/on-<name>/` the branch was made from, which
+    /// The rewrite whose resolution in `patches/on-<name>/` the branch was made from, which
     /// `format-patch` writes it back into.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<String>,
+    #[serde(rename = "resolution")]
+    pub rewrite: Option<String>,
     /// The commit `pr` left at the branch's tip (`made` in the file).
     #[serde(rename = "made", with = "oid")]
     pub tip: Oid,

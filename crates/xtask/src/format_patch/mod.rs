@@ -139,7 +139,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         None => series_branch::slots(&repo, options, &patches, &stack_file, tip)?,
     };
     // A branch made from a resolution goes back into it, and the series stays as it is.
-    let said = match made.as_ref().and_then(|m| m.resolution.as_ref()) {
+    let said = match made.as_ref().and_then(|m| m.rewrite.as_ref()) {
         Some(name) => resolution::write_back(&dir, &resolutions, &repo, name, &slots)?,
         None => write_series(layout, published, &repo, &patches, &stack_file, &slots)?,
     };
@@ -153,7 +153,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         },
         None => record::Made {
             patch: None,
-            resolution: None,
+            rewrite: None,
             tip,
             written: None,
         },

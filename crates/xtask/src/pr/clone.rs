@@ -111,7 +111,7 @@ pub fn prepare(
     // Each branch to make: its name, the patch it proposes, its resolution and its tip.
     let branches = built.stack.iter().map(|entry| {
         let patch = Some(entry.patch.number().to_string());
-        (&entry.branch, patch, entry.resolution.clone(), entry.commit)
+        (&entry.branch, patch, entry.rewrite.clone(), entry.commit)
     });
     // The series branch holds every patch: with one that conflicts, it is not made.
     let whole = match &selection.series_branch {
@@ -121,10 +121,10 @@ pub fn prepare(
         }
         _ => None,
     };
-    let branches = branches.chain(whole).map(|(name, patch, resolution, tip)| {
+    let branches = branches.chain(whole).map(|(name, patch, rewrite, tip)| {
         let made = Made {
             patch,
-            resolution,
+            rewrite,
             tip,
             written: None,
         };

@@ -19,8 +19,8 @@ pub struct Entry {
     /// The entry whose branch this one starts from (to merge first); `None` for the base.
     pub parent: Option<usize>,
     pub commit: Oid,
-    /// The `[base]` whose resolution stands in for the patch here (`patch` is that resolution).
-    pub resolution: Option<String>,
+    /// The rewrite whose resolution stands in for the patch here (`patch` is that resolution).
+    pub rewrite: Option<String>,
 }
 
 /// The longest branch name: short enough to read in a list of pull requests.
@@ -138,7 +138,7 @@ pub fn build(
         let onto = parent.map_or(base, |index| entries[index].commit);
         let commit = commit(repo, contributor, &patch.message, branch_tree.tree, onto)?;
         entries.push(Entry {
-            resolution: branch_tree.resolution,
+            rewrite: branch_tree.rewrite,
             patch,
             branch: branch.clone(),
             parent,
@@ -151,7 +151,7 @@ pub fn build(
         let name = Some(rewrite.name.clone());
         let taken = |r: &Patch| {
             let entry = entries.iter().find(|e| e.patch.file_name == r.file_name);
-            entry.map_or(!proposed(r), |e| e.resolution == name)
+            entry.map_or(!proposed(r), |e| e.rewrite == name)
         };
         let landed = |r: &Patch| trees.landed.iter().any(|p| p.file_name == r.file_name);
         rewrite.patches.retain(|r| taken(r) && !landed(r));

@@ -40,7 +40,7 @@ pub fn console(stack: &[Entry], stopped: &[Stopped]) -> String {
             number => entry.patch.number(),
             subject => entry.patch.message.subject,
             after => entry.parent.map(|parent| &stack[parent].branch),
-            resolution => entry.resolution,
+            rewrite => entry.rewrite,
         }
     });
     let stopped = Value::from(!stopped.is_empty());

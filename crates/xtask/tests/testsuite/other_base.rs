@@ -257,7 +257,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
             .stack
             .iter()
             .find(|e| e.patch.number() == patch.number());
-        found.map(|e| (e.patch.bytes.clone(), e.resolution.clone(), e.commit))
+        found.map(|e| (e.patch.bytes.clone(), e.rewrite.clone(), e.commit))
     };
     let (bytes, resolution, commit) = third_entry(&prepared).expect("a branch for the patch");
     assert_eq!((bytes, resolution), (patch.bytes.clone(), None));

@@ -15,14 +15,14 @@ fn the_record_reads_back_as_written() -> Result<()> {
     let mut record = Record::default();
     let made = Made {
         patch: Some("0001".into()),
-        resolution: Some("3496".into()),
+        rewrite: Some("3496".into()),
         tip,
         written: Some(tip),
     };
     record.branches.insert("say-\"why\"\\now".into(), made);
     let series = Made {
         patch: None,
-        resolution: None,
+        rewrite: None,
         tip,
         written: None,
     };
