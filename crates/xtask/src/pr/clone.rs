@@ -9,7 +9,7 @@ use crate::published::Published;
 use crate::record::{self, Made};
 
 /// The stack's branches for `repo`, planned: every check made and every commit built in the
-/// clone's object store in memory, nothing written. `write` writes them.
+/// clone's object store in memory, nothing written. `write_branches` writes them.
 #[derive(Debug)]
 pub struct Planned {
     /// The branches, the patches the base holds already, those that get no branch, and the
@@ -25,14 +25,6 @@ pub struct Writes {
     branches: Vec<(String, Made)>,
     record: record::Record,
     force: bool,
-}
-
-impl Planned {
-    /// Writes the branches into the clone, with their objects and its record. Returns the
-    /// branches written.
-    pub fn write(&self, repo: &Repository) -> Result<Vec<String>> {
-        write(repo, &self.writes)
-    }
 }
 
 /// Plans the stack's branches in `repo`, writing nothing: its commits go to an in-memory object
@@ -142,8 +134,9 @@ pub fn prepare(
     })
 }
 
-/// Writes `planned` into the clone, as `Planned::write` says.
-pub(super) fn write(repo: &Repository, planned: &Writes) -> Result<Vec<String>> {
+/// Writes the branches of `planned` into the clone, with their objects and its record. Returns
+/// the branches written.
+pub fn write_branches(repo: &Repository, planned: &Writes) -> Result<Vec<String>> {
     // Not the whole in-memory store: its dump packs every tree and blob the commits reach.
     let on_disk = Repository::open(repo.path())?;
     let disk = on_disk.odb()?;

@@ -195,7 +195,7 @@ pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
     }
     fs::write(new.join("stack.txt"), &plan.stack_txt)?;
     let branches = match &plan.writes {
-        Some(writes) => clone::write(&plan.repo, writes)?,
+        Some(writes) => clone::write_branches(&plan.repo, writes)?,
         None => Vec::new(),
     };
     let out = target.join("pr");

@@ -96,7 +96,7 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Planned> {
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| planned.write(repo).map(|_| planned))
+    .and_then(|planned| pr::write_branches(repo, &planned.writes).map(|_| planned))
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
