@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::apply::{self, Outcome};
+use crate::apply::{self, Conflict, Outcome};
 use crate::series::Patch;
 
 /// One patch's branch: the candidate that stands for the patch, the rewrite whose resolution
@@ -62,11 +62,63 @@ pub struct Stopped {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// It does not go onto the linear series, or onto the branch it builds on: the conflict as
-    /// `apply::Outcome::Conflict` shows it, both sides and how to redo the patch.
-    Conflict(String),
+    /// No candidate gets a branch: each tried, in order, with why it was passed over.
+    Conflict(Vec<(&'static str, Why)>),
     /// It builds on this patch (`[builds-on]`), which has no branch.
     BuildsOn(String),
+}
+
+/// Why a candidate for a patch gets no branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// It does not go onto the linear series.
+    Conflict(Conflict),
+    /// It goes onto the linear series, but its change does not merge onto `onto`, where its
+    /// branch starts.
+    Onto {
+        patch: String,
+        onto: String,
+        conflict: Conflict,
+    },
+    /// It applies to the base, but its branch does not build there.
+    DoesNotBuild,
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Conflict(conflict) => write!(f, "{conflict}"),
+            Why::Onto {
+                patch,
+                onto,
+                conflict,
+            } => write!(
+                f,
+                "{patch} does not merge onto {onto} without a conflict, {conflict}\nname the \
+                 patch it builds on in patches/stack.toml ([builds-on])"
+            ),
+            Why::DoesNotBuild => {
+                write!(
+                    f,
+                    "it applies to the base, but its branch does not build there"
+                )
+            }
+        }
+    }
+}
+
+impl Stop {
+    /// The conflict in words: why the first candidate was passed over, then each other one.
+    pub fn conflict(&self) -> Option<String> {
+        let Stop::Conflict(tried) = self else {
+            return None;
+        };
+        let mut said = tried.first().map(|(_, why)| why.to_string())?;
+        for (what, why) in &tried[1..] {
+            said += &format!("\nalso tried {what}: {why}");
+        }
+        Some(said)
+    }
 }
 
 /// The branches of a series on a base, the patches the base already holds, and those that
@@ -105,9 +157,9 @@ pub(crate) fn on_published(
         return Ok(made.branches);
     };
     let file = &stopped.patch.file_name;
-    match &stopped.why {
-        Stop::Conflict(conflict) => bail!("{conflict}"),
-        Stop::BuildsOn(_) => bail!("{file} got no branch"),
+    match stopped.why.conflict() {
+        Some(conflict) => bail!("{conflict}"),
+        None => bail!("{file} got no branch"),
     }
 }
 
@@ -161,7 +213,7 @@ pub(crate) fn branches(
             wanted,
             proposed,
         };
-        let mut passed_over: Vec<(&str, String)> = Vec::new();
+        let mut passed_over: Vec<(&str, Why)> = Vec::new();
         let mut taken = None;
         for (index, (resolution, candidate)) in want.candidates.iter().enumerate() {
             let what = match resolution {
@@ -169,8 +221,8 @@ pub(crate) fn branches(
                 Some(_) => "its resolution for a pull request in the base",
             };
             let outcome = apply::patch(repo, linear, candidate, blobs)?;
-            if let Outcome::Conflict(why) = outcome {
-                passed_over.push((what, why.to_string()));
+            if let Outcome::Conflict(conflict) = outcome {
+                passed_over.push((what, Why::Conflict(conflict)));
                 continue;
             }
             // A later candidate's branch must also build on the base; the branch is kept.
@@ -181,23 +233,18 @@ pub(crate) fn branches(
                 let (parent, on_branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
                 if let Ok(tree) = on_branch {
                     if !builds(candidate, base, tree)? {
-                        let why = "it applies to the base, but its branch does not build there";
-                        passed_over.push((what, why.into()));
+                        passed_over.push((what, Why::DoesNotBuild));
                         continue;
                     }
                 }
                 branch = Some((parent, on_branch));
             }
-            taken = Some((resolution, candidate, outcome, branch));
+            taken = Some((what, resolution, candidate, outcome, branch));
             break;
         }
-        let Some((resolution, candidate, outcome, branch)) = taken else {
+        let Some((what, resolution, candidate, outcome, branch)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
-            let (_, mut why) = passed_over.remove(0);
-            for (what, other) in passed_over {
-                why += &format!("\nalso tried {what}: {other}");
-            }
-            made.stopped.push(stop(Stop::Conflict(why)));
+            made.stopped.push(stop(Stop::Conflict(passed_over)));
             continue;
         };
         let Outcome::Applied { tree: after, .. } = outcome else {
@@ -222,7 +269,7 @@ pub(crate) fn branches(
                 tree,
             }),
             // It stays in the linear series, where it applies: only its branch is not made.
-            (_, Err(why)) => made.stopped.push(stop(Stop::Conflict(why))),
+            (_, Err(why)) => made.stopped.push(stop(Stop::Conflict(vec![(what, why)]))),
         }
     }
     Ok(made)
@@ -247,7 +294,7 @@ fn branch_on(
     linear: Oid,
     after: Oid,
     made: &Branches,
-) -> Result<(Option<usize>, std::result::Result<Oid, String>)> {
+) -> Result<(Option<usize>, std::result::Result<Oid, Why>)> {
     let file = &patch.file_name;
     let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
     let parent = on.wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
@@ -267,16 +314,14 @@ fn branch_on(
     let tree = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
         Outcome::Applied { tree, .. } => Ok(tree),
         Outcome::AlreadyThere => Ok(onto),
-        Outcome::Conflict(conflicts) => {
-            let onto = match parent {
+        Outcome::Conflict(conflict) => Err(Why::Onto {
+            patch: file.clone(),
+            onto: match parent {
                 None => format!("the base ({})", on.base_name),
                 Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
-            };
-            Err(format!(
-                "{file} does not merge onto {onto} without a conflict, {conflicts}\nname the \
-                 patch it builds on in patches/stack.toml ([builds-on])"
-            ))
-        }
+            },
+            conflict,
+        }),
     };
     Ok((parent, tree))
 }

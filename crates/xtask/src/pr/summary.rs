@@ -100,9 +100,9 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
     } in stopped
     {
         let (why, detail) = match why {
-            _ if *carried => ("carried", ""),
-            Stop::Conflict(conflict) => ("conflict", conflict.as_str()),
-            Stop::BuildsOn(parent) => ("builds_on", parent.as_str()),
+            _ if *carried => ("carried", String::new()),
+            Stop::Conflict(_) => ("conflict", why.conflict().unwrap_or_default()),
+            Stop::BuildsOn(parent) => ("builds_on", parent.clone()),
         };
         let subject = patch.message.subject.clone();
         rows.push(context! { number => patch.number(), subject, why, detail });

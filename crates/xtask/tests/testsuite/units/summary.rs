@@ -1,6 +1,6 @@
 //! The unit tests of `pr/summary`.
 
-use xtask::branches::{Stop, Stopped};
+use xtask::branches::{Stop, Stopped, Why};
 use xtask::pr::summary::*;
 use xtask::series::Patch;
 
@@ -16,7 +16,10 @@ fn the_last_error_names_each_conflicting_patch() {
         carried: false,
     };
     let one = [
-        stopped("0001-a.patch", Stop::Conflict("both sides".into())),
+        stopped(
+            "0001-a.patch",
+            Stop::Conflict(vec![("the patch as written", Why::DoesNotBuild)]),
+        ),
         stopped("0002-b.patch", Stop::BuildsOn("0001".into())),
     ];
     assert_eq!(
@@ -28,7 +31,10 @@ fn the_last_error_names_each_conflicting_patch() {
     );
     let two = [
         one[0].clone(),
-        stopped("0003-c.patch", Stop::Conflict("x".into())),
+        stopped(
+            "0003-c.patch",
+            Stop::Conflict(vec![("the patch as written", Why::DoesNotBuild)]),
+        ),
     ];
     assert!(conflicts(&two)
         .unwrap()
