@@ -31,14 +31,11 @@ pub struct Report {
     /// Paired rounds per sampling comparison.
     pub rounds: usize,
     /// The short run (`bench-report --short`): the real vocabulary only, and no decode loop.
-    #[serde(default)]
     pub short: bool,
     /// The commands that measured it, in order.
-    #[serde(default)]
     pub commands: Vec<String>,
     /// The sha256 of each patch file it measured, by number: a patch changed since has no numbers
     /// here.
-    #[serde(default)]
     pub patch_hashes: BTreeMap<String, String>,
     /// The steps that `keep_current` took out, by patch number: not written, never read.
     #[serde(skip)]
