@@ -62,8 +62,9 @@ pub struct Stopped {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// No candidate gets a branch: each tried, in order, with why it was passed over.
-    Conflict(Vec<(&'static str, Why)>),
+    /// No candidate gets a branch: each tried, in order, with why it was passed over (a
+    /// conflict, or a branch that does not build).
+    PassedOver(Vec<(&'static str, Why)>),
     /// It builds on this patch (`[builds-on]`), which has no branch.
     BuildsOn(String),
 }
@@ -108,9 +109,9 @@ impl std::fmt::Display for Why {
 }
 
 impl Stop {
-    /// The conflict in words: why the first candidate was passed over, then each other one.
-    pub fn conflict(&self) -> Option<String> {
-        let Stop::Conflict(tried) = self else {
+    /// Why each candidate was passed over, in words: the first's reason, then each other one.
+    pub fn said(&self) -> Option<String> {
+        let Stop::PassedOver(tried) = self else {
             return None;
         };
         let mut said = tried.first().map(|(_, why)| why.to_string())?;
@@ -157,7 +158,7 @@ pub(crate) fn on_published(
         return Ok(made.branches);
     };
     let file = &stopped.patch.file_name;
-    match stopped.why.conflict() {
+    match stopped.why.said() {
         Some(conflict) => bail!("{conflict}"),
         None => bail!("{file} got no branch"),
     }
@@ -244,7 +245,7 @@ pub(crate) fn branches(
         }
         let Some((what, resolution, candidate, outcome, branch)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
-            made.stopped.push(stop(Stop::Conflict(passed_over)));
+            made.stopped.push(stop(Stop::PassedOver(passed_over)));
             continue;
         };
         let Outcome::Applied { tree: after, .. } = outcome else {
@@ -269,7 +270,7 @@ pub(crate) fn branches(
                 tree,
             }),
             // It stays in the linear series, where it applies: only its branch is not made.
-            (_, Err(why)) => made.stopped.push(stop(Stop::Conflict(vec![(what, why)]))),
+            (_, Err(why)) => made.stopped.push(stop(Stop::PassedOver(vec![(what, why)]))),
         }
     }
     Ok(made)

@@ -152,11 +152,12 @@ pub fn make(
     let all = Series::load(&layout.patches())?;
     // A carried patch gets no branch (`Selection::linear`).
     let linear = select(all.patches.clone(), &options.patches)?;
-    let (patches, _) = all.stack.split_carried(linear.clone());
+    let (patches, carried) = all.stack.split_carried(linear.clone());
     ensure!(!patches.is_empty(), "patches/ holds no patch to propose");
     let selection = Selection {
         proposed: proposed(&options.prefix, patches)?,
         linear,
+        carried,
         series_branch: options.series_branch.clone(),
         series: all,
     };
@@ -180,6 +181,8 @@ pub struct Selection {
     /// Every selected patch in series order, the carried ones too, which get no branch but stay
     /// under the patches after them, as the series was written.
     pub linear: Vec<Patch>,
+    /// The selected patches that `[carried]` keeps out of the stack, in series order.
+    pub carried: Vec<Patch>,
     /// The branch that holds the whole series, if one is asked for.
     pub series_branch: Option<String>,
 }

@@ -58,9 +58,7 @@ pub fn plan(
     published: &[Published],
     selection: &Selection,
 ) -> Result<Plan> {
-    let stack_file = &selection.series.stack;
-    let (_, carried) = stack_file.split_carried(selection.linear.clone());
-    let carried = summary::carried(&carried, &stack_file.carried)?;
+    let carried = summary::carried(&selection.carried, &selection.series.stack.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let author = options.author.as_deref();
     let (repo, writes, built, call_sites) = match &options.candle {

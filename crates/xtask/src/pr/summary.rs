@@ -101,7 +101,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
     {
         let (why, detail) = match why {
             _ if *carried => ("carried", String::new()),
-            Stop::Conflict(_) => ("conflict", why.conflict().unwrap_or_default()),
+            Stop::PassedOver(_) => ("conflict", why.said().unwrap_or_default()),
             Stop::BuildsOn(parent) => ("builds_on", parent.clone()),
         };
         let subject = patch.message.subject.clone();
@@ -114,7 +114,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
 pub fn conflicts(stopped: &[Stopped]) -> Option<String> {
     let conflicting = stopped
         .iter()
-        .filter(|s| !s.carried && matches!(s.why, Stop::Conflict(_)));
+        .filter(|s| !s.carried && matches!(s.why, Stop::PassedOver(_)));
     let names: Vec<&str> = conflicting.map(|s| s.patch.file_name.as_str()).collect();
     let text = call("summary", "conflicts", &[Value::from_serialize(names)]);
     (!text.is_empty()).then_some(text)

@@ -276,7 +276,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
         .stopped
         .iter()
         .find(|s| s.patch.number() == patch.number());
-    let Some(stop @ xtask::branches::Stop::Conflict(tried)) = stopped.map(|s| &s.why) else {
+    let Some(stop @ xtask::branches::Stop::PassedOver(tried)) = stopped.map(|s| &s.why) else {
         panic!(
             "no conflict for the third patch: {:?}",
             prepared.built.stopped
@@ -286,7 +286,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     let [(_, Why::Conflict(_)), ("the patch as written", Why::DoesNotBuild)] = &tried[..] else {
         panic!("the resolution conflicts, the patch does not build: {tried:?}");
     };
-    let why = stop.conflict().expect("a conflict in words");
+    let why = stop.said().expect("a conflict in words");
     assert!(why.starts_with(&patch.file_name), "{why}");
     let also =
         "\nalso tried the patch as written: it applies to the base, but its branch does not \

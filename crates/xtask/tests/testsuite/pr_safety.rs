@@ -93,11 +93,11 @@ fn a_conflicting_base_names_the_patch_the_file_and_the_lines() -> Result<()> {
         .iter()
         .map(|s| (s.patch.number(), &s.why))
         .collect();
-    let [("0001", stop @ Stop::Conflict(_)), ("0002", Stop::BuildsOn(parent))] = &stopped[..]
+    let [("0001", stop @ Stop::PassedOver(_)), ("0002", Stop::BuildsOn(parent))] = &stopped[..]
     else {
         panic!("0001 conflicts and 0002 builds on it: {stopped:?}");
     };
-    let conflict = stop.conflict().expect("a conflict in words");
+    let conflict = stop.said().expect("a conflict in words");
     assert_eq!(parent, "0001");
     assert!(
         conflict.starts_with(
@@ -154,13 +154,13 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
     assert_eq!(made, ["0001", "0003"]);
     let [Stopped {
         patch,
-        why: stop @ Stop::Conflict(_),
+        why: stop @ Stop::PassedOver(_),
         carried: false,
     }] = &prepared.built.stopped[..]
     else {
         panic!("the second patch conflicts: {:?}", prepared.built.stopped);
     };
-    let conflict = stop.conflict().expect("a conflict in words");
+    let conflict = stop.said().expect("a conflict in words");
     assert_eq!(patch.number(), "0002");
     // The base is named by its commit, as the stack was built on it.
     let main = repo.head()?.target().unwrap().to_string();

@@ -109,13 +109,13 @@ fn a_moved_context_merges_three_ways_and_a_true_conflict_is_named() -> Result<()
     let prepared = stack(&repo2, Existing::Refuse)?;
     let Some(Stopped {
         patch,
-        why: stop @ Stop::Conflict(_),
+        why: stop @ Stop::PassedOver(_),
         ..
     }) = prepared.built.stopped.first()
     else {
         panic!("the first patch conflicts: {:?}", prepared.built.stopped);
     };
-    let conflict = stop.conflict().expect("a conflict in words");
+    let conflict = stop.said().expect("a conflict in words");
     assert_eq!(patch.number(), "0001");
     assert!(
         conflict.contains("0001-generation-Raise-the-threshold.patch conflicts with the tree it goes on, in candle-transformers/src/generation/mod.rs"),

@@ -68,6 +68,7 @@ pub fn series(
     };
     Ok(pr::Selection {
         linear: patches.clone(),
+        carried: Vec::new(),
         series: xtask::series::Series {
             patches: patches.clone(),
             stack,
