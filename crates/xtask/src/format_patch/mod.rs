@@ -9,6 +9,9 @@
 
 mod resolution;
 mod series_branch;
+mod wrote_back;
+
+pub use wrote_back::{Became, WroteBack};
 
 use std::path::PathBuf;
 
@@ -101,22 +104,18 @@ impl Slot {
     }
 }
 
-/// What happened to one patch, as the summary shows it.
-enum WroteBack {
-    Unchanged,
-    /// From these commits (`Source::shown`), this many.
-    Written(String, usize),
-    /// Not on the branch, but its index lines or context moved with a change before it.
-    Followed,
-    Dropped,
-}
-
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
-    write_back(layout, options, &published::load_all(layout)?)
+    let wrote = write_back(layout, options, &published::load_all(layout)?)?;
+    eprint!("{wrote}");
+    Ok(())
 }
 
-/// `run` on the published crates `published`, which the patches apply to.
-pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -> Result<()> {
+/// `run` on the published crates `published`, which the patches apply to. Returns what it wrote.
+pub fn write_back(
+    layout: &Layout,
+    options: &Options,
+    published: &[Published],
+) -> Result<WroteBack> {
     let (candle, branch) = (&options.candle, &options.branch);
     patches_dir::refuse_uncommitted(layout)?;
     let repo = git::open(candle)?;
@@ -139,7 +138,7 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
         None => series_branch::slots(&repo, options, &patches, &stack_file, tip)?,
     };
     // A branch made from a resolution goes back into it, and the series stays as it is.
-    let said = match made.as_ref().and_then(|m| m.rewrite.as_ref()) {
+    let wrote = match made.as_ref().and_then(|m| m.rewrite.as_ref()) {
         Some(name) => resolution::write_back(&dir, &resolutions, &repo, name, &slots)?,
         None => write_series(layout, published, &repo, &patches, &stack_file, &slots)?,
     };
@@ -160,12 +159,11 @@ pub fn write_back(layout: &Layout, options: &Options, published: &[Published]) -
     };
     record.branches.insert(branch.to_string(), written);
     record::write(&repo, &record)?;
-    eprint!("{said}");
-    Ok(())
+    Ok(wrote)
 }
 
 /// `slots` written back into `patches/` as the series rebuilt on the crates `published`, unless
-/// that would stop a branch or point. Returns the summary, and what to run next.
+/// that would stop a branch or point. Returns what became of each patch.
 fn write_series(
     layout: &Layout,
     published: &[Published],
@@ -173,7 +171,7 @@ fn write_series(
     patches: &[Patch],
     stack_file: &StackFile,
     slots: &[Slot],
-) -> Result<String> {
+) -> Result<WroteBack> {
     // The series again, on the published crates: the old one first, whose blobs the index lines
     // of the patches moved over name, then the new one.
     let repo = &trees::scratch()?;
@@ -201,7 +199,14 @@ fn write_series(
         ..Retired::default()
     };
     patches_dir::replace(layout, &series.collect::<Vec<_>>(), &retired)?;
-    Ok(summary(slots, &written) + "now run `cargo xtask vendor`, then `cargo xtask check`\n")
+    let patches = slots.iter().zip(written).map(|(slot, (patch, became))| {
+        let name = patch.as_ref().or(slot.old()).map_or("", |p| &p.file_name);
+        (slot.number().to_string(), name.to_string(), became)
+    });
+    Ok(WroteBack {
+        patches: patches.collect(),
+        next: "`cargo xtask vendor`, then `cargo xtask check`",
+    })
 }
 
 /// The branch `pr` made for patch `number`: its commits above the commit `pr` built it on.
@@ -279,8 +284,8 @@ fn write_slot(
     tree: &mut Oid,
     slot: &Slot,
     known: &[Oid],
-) -> Result<(Option<Patch>, WroteBack)> {
-    let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, WroteBack)> {
+) -> Result<(Option<Patch>, Became)> {
+    let written = |bytes: Vec<u8>, outcome| -> Result<(Option<Patch>, Became)> {
         let message = series::parse_message(&bytes)?;
         let file_name = series::file_name(slot.number().parse()?, &message.subject);
         let patch = Patch {
@@ -291,7 +296,7 @@ fn write_slot(
         Ok((Some(patch), outcome))
     };
     let (old, source) = match slot {
-        Slot::Dropped(_) => return Ok((None, WroteBack::Dropped)),
+        Slot::Dropped(_) => return Ok((None, Became::Dropped)),
         Slot::From { old, source, .. } => (old.as_ref(), source),
         Slot::Kept(old) => {
             let Some((after, patch)) = apply::move_onto(scratch, *tree, old, known)? else {
@@ -302,8 +307,8 @@ fn write_slot(
             };
             *tree = after;
             let outcome = match patch.bytes == old.bytes {
-                true => WroteBack::Unchanged,
-                false => WroteBack::Followed,
+                true => Became::Unchanged,
+                false => Became::Followed,
             };
             return written(patch.bytes, outcome);
         }
@@ -326,45 +331,14 @@ fn write_slot(
     let bytes = series::email_of(scratch, *tree, after, &message)?;
     *tree = after;
     match old.is_some_and(|old| old.bytes == bytes) {
-        true => written(bytes, WroteBack::Unchanged),
+        true => written(bytes, Became::Unchanged),
         false => {
-            let outcome = WroteBack::Written(source.shown(clone)?, source.commits.len());
+            let outcome = Became::Written {
+                from: source.shown(clone)?,
+                commits: source.commits.len(),
+                new: old.is_none(),
+            };
             written(bytes, outcome)
         }
     }
-}
-
-/// One line per patch: what happened to it, as `write_slot` said for each of `slots`.
-fn summary(slots: &[Slot], written: &[(Option<Patch>, WroteBack)]) -> String {
-    let mut lines = String::new();
-    let mut unchanged = Vec::new();
-    for (slot, (patch, outcome)) in slots.iter().zip(written) {
-        let old = slot.old();
-        let name = patch.as_ref().or(old).map_or("", |p| p.file_name.as_str());
-        let said = match outcome {
-            WroteBack::Unchanged => {
-                unchanged.push(slot.number());
-                continue;
-            }
-            WroteBack::Written(from, commits) => {
-                let new = if old.is_none() { " (new)" } else { "" };
-                let squashed = match commits {
-                    1 => String::new(),
-                    n => format!(" ({n} commits, squashed)"),
-                };
-                format!("{new} <- {from}{squashed}")
-            }
-            WroteBack::Followed => {
-                ": its context and index lines follow the change before it; its own change is \
-                 the same"
-                    .into()
-            }
-            WroteBack::Dropped => ": dropped; its number is retired in patches/stack.toml".into(),
-        };
-        lines += &format!("[format-patch] {name}{said}\n");
-    }
-    if !unchanged.is_empty() {
-        lines += &format!("[format-patch] unchanged: {}\n", unchanged.join(", "));
-    }
-    lines
 }

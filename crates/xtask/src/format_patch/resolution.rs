@@ -9,12 +9,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use git2::Repository;
 
-use super::Slot;
+use super::{Became, Slot, WroteBack};
 use crate::series;
 use crate::series::resolutions::{self, Resolutions};
 
 /// Writes the branch's change, the one slot with commits, into its resolution for `[base.name]`
-/// in `patches_dir`, leaving every other file as it is. Returns the summary's line, and what to
+/// in `patches_dir`, leaving every other file as it is. Returns what became of it, and what to
 /// run next.
 pub(super) fn write_back(
     patches_dir: &Path,
@@ -22,7 +22,7 @@ pub(super) fn write_back(
     clone: &Repository,
     name: &str,
     slots: &[Slot],
-) -> Result<String> {
+) -> Result<WroteBack> {
     let found = slots.iter().find_map(|slot| match slot {
         Slot::From {
             old: Some(old),
@@ -45,14 +45,20 @@ pub(super) fn write_back(
     let bytes = series::email_of(clone, onto, tip, &message);
     memory.reset()?;
     let bytes = bytes?;
-    let said = match bytes == old {
-        true => format!("unchanged: {shown}"),
+    let became = match bytes == old {
+        true => Became::Unchanged,
         false => {
             resolutions::write(patches_dir, name, &patch.file_name, &bytes)?;
-            format!("{shown} <- {}", source.shown(clone)?)
+            let (from, commits) = (source.shown(clone)?, source.commits.len());
+            Became::Written {
+                from,
+                commits,
+                new: false,
+            }
         }
     };
-    Ok(format!(
-        "[format-patch] {said}\nnow run `cargo xtask check`\n"
-    ))
+    Ok(WroteBack {
+        patches: vec![(shown.clone(), shown, became)],
+        next: "`cargo xtask check`",
+    })
 }

@@ -359,7 +359,7 @@ fn files(dir: &std::path::Path) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(found)
 }
 
-fn write_back(ws: &Workspace, repo: &Repository, branch: &str) -> Result<()> {
+fn write_back(ws: &Workspace, repo: &Repository, branch: &str) -> Result<format_patch::WroteBack> {
     let options = format_patch::Options {
         candle: repo.workdir().unwrap().to_path_buf(),
         branch: branch.to_string(),
@@ -388,8 +388,13 @@ fn a_resolved_branch_is_written_back_into_its_resolution() -> Result<()> {
 
     // Untouched, it comes back byte for byte, and so does every patch; a patch's branch written
     // back keeps the resolutions too.
-    write_back(&ws, &repo, "test-argmax-on-ties")?;
+    let wrote = write_back(&ws, &repo, "test-argmax-on-ties")?;
     assert!(files(&dir)? == before, "a round trip changed patches/");
+    let shown = format!("patches/on-3496/{}", patch.file_name);
+    assert_eq!(
+        wrote.to_string(),
+        format!("[format-patch] unchanged: {shown}\nnow run `cargo xtask check`\n")
+    );
     write_back(&ws, &repo, "raise-the-threshold")?;
     assert!(files(&dir)? == before, "a round trip changed patches/");
 
@@ -406,7 +411,13 @@ fn a_resolved_branch_is_written_back_into_its_resolution() -> Result<()> {
     let tree = repo.find_tree(update.create_updated(&repo, &tip.tree()?)?)?;
     let reference = format!("refs/heads/{branch}");
     tip.amend(Some(&reference), None, None, None, None, Some(&tree))?;
-    write_back(&ws, &repo, branch)?;
+    let wrote = write_back(&ws, &repo, branch)?;
+    assert!(
+        wrote
+            .to_string()
+            .starts_with(&format!("[format-patch] {shown} <- ")),
+        "{wrote}"
+    );
     let after = files(&dir)?;
     let changed: Vec<&str> = after
         .iter()

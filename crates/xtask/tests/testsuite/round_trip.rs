@@ -9,7 +9,7 @@ use crate::common::*;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
-use xtask::format_patch::{self, Options};
+use xtask::format_patch::{self, Became, Options};
 use xtask::pr::{self, Existing, Planned};
 use xtask::series::notes;
 use xtask::series::Patch;
@@ -72,7 +72,7 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
     .and_then(|planned| pr::write_branches(repo, &planned.writes).map(|_| planned))
 }
 
-fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<()> {
+fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<format_patch::WroteBack> {
     let options = Options {
         candle: trip.repo.workdir().unwrap().to_path_buf(),
         branch: branch.to_string(),
@@ -181,8 +181,13 @@ fn a_round_trip_that_changes_nothing_leaves_patches_byte_identical() -> Result<(
             entry.branch
         );
     }
-    write_back(&trip, "series", &[])?;
+    let wrote = write_back(&trip, "series", &[])?;
     assert_eq!(changed(&before, &patches_dir(&trip)?), Vec::<String>::new());
+    assert_eq!(
+        wrote.to_string(),
+        "[format-patch] unchanged: 0001, 0002, 0003\nnow run `cargo xtask vendor`, then `cargo \
+         xtask check`\n"
+    );
     // Every patch carries the zero commit id on its first line, as `--zero-commit` writes it.
     for patch in xtask::series::Series::load(&trip.ws.layout.patches())?.patches {
         assert!(patch
@@ -209,9 +214,20 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
         },
         Commit::Amend(None),
     )?;
-    write_back(&trip, &third.branch, &[])?;
+    let wrote = write_back(&trip, &third.branch, &[])?;
     let after = patches_dir(&trip)?;
     assert_eq!(changed(&before, &after), [third.patch.file_name.as_str()]);
+    // What format-patch says: the third written from its one commit, the others unchanged.
+    let became: Vec<&Became> = wrote.patches.iter().map(|(_, _, b)| b).collect();
+    let [Became::Unchanged, Became::Unchanged, Became::Written {
+        from,
+        commits: 1,
+        new: false,
+    }] = &became[..]
+    else {
+        panic!("only the third is written: {wrote:?}");
+    };
+    assert!(from.ends_with(" generation: Test argmax on ties"), "{from}");
     let written = xtask::series::Series::load(&trip.ws.layout.patches())?.patches;
     assert!(String::from_utf8_lossy(&written[2].bytes).contains("+    // Reviewed."));
     // The series still vendors, and check's proofs hold.
@@ -228,8 +244,16 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
         Commit::Amend(None),
     )?;
     commit_all(&Repository::open(&trip.ws.layout.root)?, "third")?;
-    write_back(&trip, &first.branch, &[])?;
+    let wrote = write_back(&trip, &first.branch, &[])?;
     let again = patches_dir(&trip)?;
+    let became: Vec<&Became> = wrote.patches.iter().map(|(_, _, b)| b).collect();
+    assert!(
+        matches!(
+            became[..],
+            [Became::Written { .. }, Became::Followed, Became::Unchanged]
+        ),
+        "{wrote:?}"
+    );
     let mut expected = vec![
         first.patch.file_name.clone(),
         trip.prepared.built.stack[1].patch.file_name.clone(),
@@ -271,7 +295,7 @@ fn rewording_a_commit_changes_only_that_patchs_message_and_moves_its_notes() -> 
             &same,
             Commit::Amend(Some(message)),
         )?;
-        write_back(&trip, &third.branch, &[])
+        write_back(&trip, &third.branch, &[]).map(drop)
     };
     reword("generation: Test argmax on ties\n\nTies were not tested, and a review asked why.\n")?;
     let after = patches_dir(&trip)?;
@@ -314,7 +338,15 @@ fn a_new_patch_from_the_series_branch_takes_the_next_free_number() -> Result<()>
         &|t| format!("//! More.\n{t}"),
         Commit::OnTop("generation: Test more\n\nMore.\n"),
     )?;
-    write_back(&trip, "series", &[])?;
+    let wrote = write_back(&trip, "series", &[])?;
+    let last = wrote
+        .patches
+        .last()
+        .map(|(number, name, b)| (number.as_str(), name.as_str(), b));
+    let Some(("0005", "0005-generation-Test-more.patch", Became::Written { new: true, .. })) = last
+    else {
+        panic!("the new patch is named last: {wrote:?}");
+    };
     let names: Vec<String> = xtask::series::Series::load(&trip.ws.layout.patches())?
         .patches
         .into_iter()
@@ -356,7 +388,13 @@ fn a_series_branch_that_leaves_out_a_patch_is_refused_unless_dropped_by_name() -
     );
     assert!(err.contains("--drop 0003"), "{err}");
     assert_eq!(patches_dir(&trip)?, before);
-    write_back(&trip, "short", &["0003"])?;
+    let wrote = write_back(&trip, "short", &["0003"])?;
+    assert!(
+        wrote
+            .to_string()
+            .starts_with("[format-patch] 0003-generation-Test-argmax-on-ties.patch: dropped; its number is retired"),
+        "{wrote}"
+    );
     let names: Vec<String> = patches_dir(&trip)?.into_iter().map(|(n, _)| n).collect();
     assert!(!names.iter().any(|n| n.starts_with("0003")), "{names:?}");
     let stack_file = xtask::series::Series::load(&trip.ws.layout.patches())?.stack;
