@@ -44,29 +44,64 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     } else {
         Vec::new()
     };
-    update(layout, &lines, &old, &published)
+    eprint!("{}", update(layout, &lines, &old, &published)?);
+    Ok(())
+}
+
+/// What `vendor` wrote: each patch the release moved, the generated folders with their trees,
+/// and the pin's label where it pinned another release. `run` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vendored {
+    /// Each patch whose bytes a move to another release changed, by file name: `true` where it
+    /// was written again, `false` where the release holds it and it retired.
+    pub moved: Vec<(String, bool)>,
+    pub folders: Vec<(String, git2::Oid)>,
+    pub pinned: Option<String>,
+}
+
+impl std::fmt::Display for Vendored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (file, written) in &self.moved {
+            let what = match written {
+                true => "merged three ways onto the release, written again",
+                false => "the release holds it: retired in patches/stack.toml",
+            };
+            writeln!(f, "[vendor] {file}: {what}")?;
+        }
+        for (dir, tree) in &self.folders {
+            writeln!(f, "wrote {dir} (tree {tree})")?;
+        }
+        if let Some(label) = &self.pinned {
+            writeln!(
+                f,
+                "pinned {label} and set Cargo.toml's candle versions and [patch.crates-io] to \
+                 match; run `cargo update -p candle-transformers` to update Cargo.lock, then \
+                 `cargo test`"
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Moves the series from the crates `old` onto `published` (none: it stays), writes every
 /// generated folder, and pins `published` where `lines` differ. Each file is made aside first and
 /// all are written at the end, so that a failure leaves `patches/`, the folders and the pin as
-/// they were.
+/// they were. Returns what it wrote.
 pub fn update(
     layout: &Layout,
     lines: &[Line],
     old: &[Published],
     published: &[Published],
-) -> Result<()> {
+) -> Result<Vendored> {
     let (mut patches_dir, mut pairs, mut aside) = (layout.patches(), Vec::new(), Vec::new());
+    let mut moved = Vec::new();
     if !old.is_empty() {
-        let (moved, folder) = rebase::rebase(layout, old, published)?;
-        for (patch, moved) in moved {
-            let what = match moved {
-                Some(moved) if moved.bytes == patch.bytes => continue,
-                Some(_) => "merged three ways onto the release, written again",
-                None => "the release holds it: retired in patches/stack.toml",
-            };
-            eprintln!("[vendor] {}: {what}", patch.file_name);
+        let (patches, folder) = rebase::rebase(layout, old, published)?;
+        for (patch, new) in patches {
+            let kept = new.as_ref().is_some_and(|new| new.bytes == patch.bytes);
+            if !kept {
+                moved.push((patch.file_name, new.is_some()));
+            }
         }
         if let Some((temp, new)) = folder {
             patches_dir = new.clone();
@@ -87,17 +122,11 @@ pub fn update(
     for (path, text) in &repinned {
         write_whole(path, text)?;
     }
-    for folder in &folders {
-        eprintln!("wrote {} (tree {})", folder.dir, folder.tree);
-    }
-    if !repinned.is_empty() {
-        eprintln!(
-            "pinned {} and set Cargo.toml's candle versions and [patch.crates-io] to match; run \
-             `cargo update -p candle-transformers` to update Cargo.lock, then `cargo test`",
-            pin::label(&pins)
-        );
-    }
-    Ok(())
+    Ok(Vendored {
+        moved,
+        folders: folders.into_iter().map(|f| (f.dir, f.tree)).collect(),
+        pinned: (!repinned.is_empty()).then(|| pin::label(&pins)),
+    })
 }
 
 /// The candle crates of one release, whose version `[workspace.dependencies]` sets to the pin's.
@@ -182,7 +211,7 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
 
 /// Writes and marks every generated folder of `patches/` on `published`, all built first so a
 /// failing patch changes nothing; the pin stays as it is.
-pub fn vendor(layout: &Layout, published: &[Published]) -> Result<()> {
+pub fn vendor(layout: &Layout, published: &[Published]) -> Result<Vendored> {
     let lines: Vec<Line> = published
         .iter()
         .map(|p| Line::Pinned(p.pin.clone()))

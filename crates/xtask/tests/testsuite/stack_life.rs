@@ -218,12 +218,26 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
     std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
     let old = xtask::pin::Line::Pinned(ws.published.pin.clone());
     let published = std::slice::from_ref(&next);
-    xtask::vendor::update(
+    let vendored = xtask::vendor::update(
         &ws.layout,
         &[old],
         std::slice::from_ref(&ws.published),
         published,
     )?;
+    // The first retires, the second is written again, and the third, which keeps its bytes, is
+    // not named.
+    let moved = [
+        (before[0].file_name.clone(), false),
+        (before[1].file_name.clone(), true),
+    ];
+    assert_eq!(vendored.moved, moved);
+    assert_eq!(
+        vendored.pinned.as_deref(),
+        Some("candle-transformers 0.11.2")
+    );
+    let said = vendored.to_string();
+    let retired = format!("[vendor] {}: the release holds it", before[0].file_name);
+    assert!(said.contains(&retired), "{said}");
     let after = xtask::series::Series::load(&dir)?.patches;
     let names: Vec<&str> = after.iter().map(|p| p.file_name.as_str()).collect();
     assert_eq!(
