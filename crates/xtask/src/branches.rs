@@ -216,8 +216,8 @@ pub(crate) fn branches(
         };
         let mut passed_over: Vec<(&str, Why)> = Vec::new();
         let mut taken = None;
-        for (index, (resolution, candidate)) in want.candidates.iter().enumerate() {
-            let what = match resolution {
+        for (index, (rewrite, candidate)) in want.candidates.iter().enumerate() {
+            let what = match rewrite {
                 None => "the patch as written",
                 Some(_) => "its resolution for a pull request in the base",
             };
@@ -240,10 +240,10 @@ pub(crate) fn branches(
                 }
                 branch = Some((parent, on_branch));
             }
-            taken = Some((what, resolution, candidate, outcome, branch));
+            taken = Some((what, rewrite, candidate, outcome, branch));
             break;
         }
-        let Some((what, resolution, candidate, outcome, branch)) = taken else {
+        let Some((what, rewrite, candidate, outcome, branch)) = taken else {
             // The patches after it go on without it, as `git am --skip` would.
             made.stopped.push(stop(Stop::PassedOver(passed_over)));
             continue;
@@ -265,7 +265,7 @@ pub(crate) fn branches(
         match branch? {
             (parent, Ok(tree)) => made.branches.push(Branch {
                 patch: candidate.clone(),
-                rewrite: resolution.clone(),
+                rewrite: rewrite.clone(),
                 parent,
                 tree,
             }),

@@ -34,7 +34,7 @@ impl Outcome {
         match self {
             Outcome::Applied { tree, .. } => Ok(tree),
             Outcome::AlreadyThere => Ok(before),
-            Outcome::Conflict(conflict) => Err(anyhow::anyhow!("{conflict}")),
+            Outcome::Conflict(conflict) => anyhow::bail!("{conflict}"),
         }
     }
 }
@@ -264,7 +264,7 @@ pub fn copy_blobs(from: &Repository, to: &Repository, changes: &[FileChange]) ->
 pub fn change(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Outcome> {
     let base = repo.find_tree(tree)?;
     let mut update = git2::build::TreeUpdateBuilder::new();
-    let (mut conflicts, mut changed) = (Vec::new(), false);
+    let (mut files, mut changed) = (Vec::new(), false);
     for change in changes {
         let path = std::path::Path::new(&change.path);
         let ours = base.get_path(path).ok().map(|entry| entry.id());
@@ -305,14 +305,13 @@ pub fn change(repo: &Repository, tree: Oid, changes: &[FileChange]) -> Result<Ou
             Ok(Some(blob)) => update.upsert(path, blob, change.mode),
             Ok(None) => update.remove(path),
             Err(conflict) => {
-                conflicts.push((change.path.clone(), conflict));
+                files.push((change.path.clone(), conflict));
                 continue;
             }
         };
         changed = true;
     }
-    if !conflicts.is_empty() {
-        let files = conflicts;
+    if !files.is_empty() {
         return Ok(Outcome::Conflict(Conflict::Merge { patch: None, files }));
     }
     if !changed {

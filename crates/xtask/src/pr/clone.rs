@@ -19,7 +19,8 @@ pub struct Planned {
     pub writes: Writes,
 }
 
-/// What `write` writes into the clone: each branch with what the clone's record says of it.
+/// What `write_branches` writes into the clone: each branch with what the clone's record says of
+/// it.
 #[derive(Debug)]
 pub struct Writes {
     branches: Vec<(String, Made)>,
@@ -28,7 +29,8 @@ pub struct Writes {
 }
 
 /// Plans the stack's branches in `repo`, writing nothing: its commits go to an in-memory object
-/// store of the clone, which the clone's other readers (`verify`) see until `write` copies them.
+/// store of the clone, which the clone's other readers (`verify`) see until `write_branches`
+/// copies them.
 pub fn prepare(
     repo: &Repository,
     published: &[Published],
@@ -100,7 +102,8 @@ pub fn prepare(
         );
     }
     let call_sites = audit::audit(repo, base)?;
-    // Each branch to make: its name, the patch it proposes, its resolution and its tip.
+    // Each branch to make: its name, the patch it proposes, the rewrite whose resolution it holds
+    // and its tip.
     let branches = built.stack.iter().map(|entry| {
         let patch = Some(entry.patch.number().to_string());
         (&entry.branch, patch, entry.rewrite.clone(), entry.commit)

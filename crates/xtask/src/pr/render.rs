@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 use minijinja::Value;
+use shared::repro::Table;
 
 use super::audit::CallSite;
 use super::facts::Facts;
@@ -127,12 +128,7 @@ fn call_sites(sites: &[CallSite]) -> String {
 }
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
-fn real_model(
-    table: &shared::repro::Table,
-    pins: &[Pin],
-    before: &str,
-    number: &str,
-) -> Result<String> {
+fn real_model(table: &Table, pins: &[Pin], before: &str, number: &str) -> Result<String> {
     // An outcome in a table's cell: an error with its context on lines of their own, as candle
     // writes it, keeps them apart with `<br>`.
     let cell = |outcome: &String| outcome.replace('\n', "<br>");

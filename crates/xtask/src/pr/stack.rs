@@ -97,10 +97,8 @@ pub fn build(
     let known = known.as_slice();
     // The resolutions for the pull requests the base has, in `[base]` order, then the patch.
     let of = |patch: &Patch| -> Vec<(Option<String>, Patch)> {
-        let resolved = rewrites
-            .iter()
-            .filter_map(|r| Some((Some(r.name.clone()), r.of(patch)?)));
-        let resolved = resolved.map(|(name, r)| (name, r.clone()));
+        let resolved = rewrites.iter();
+        let resolved = resolved.filter_map(|r| Some((Some(r.name.clone()), r.of(patch)?.clone())));
         resolved.chain([(None, patch.clone())]).collect()
     };
     // Each patch that a commit of the base made as it stands, as a squash merge does: as written,

@@ -2,8 +2,11 @@
 
 pub mod rebase;
 
+use std::path::PathBuf;
+
 use anyhow::{ensure, Context, Result};
 use fs_err as fs;
+use tempfile::TempDir;
 use toml_edit::{DocumentMut, Item};
 
 use crate::expected;
@@ -11,11 +14,8 @@ use crate::fsutil::{read_if_exists, swap_in, temp_in, write_whole};
 use crate::pin::{self, Line, Pin};
 use crate::project::{Layout, FUZZ_MANIFEST, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
-
 use crate::series::Series;
 use crate::trees::write_tree;
-use std::path::PathBuf;
-use tempfile::TempDir;
 
 #[derive(Debug, Default, clap::Args)]
 pub struct Options {
@@ -94,28 +94,23 @@ pub fn update(
     published: &[Published],
 ) -> Result<Vendored> {
     let (mut patches_dir, mut pairs, mut aside) = (layout.patches(), Vec::new(), Vec::new());
-    let mut moved = Vec::new();
-    if !old.is_empty() {
-        let (patches, folder) = rebase::rebase(layout, old, published)?;
-        for (patch, new) in patches {
-            let kept = new.as_ref().is_some_and(|new| new.bytes == patch.bytes);
-            if !kept {
-                moved.push((patch.file_name, new.is_some()));
-            }
-        }
-        if let Some((temp, new)) = folder {
-            patches_dir = new.clone();
-            pairs.push((new, layout.patches()));
-            aside.push(temp);
-        }
+    let (moved, folder) = match old.is_empty() {
+        true => (Vec::new(), None),
+        false => rebase::rebase(layout, old, published)?,
+    };
+    if let Some((temp, new)) = folder {
+        patches_dir = new.clone();
+        pairs.push((new, layout.patches()));
+        aside.push(temp);
     }
     let series = Series::load(&patches_dir)?;
     let (folders, temp) = generate(layout, published, &series, &mut pairs)?;
     aside.push(temp);
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let repinned = match lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {
-        true => repinned(layout, lines, &pins)?,
-        false => Vec::new(),
+    let repinned = if lines != pins.iter().cloned().map(Line::Pinned).collect::<Vec<_>>() {
+        repinned(layout, lines, &pins)?
+    } else {
+        Vec::new()
     };
     swap_in(&pairs)?;
     mark_generated(layout)?;

@@ -12,18 +12,15 @@ use crate::patches_dir;
 use crate::pin;
 use crate::project::Layout;
 use crate::published::Published;
+use crate::series;
 use crate::series::stack_file::Retired;
-use crate::series::{self, Patch};
 
-/// What `rebase` gives: each patch with what it became, and `patches/` written again aside.
-pub type Rebased = (
-    Vec<(Patch, Option<Patch>)>,
-    Option<(tempfile::TempDir, PathBuf)>,
-);
+/// What `rebase` gives: each patch whose bytes changed, by file name (`true`: written again,
+/// `false`: the release holds it and it retires), and `patches/` written again aside.
+pub type Rebased = (Vec<(String, bool)>, Option<(tempfile::TempDir, PathBuf)>);
 
-/// Moves `patches/` from the crates `old` to the crates `new`. Returns each patch, in series order,
-/// with the patch as it reads on `new`, or `None` where the release holds it already and it
-/// retires; and, only if a patch changed or retired, the folder written again aside
+/// Moves `patches/` from the crates `old` to the crates `new`. Returns the patches whose bytes
+/// changed, in series order, and, only if there are any, the folder written again aside
 /// (`patches_dir::aside`).
 pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<Rebased> {
     let dir = layout.patches();
@@ -39,11 +36,14 @@ pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<R
         tree = onto.as_ref().map_or(tree, |(after, _)| *after);
         moved.push((patch.clone(), onto.map(|(_, moved)| moved)));
     }
-    if moved
+    let changed = moved
         .iter()
-        .all(|(old, new)| new.as_ref().map(|p| &p.bytes) == Some(&old.bytes))
-    {
-        return Ok((moved, None));
+        .filter(|(old, new)| new.as_ref().map(|p| &p.bytes) != Some(&old.bytes));
+    let changed: Vec<(String, bool)> = changed
+        .map(|(old, new)| (old.file_name.clone(), new.is_some()))
+        .collect();
+    if changed.is_empty() {
+        return Ok((changed, None));
     }
     patches_dir::refuse_uncommitted(layout)?;
     let series: Vec<_> = (moved.iter())
@@ -55,5 +55,5 @@ pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<R
         ..Retired::default()
     };
     let folder = patches_dir::aside(layout, &series, &retired)?;
-    Ok((moved, Some(folder)))
+    Ok((changed, Some(folder)))
 }

@@ -240,7 +240,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
             existing,
             builds,
         )
-        .and_then(|planned| xtask::pr::write_branches(&repo, &planned.writes).map(|_| planned))
+        .and_then(|planned| made(&repo, planned))
     };
 
     // It builds: the branch holds the patch as written, and only it was checked.

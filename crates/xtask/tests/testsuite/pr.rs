@@ -604,7 +604,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
         pr::Existing::Refuse,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(&repo, &planned.writes).map(|_| planned))?;
+    .and_then(|planned| made(&repo, planned))?;
     let parents: Vec<Option<usize>> = prepared.built.stack.iter().map(|e| e.parent).collect();
     assert_eq!(parents, [None, None]);
     // The second patch alone has nothing to stand on.
@@ -620,7 +620,7 @@ fn patches_picks_a_subset_in_order_and_names_what_is_missing() -> Result<()> {
             pr::Existing::Refuse,
             &crate::common::stack::no_fallback
         )
-        .and_then(|planned| pr::write_branches(&repo, &planned.writes).map(|_| planned))
+        .and_then(|planned| made(&repo, planned))
         .unwrap_err()
     );
     assert!(

@@ -144,7 +144,7 @@ fn a_patch_that_conflicts_with_its_parent_branch_is_named_with_both_sides() -> R
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(&repo, &planned.writes).map(|_| planned))?;
+    .and_then(|planned| made(&repo, planned))?;
     let made: Vec<&str> = prepared
         .built
         .stack
@@ -331,7 +331,7 @@ fn a_carried_patch_gets_no_branch_and_the_summary_says_why() -> Result<()> {
         pr::Existing::Refuse,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(&repo, &planned.writes).map(|_| planned))?;
+    .and_then(|planned| made(&repo, planned))?;
     let stack = &prepared.built.stack;
     assert_eq!(stack.len(), 2);
     assert!(stack.iter().all(|entry| entry.parent.is_none()));

@@ -69,7 +69,7 @@ fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<P
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(repo, &planned.writes).map(|_| planned))
+    .and_then(|planned| made(repo, planned))
 }
 
 fn write_back(trip: &Trip, branch: &str, drop: &[&str]) -> Result<format_patch::WroteBack> {

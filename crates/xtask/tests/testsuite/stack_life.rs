@@ -20,7 +20,7 @@ fn stack(repo: &Repository, existing: Existing) -> Result<Planned> {
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(repo, &planned.writes).map(|_| planned))
+    .and_then(|planned| made(repo, planned))
 }
 
 #[test]

@@ -80,6 +80,12 @@ pub fn series(
     })
 }
 
+/// `planned`'s branches written into `repo`, as `pr` writes them; `planned` back, to look at.
+pub fn made(repo: &Repository, planned: Planned) -> Result<Planned> {
+    pr::write_branches(repo, &planned.writes)?;
+    Ok(planned)
+}
+
 pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Planned> {
     // The second patch changes the line the first wrote.
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
@@ -97,7 +103,7 @@ pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<Planned> {
         existing,
         &crate::common::stack::no_fallback,
     )
-    .and_then(|planned| pr::write_branches(repo, &planned.writes).map(|_| planned))
+    .and_then(|planned| made(repo, planned))
 }
 
 pub fn blob_at(repo: &Repository, commit: Oid, path: &str) -> Result<Vec<u8>> {
