@@ -27,9 +27,8 @@ pub(crate) struct Folder {
     pub tree: Oid,
 }
 
-/// Every generated folder, in a new scratch repository: each crate patched by `patches` (a
-/// `[PATCH]` line per patch), then, when candle-transformers is pinned, its published tests and
-/// the points.
+/// Every generated folder, in a new scratch repository: each crate patched by `patches`, then,
+/// when candle-transformers is pinned, its published tests and the points.
 pub(crate) fn generated(
     crates: &[Published],
     series: &Series,
@@ -50,9 +49,6 @@ pub(crate) fn generated(
     }
     let trees = apply::in_turn(&scratch, unpatched, patches);
     let trees = trees.with_context(|| format!("patching {label}"))?;
-    for patch in patches {
-        eprintln!("[PATCH] {label} <- {}", patch.file_name);
-    }
     let tip = trees[patches.len()];
     let repo = &scratch;
     let mut all = Vec::new();

@@ -18,8 +18,9 @@ use crate::project;
 
 /// Fails, naming each crate and target, unless `cargo run --bin` and `cargo test` resolve every
 /// crate with the same features, and every workspace crate has at most one test binary and
-/// builds harnesses only for targets with tests. `graph` is the workspace at `root`.
-pub fn check(root: &Path, graph: &Metadata) -> Result<()> {
+/// builds harnesses only for targets with tests. `graph` is the workspace at `root`. Returns what
+/// it proved.
+pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<String>> {
     let run = features(root, "normal,build")?;
     let test = features(root, "normal,build,dev")?;
     let differ: Vec<String> = run
@@ -40,7 +41,6 @@ pub fn check(root: &Path, graph: &Metadata) -> Result<()> {
          normal dependency, as crates/testbed/Cargo.toml does for getrandom",
         differ.join("\n    ")
     );
-    eprintln!("ok: `cargo repro`, `cargo xtask` and `cargo test` build each crate with one set of features");
     let mut problems = Vec::new();
     for package in graph.workspace_packages() {
         let name = &package.name;
@@ -87,8 +87,11 @@ pub fn check(root: &Path, graph: &Metadata) -> Result<()> {
         }
     }
     ensure!(problems.is_empty(), "{}", problems.join("\n"));
-    eprintln!("ok: one test binary per crate, and a harness only where there are unit tests");
-    Ok(())
+    Ok(vec![
+        "`cargo repro`, `cargo xtask` and `cargo test` build each crate with one set of features"
+            .to_string(),
+        "one test binary per crate, and a harness only where there are unit tests".to_string(),
+    ])
 }
 
 /// Each package's features, over every place it appears, in the build that `edges` describes,

@@ -18,36 +18,66 @@ use crate::project::{self, Layout, GENERATED_ROOT, GITATTRIBUTES_LINE};
 use crate::published::{self, Published};
 use crate::series::{self, Series};
 
+/// What `check` proved, in order, and what it warns of: `run` prints it, as far as it got.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub ok: Vec<String>,
+    pub warning: Option<String>,
+}
+
+impl std::fmt::Display for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in &self.ok {
+            writeln!(f, "ok: {line}")?;
+        }
+        match &self.warning {
+            Some(warning) => writeln!(f, "warning: {warning}"),
+            None => Ok(()),
+        }
+    }
+}
+
 pub fn run(layout: &Layout) -> Result<()> {
+    let mut checked = Checked::default();
+    let result = check(layout, &mut checked);
+    eprint!("{checked}");
+    result
+}
+
+/// Every check in turn, each one's finding added to `checked`; the first failure ends it.
+fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
     // What `pr` reads beside the patches names only patches that exist (`Series::load`).
     let series = Series::load(&layout.patches())?;
     let patches = &series.patches;
     let pins = pin::read(&layout.pin())?;
     let published = pins.iter().map(published::load_pinned);
     let published = published.collect::<Result<Vec<_>>>()?;
-    check_index_lines(&published, patches)?;
-    generated_current(layout, &series, &published)?;
+    checked.ok.push(check_index_lines(&published, patches)?);
+    checked
+        .ok
+        .extend(generated_current(layout, &series, &published)?);
     let graph = patch_use::resolve(&layout.root)?;
     for pin in &pins {
         let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
         patch_use::check(&graph, name, &pin.version, &layout.root.join(&dir))?;
-        eprintln!("ok: cargo builds {name} from {dir}");
+        checked.ok.push(format!("cargo builds {name} from {dir}"));
     }
-    builds::check(&layout.root, &graph)?;
+    checked.ok.extend(builds::check(&layout.root, &graph)?);
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
-    match crate::bench_report::staleness(layout, &series)? {
-        Some(warning) => eprintln!("warning: {warning}"),
-        None => eprintln!(
-            "ok: {} measured patches/ as it is",
-            crate::project::REPORT_DIR
-        ),
+    checked.warning = crate::bench_report::staleness(layout, &series)?;
+    if checked.warning.is_none() {
+        let report = crate::project::REPORT_DIR;
+        checked
+            .ok
+            .push(format!("{report} measured patches/ as it is"));
     }
     Ok(())
 }
 
 /// Fails unless every patch's `index` lines name the blobs that applying the series to the
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
-pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<()> {
+/// Returns what it proved.
+pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<String> {
     let repo = &crate::trees::scratch()?;
     let trees = apply::in_turn(repo, expected::published_tree(repo, published)?, patches)?;
     for (patch, pair) in patches.iter().zip(trees.windows(2)) {
@@ -55,18 +85,22 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
             bail!("{differs}");
         }
     }
-    eprintln!("ok: every patch's index lines name the blobs the series gives");
-    Ok(())
+    Ok("every patch's index lines name the blobs the series gives".to_string())
 }
 
-/// Fails, naming what differs, unless the generated root and its `.gitattributes` line are current.
-pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<()> {
+/// Fails, naming what differs, unless the generated root and its `.gitattributes` line are
+/// current. Returns each folder that is.
+pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<Vec<String>> {
     generated_current(layout, &Series::load(&layout.patches())?, published)
 }
 
-fn generated_current(layout: &Layout, series: &Series, published: &[Published]) -> Result<()> {
+fn generated_current(
+    layout: &Layout,
+    series: &Series,
+    published: &[Published],
+) -> Result<Vec<String>> {
     let (scratch, generated) = expected::generated(published, series)?;
-    let mut problems = Vec::new();
+    let (mut problems, mut current) = (Vec::new(), Vec::new());
     let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));
     for entry in entries.into_iter().flatten() {
         let path = format!("{GENERATED_ROOT}/{}", entry?.file_name().to_string_lossy());
@@ -93,7 +127,7 @@ fn generated_current(layout: &Layout, series: &Series, published: &[Published]) 
         }
         let actual = crate::trees::tree_of_dir(&scratch, &layout.root.join(dir))?;
         if actual == *tree {
-            eprintln!("ok: {dir} is {what} (tree {actual})");
+            current.push(format!("{dir} is {what} (tree {actual})"));
             continue;
         }
         let mut changes = crate::trees::differences(&scratch, *tree, actual)?;
@@ -110,7 +144,7 @@ fn generated_current(layout: &Layout, series: &Series, published: &[Published]) 
              belongs in a patch (README: \"After review comments\")",
         problems.join("\n")
     );
-    Ok(())
+    Ok(current)
 }
 
 /// The problem with the generated folder `dir` unless it lies directly in the generated root,

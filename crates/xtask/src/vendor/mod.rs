@@ -2,6 +2,8 @@
 
 pub mod rebase;
 
+pub use rebase::Moved;
+
 use std::path::PathBuf;
 
 use anyhow::{ensure, Context, Result};
@@ -40,11 +42,11 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut versions = lines.iter().zip(&published);
     let moving = pinned && versions.any(|(old, new)| old.name_and_version().1 != new.pin.version);
     let old = if moving {
-        published::load_all(layout)?
+        Some(published::load_all(layout)?)
     } else {
-        Vec::new()
+        None
     };
-    eprint!("{}", update(layout, &lines, &old, &published)?);
+    eprint!("{}", update(layout, &lines, old.as_deref(), &published)?);
     Ok(())
 }
 
@@ -52,19 +54,24 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 /// and the pin's label where it pinned another release. `run` prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Vendored {
-    /// Each patch whose bytes a move to another release changed, by file name: `true` where it
-    /// was written again, `false` where the release holds it and it retired.
-    pub moved: Vec<(String, bool)>,
+    /// The published crates, by label, and each patch applied to them, in order.
+    pub patched: (String, Vec<String>),
+    /// Each patch whose bytes a move to another release changed, by file name.
+    pub moved: Vec<(String, Moved)>,
     pub folders: Vec<(String, git2::Oid)>,
     pub pinned: Option<String>,
 }
 
 impl std::fmt::Display for Vendored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (file, written) in &self.moved {
-            let what = match written {
-                true => "merged three ways onto the release, written again",
-                false => "the release holds it: retired in patches/stack.toml",
+        let (release, patches) = &self.patched;
+        for file in patches {
+            writeln!(f, "[PATCH] {release} <- {file}")?;
+        }
+        for (file, moved) in &self.moved {
+            let what = match moved {
+                Moved::Rewritten => "merged three ways onto the release, written again",
+                Moved::Retired => "the release holds it: retired in patches/stack.toml",
             };
             writeln!(f, "[vendor] {file}: {what}")?;
         }
@@ -83,22 +90,28 @@ impl std::fmt::Display for Vendored {
     }
 }
 
-/// Moves the series from the crates `old` onto `published` (none: it stays), writes every
+/// Moves the series from the crates `old` onto `published` (`None`: it stays), writes every
 /// generated folder, and pins `published` where `lines` differ. Each file is made aside first and
 /// all are written at the end, so that a failure leaves `patches/`, the folders and the pin as
 /// they were. Returns what it wrote.
 pub fn update(
     layout: &Layout,
     lines: &[Line],
-    old: &[Published],
+    old: Option<&[Published]>,
     published: &[Published],
 ) -> Result<Vendored> {
     let (mut patches_dir, mut pairs, mut aside) = (layout.patches(), Vec::new(), Vec::new());
-    let (moved, folder) = match old.is_empty() {
-        true => (Vec::new(), None),
-        false => rebase::rebase(layout, old, published)?,
+    let rebase::Rebased {
+        moved,
+        aside: moved_aside,
+    } = match old {
+        None => rebase::Rebased {
+            moved: Vec::new(),
+            aside: None,
+        },
+        Some(old) => rebase::rebase(layout, old, published)?,
     };
-    if let Some((temp, new)) = folder {
+    if let Some((temp, new)) = moved_aside {
         patches_dir = new.clone();
         pairs.push((new, layout.patches()));
         aside.push(temp);
@@ -117,7 +130,9 @@ pub fn update(
     for (path, text) in &repinned {
         write_whole(path, text)?;
     }
+    let patches = series.patches.iter().map(|p| p.file_name.clone());
     Ok(Vendored {
+        patched: (pin::label(&pins), patches.collect()),
         moved,
         folders: folders.into_iter().map(|f| (f.dir, f.tree)).collect(),
         pinned: (!repinned.is_empty()).then(|| pin::label(&pins)),
@@ -211,7 +226,7 @@ pub fn vendor(layout: &Layout, published: &[Published]) -> Result<Vendored> {
         .iter()
         .map(|p| Line::Pinned(p.pin.clone()))
         .collect();
-    update(layout, &lines, &[], published)
+    update(layout, &lines, None, published)
 }
 
 /// Every generated folder of `series` on `published`, written into a folder aside (returned, it

@@ -15,9 +15,21 @@ use crate::published::Published;
 use crate::series;
 use crate::series::stack_file::Retired;
 
-/// What `rebase` gives: each patch whose bytes changed, by file name (`true`: written again,
-/// `false`: the release holds it and it retires), and `patches/` written again aside.
-pub type Rebased = (Vec<(String, bool)>, Option<(tempfile::TempDir, PathBuf)>);
+/// What a move to another release did to a patch whose bytes it changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    /// Merged three ways onto the release, and written again.
+    Rewritten,
+    /// The release holds it: it retires.
+    Retired,
+}
+
+/// What `rebase` gives: each patch whose bytes changed, by file name, and `patches/` written
+/// again aside, where any did.
+pub struct Rebased {
+    pub moved: Vec<(String, Moved)>,
+    pub aside: Option<(tempfile::TempDir, PathBuf)>,
+}
 
 /// Moves `patches/` from the crates `old` to the crates `new`. Returns the patches whose bytes
 /// changed, in series order, and, only if there are any, the folder written again aside
@@ -39,11 +51,18 @@ pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<R
     let changed = moved
         .iter()
         .filter(|(old, new)| new.as_ref().map(|p| &p.bytes) != Some(&old.bytes));
-    let changed: Vec<(String, bool)> = changed
-        .map(|(old, new)| (old.file_name.clone(), new.is_some()))
+    let moved_as = |new: &Option<_>| match new {
+        Some(_) => Moved::Rewritten,
+        None => Moved::Retired,
+    };
+    let changed: Vec<(String, Moved)> = changed
+        .map(|(old, new)| (old.file_name.clone(), moved_as(new)))
         .collect();
     if changed.is_empty() {
-        return Ok((changed, None));
+        return Ok(Rebased {
+            moved: changed,
+            aside: None,
+        });
     }
     patches_dir::refuse_uncommitted(layout)?;
     let series: Vec<_> = (moved.iter())
@@ -54,6 +73,9 @@ pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<R
         version: Some(new[0].pin.version.clone()),
         ..Retired::default()
     };
-    let folder = patches_dir::aside(layout, &series, &retired)?;
-    Ok((changed, Some(folder)))
+    let aside = Some(patches_dir::aside(layout, &series, &retired)?);
+    Ok(Rebased {
+        moved: changed,
+        aside,
+    })
 }

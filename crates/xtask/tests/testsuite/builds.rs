@@ -27,7 +27,7 @@ fn check(root: &Path) -> Result<String> {
     project::run_checked(lock, "cargo generate-lockfile failed")?;
     let graph = patch_use::resolve(root)?;
     Ok(match builds::check(root, &graph) {
-        Ok(()) => "ok".to_string(),
+        Ok(_) => "ok".to_string(),
         Err(err) => format!("{err:#}"),
     })
 }

@@ -277,7 +277,8 @@ fn vendor_and_check(trip: &Trip) -> Result<()> {
     xtask::vendor::vendor(&trip.ws.layout, &published)?;
     xtask::check::check_generated(&trip.ws.layout, &published)?;
     let series = xtask::series::Series::load(&trip.ws.layout.patches())?;
-    xtask::check::check_index_lines(&published, &series.patches)
+    xtask::check::check_index_lines(&published, &series.patches)?;
+    Ok(())
 }
 
 #[test]

@@ -221,14 +221,14 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
     let vendored = xtask::vendor::update(
         &ws.layout,
         &[old],
-        std::slice::from_ref(&ws.published),
+        Some(std::slice::from_ref(&ws.published)),
         published,
     )?;
     // The first retires, the second is written again, and the third, which keeps its bytes, is
     // not named.
     let moved = [
-        (before[0].file_name.clone(), false),
-        (before[1].file_name.clone(), true),
+        (before[0].file_name.clone(), xtask::vendor::Moved::Retired),
+        (before[1].file_name.clone(), xtask::vendor::Moved::Rewritten),
     ];
     assert_eq!(vendored.moved, moved);
     assert_eq!(

@@ -58,7 +58,19 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     assert_eq!(point("control")?, published_generation());
     assert_eq!(point("0001")?, patched.as_bytes());
     assert_eq!(point("series")?, patched.as_bytes());
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    let current = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    let folders: Vec<&str> = current
+        .iter()
+        .filter_map(|l| l.split(" is ").next())
+        .collect();
+    let points = "crates/vendor/points";
+    let generated = [
+        "crates/vendor/candle-transformers",
+        "crates/vendor/published-tests",
+        points,
+    ];
+    assert_eq!(folders, generated, "{current:?}");
+    Ok(())
 }
 
 #[test]
@@ -143,7 +155,8 @@ fn vendor_replaces_what_was_there() -> Result<()> {
     std::fs::write(&stray, "// left over\n")?;
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     assert!(!stray.exists());
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    Ok(())
 }
 
 #[test]
@@ -263,7 +276,8 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
          patch (README: \"After review comments\")"
     );
     vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    Ok(())
 }
 
 #[test]
@@ -379,7 +393,7 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
     vendor::update(
         &ws.layout,
         &[xtask::pin::Line::Pinned(old.clone())],
-        std::slice::from_ref(&ws.published),
+        Some(std::slice::from_ref(&ws.published)),
         std::slice::from_ref(&next),
     )?;
     let cargo_toml = read("Cargo.toml")?;
@@ -392,7 +406,8 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
         xtask::pin::read(&ws.layout.pin())?,
         std::slice::from_ref(&next.pin)
     );
-    check::check_generated(&ws.layout, std::slice::from_ref(&next))
+    check::check_generated(&ws.layout, std::slice::from_ref(&next))?;
+    Ok(())
 }
 
 #[test]
@@ -417,14 +432,14 @@ fn a_move_that_cannot_repin_writes_nothing() -> Result<()> {
     let moved = vendor::update(
         &ws.layout,
         std::slice::from_ref(&old),
-        std::slice::from_ref(&ws.published),
+        Some(std::slice::from_ref(&ws.published)),
         std::slice::from_ref(&next),
     );
     assert!(moved.is_err());
     assert!(snapshot(&ws.layout.root) == before, "the workspace changed");
     // Mended, the same move writes the patch again, on the new release.
     std::fs::write(&fuzz, "[package]\nname = \"fuzz\"\n")?;
-    let published = std::slice::from_ref(&ws.published);
+    let published = Some(std::slice::from_ref(&ws.published));
     vendor::update(&ws.layout, &[old], published, std::slice::from_ref(&next))?;
     let after = std::fs::read(ws.layout.patches().join(PATCH_NAME))?;
     assert_ne!(after, patch, "the patch is written again onto the release");
