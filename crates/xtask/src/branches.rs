@@ -240,10 +240,23 @@ pub(crate) fn branches(
                 }
                 branch = Some((parent, on_branch));
             }
-            taken = Some((what, rewrite, candidate, outcome, branch));
+            taken = Some(Taken {
+                what,
+                rewrite,
+                candidate,
+                outcome,
+                branch,
+            });
             break;
         }
-        let Some((what, rewrite, candidate, outcome, branch)) = taken else {
+        let Some(Taken {
+            what,
+            rewrite,
+            candidate,
+            outcome,
+            branch,
+        }) = taken
+        else {
             // The patches after it go on without it, as `git am --skip` would.
             made.stopped.push(stop(Stop::PassedOver(passed_over)));
             continue;
@@ -276,6 +289,21 @@ pub(crate) fn branches(
     Ok(made)
 }
 
+/// The candidate that stands for a patch: what it is, in words, the rewrite whose resolution it
+/// is, the patch, what it gave on the linear series, and its branch where the build check made
+/// it already.
+struct Taken<'a> {
+    what: &'static str,
+    rewrite: &'a Option<String>,
+    candidate: &'a Patch,
+    outcome: Outcome,
+    branch: Option<Placed>,
+}
+
+/// A candidate's branch: the branch it starts from (`None`: the base), and its tree or why it has
+/// none.
+type Placed = (Option<usize>, std::result::Result<Oid, Why>);
+
 /// Where a candidate's branch goes: the base, the patch it builds on (`[builds-on]`), and
 /// whether it gets a branch at all.
 struct On<'a> {
@@ -295,7 +323,7 @@ fn branch_on(
     linear: Oid,
     after: Oid,
     made: &Branches,
-) -> Result<(Option<usize>, std::result::Result<Oid, Why>)> {
+) -> Result<Placed> {
     let file = &patch.file_name;
     let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
     let parent = on.wanted.filter(|wanted| !landed(wanted)).map(|wanted| {

@@ -11,7 +11,7 @@ mod resolution;
 mod series_branch;
 mod wrote_back;
 
-pub use wrote_back::{Became, WroteBack};
+pub use wrote_back::{Became, PatchBecame, WroteBack};
 
 use std::path::PathBuf;
 
@@ -200,8 +200,12 @@ fn write_series(
     };
     patches_dir::replace(layout, &series.collect::<Vec<_>>(), &retired)?;
     let patches = slots.iter().zip(written).map(|(slot, (patch, became))| {
-        let name = patch.as_ref().or(slot.old()).map_or("", |p| &p.file_name);
-        (slot.number().to_string(), name.to_string(), became)
+        let file_name = patch.as_ref().or(slot.old()).map_or("", |p| &p.file_name);
+        PatchBecame {
+            number: slot.number().to_string(),
+            file_name: file_name.to_string(),
+            became,
+        }
     });
     Ok(WroteBack {
         patches: patches.collect(),

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use git2::Repository;
 
-use super::{Became, Slot, WroteBack};
+use super::{Became, PatchBecame, Slot, WroteBack};
 use crate::series;
 use crate::series::resolutions::{self, Resolutions};
 
@@ -58,7 +58,11 @@ pub(super) fn write_back(
         }
     };
     Ok(WroteBack {
-        patches: vec![(shown.clone(), shown, became)],
+        patches: vec![PatchBecame {
+            number: shown.clone(),
+            file_name: shown,
+            became,
+        }],
         next: "`cargo xtask check`",
     })
 }

@@ -3,10 +3,18 @@
 /// What `format-patch` wrote back, patch by patch, and what to run next: `run` prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WroteBack {
-    /// Each patch of the new series, or of the old one that leaves it, in order: its number (for
-    /// a resolution, its path), its file name and what became of it.
-    pub patches: Vec<(String, String, Became)>,
+    /// Each patch of the new series, or of the old one that leaves it, in order.
+    pub patches: Vec<PatchBecame>,
     pub next: &'static str,
+}
+
+/// One patch that `format-patch` wrote back or left: its number (for a resolution, its path),
+/// its file name and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatchBecame {
+    pub number: String,
+    pub file_name: String,
+    pub became: Became,
 }
 
 /// What became of one patch.
@@ -28,7 +36,12 @@ impl std::fmt::Display for WroteBack {
     /// One line per patch that changed, then the unchanged ones on one line, then what to run.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut unchanged = Vec::new();
-        for (number, name, became) in &self.patches {
+        for PatchBecame {
+            number,
+            file_name,
+            became,
+        } in &self.patches
+        {
             let said = match became {
                 Became::Unchanged => {
                     unchanged.push(number.as_str());
@@ -47,7 +60,7 @@ impl std::fmt::Display for WroteBack {
                     .into(),
                 Became::Dropped => ": dropped; its number is retired in patches/stack.toml".into(),
             };
-            writeln!(f, "[format-patch] {name}{said}")?;
+            writeln!(f, "[format-patch] {file_name}{said}")?;
         }
         if !unchanged.is_empty() {
             writeln!(f, "[format-patch] unchanged: {}", unchanged.join(", "))?;

@@ -218,7 +218,7 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
     let after = patches_dir(&trip)?;
     assert_eq!(changed(&before, &after), [third.patch.file_name.as_str()]);
     // What format-patch says: the third written from its one commit, the others unchanged.
-    let became: Vec<&Became> = wrote.patches.iter().map(|(_, _, b)| b).collect();
+    let became: Vec<&Became> = wrote.patches.iter().map(|p| &p.became).collect();
     let [Became::Unchanged, Became::Unchanged, Became::Written {
         from,
         commits: 1,
@@ -246,7 +246,7 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
     commit_all(&Repository::open(&trip.ws.layout.root)?, "third")?;
     let wrote = write_back(&trip, &first.branch, &[])?;
     let again = patches_dir(&trip)?;
-    let became: Vec<&Became> = wrote.patches.iter().map(|(_, _, b)| b).collect();
+    let became: Vec<&Became> = wrote.patches.iter().map(|p| &p.became).collect();
     assert!(
         matches!(
             became[..],
@@ -343,7 +343,7 @@ fn a_new_patch_from_the_series_branch_takes_the_next_free_number() -> Result<()>
     let last = wrote
         .patches
         .last()
-        .map(|(number, name, b)| (number.as_str(), name.as_str(), b));
+        .map(|p| (p.number.as_str(), p.file_name.as_str(), &p.became));
     let Some(("0005", "0005-generation-Test-more.patch", Became::Written { new: true, .. })) = last
     else {
         panic!("the new patch is named last: {wrote:?}");
