@@ -1,25 +1,30 @@
 //! `cargo xtask <command>`, a module with a `run` each; what the tests reach is `pub`.
 #![warn(unreachable_pub)]
 
-pub mod apply;
+// The commands, in `flags::Command`'s order, and the command line.
 pub mod bench_report;
-pub mod branches;
 pub mod check;
-mod expected;
+pub mod fetch;
 pub mod flags;
 pub mod format_patch;
+pub mod metal;
+pub mod pr;
+pub mod vendor;
+
+// What the commands share: the series and how it goes onto a tree, the clone's record, the
+// published crates, and the workspace, git and files.
+pub mod apply;
+pub mod branches;
+mod expected;
 mod fsutil;
 pub mod git;
-pub mod metal;
 mod patches_dir;
-pub mod pr;
 pub mod project;
 pub mod published;
 pub mod record;
 pub mod series;
 mod template;
 pub mod trees;
-pub mod vendor;
 
 /// The pin is read by `cargo repro` too: it lives in `shared`.
 pub use shared::pin;

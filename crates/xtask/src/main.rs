@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use xtask::flags::Command;
 use xtask::project::Layout;
-use xtask::{bench_report, check, format_patch, metal, pr, published, vendor};
+use xtask::{bench_report, check, fetch, format_patch, metal, pr, vendor};
 
 fn main() -> ExitCode {
     let layout = Layout::workspace();
     shared::exit(match Command::parse() {
-        Command::Fetch => published::fetch_pinned(&layout),
+        Command::Fetch => fetch::run(&layout),
         Command::Vendor(options) => vendor::run(&layout, &options),
         Command::Check => check::run(&layout),
         Command::BenchReport(options) => bench_report::run(&layout, &options),
