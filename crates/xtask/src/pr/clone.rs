@@ -8,15 +8,17 @@ use crate::git::{self, short};
 use crate::published::Published;
 use crate::record::{self, Made};
 
-/// The stack's branches for `repo`, planned: every check made and every commit built in the
-/// clone's object store in memory, nothing written. `write_branches` writes them.
+/// The stack's branches, planned: every check made and every commit built in an object store in
+/// memory (the clone's, or without one a scratch repository's), nothing written.
+/// `write_branches` writes them into a clone.
 #[derive(Debug)]
 pub struct Planned {
     /// The branches, the patches the base holds already, those that get no branch, and the
     /// other bases' pull requests that the base has.
     pub built: stack::Built,
-    pub call_sites: Vec<audit::CallSite>,
-    pub writes: Writes,
+    /// Only in a clone of candle: its `from_sampling` call sites, and what to write there.
+    pub call_sites: Option<Vec<audit::CallSite>>,
+    pub writes: Option<Writes>,
 }
 
 /// What `write_branches` writes into the clone: each branch with what the clone's record says of
@@ -132,8 +134,8 @@ pub fn prepare(
     };
     Ok(Planned {
         built,
-        call_sites,
-        writes,
+        call_sites: Some(call_sites),
+        writes: Some(writes),
     })
 }
 

@@ -9,7 +9,6 @@ pub mod stack;
 pub mod summary;
 pub mod verify;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -134,17 +133,14 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     // Before anything is fetched: a wrong flag costs nothing.
     options.validate()?;
     let published = published::load_all(layout)?;
-    make(layout, options, &published, &mut std::io::stderr()).map(drop)
+    let written = make(layout, options, &published)?;
+    eprint!("{written}");
+    written.ended()
 }
 
-/// `run` on the published crates `published`, which the patches apply to, with its summary
-/// written to `console`; `options` as `run` checked them. Returns what it wrote.
-pub fn make(
-    layout: &Layout,
-    options: &Options,
-    published: &[Published],
-    console: &mut dyn Write,
-) -> Result<plan::Written> {
+/// `run` on the published crates `published`, which the patches apply to; `options` as `run`
+/// checked them. Returns what it wrote, with what to say and what to end with.
+pub fn make(layout: &Layout, options: &Options, published: &[Published]) -> Result<plan::Written> {
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
         metal::preflight(true)?;
@@ -164,12 +160,7 @@ pub fn make(
     // First the plan: every branch built in the clone's object store in memory, and every file
     // of `target/pr/` rendered. Nothing is written until it is whole.
     let plan = plan::plan(layout, options, published, &selection)?;
-    let written = plan::write(layout, &plan)?;
-    write!(console, "{}", plan.console)?;
-    // Only now, with every branch that applies made and written out: a conflict stops one
-    // branch, not the stack.
-    ensure!(plan.problems.is_empty(), "{}", plan.problems.join("\n"));
-    Ok(written)
+    plan::write(layout, plan)
 }
 
 /// What `pr` makes from the series: the selected patches to propose, with their branches.

@@ -13,6 +13,7 @@ use super::clone::{self, Planned, Writes};
 use super::stack::{self, Entry};
 use super::verify::{self, Check};
 use super::{contributor, facts, render, summary, Existing, Options, Selection};
+use crate::bench_report::PNG;
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
@@ -44,11 +45,29 @@ pub struct Folder {
     pub files: Vec<(String, Vec<u8>)>,
 }
 
-/// What `write` wrote: the branches made in the clone, and the folder `target/pr/`.
+/// What `write` wrote: the branches made in the clone, and the folder `target/pr/`; with what
+/// the console shows (`Display`), and the problems `pr` ends with (`ended`).
 #[derive(Debug)]
 pub struct Written {
     pub branches: Vec<String>,
     pub out: PathBuf,
+    pub console: String,
+    pub problems: Vec<String>,
+}
+
+impl Written {
+    /// Fails with the conflicts and failed checks, once every branch that applies is made and
+    /// written out: a conflict stops one branch, not the stack.
+    pub fn ended(&self) -> Result<()> {
+        anyhow::ensure!(self.problems.is_empty(), "{}", self.problems.join("\n"));
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.console)
+    }
 }
 
 /// The plan of `pr` with `options` for `series`, on the published crates `published`.
@@ -60,50 +79,12 @@ pub fn plan(
 ) -> Result<Plan> {
     let carried = summary::carried(&selection.carried, &selection.series.stack.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let author = options.author.as_deref();
-    let (repo, writes, built, call_sites) = match &options.candle {
-        Some(clone) => {
-            let repo = git::open(clone)?;
-            let existing = match (options.force_branch, options.discard_commits) {
-                (false, _) => Existing::Refuse,
-                (true, false) => Existing::Move,
-                (true, true) => Existing::MoveDroppingCommits,
-            };
-            let contributor = contributor(&repo, author)?;
-            let base = &options.base;
-            // A candidate taken after the first for its patch must build on the base.
-            let check_dir = layout.target().join("pr-build-check");
-            let builds = |patch: &Patch, base: Oid, tree: Oid| {
-                verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
-            };
-            let Planned {
-                built,
-                call_sites,
-                writes,
-            } = clone::prepare(
-                &repo,
-                published,
-                selection,
-                base,
-                &contributor,
-                existing,
-                &builds,
-            )?;
-            (repo, Some(writes), built, Some(call_sites))
-        }
-        // For review without a clone: nothing is written anywhere but `target/pr/`, and the
-        // workspace's git identity stands in for the clone's.
-        None => {
-            let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
-            let scratch = trees::scratch()?;
-            let base = published_commit(&scratch, published, &pins)?;
-            // The published crates: the first candidate for each patch, the patch, goes on.
-            let built = stack::build(&scratch, base, selection, &contributor, &[], &|_, _, _| {
-                Ok(true)
-            })?;
-            (scratch, None, built, None)
-        }
-    };
+    let (repo, planned) = branches(layout, options, published, selection, &pins)?;
+    let Planned {
+        built,
+        call_sites,
+        writes,
+    } = planned;
     let stack = &built.stack;
     let shown = |adds_only: bool| -> Vec<String> {
         let found = built
@@ -128,32 +109,21 @@ pub fn plan(
     let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;
     // `target/pr/`: `<branch>/title.txt`, `body.md`, the patch and the picture, and `stack.txt`.
-    let (mut folders, mut pictures) = (Vec::new(), false);
-    for (index, entry) in stack.iter().enumerate() {
+    let mut folders = Vec::new();
+    for index in 0..stack.len() {
         let checks = checks.as_ref().map(|all| all[index].as_slice());
-        // On a base with another pull request on the same code, the notes written for it.
-        let own = selection.series.notes_of(&entry.patch);
-        let notes = facts::on_base(own, &built.rewrites, &entry.patch);
-        let body = render::body(stack, index, &notes, &facts, &pins, checks)?;
-        let mut files = vec![
-            (
-                "title.txt".to_string(),
-                format!("{}\n", entry.patch.message.subject).into_bytes(),
-            ),
-            ("body.md".to_string(), body.into_bytes()),
-        ];
-        // The step's forest plot, for the description; the body is complete without it.
-        let parent = entry.parent.map(|p| stack[p].patch.number());
-        let number = entry.patch.number();
-        let png = crate::bench_report::step_png(facts.bench.as_ref(), number, parent)?;
-        pictures |= png.is_some();
-        let png = png.map(|png| (crate::bench_report::PNG.to_string(), png));
-        files.extend(png);
-        let email = series::email(&repo.find_commit(entry.commit)?)?;
-        files.push((entry.patch.file_name.clone(), email));
-        let branch = entry.branch.clone();
-        folders.push(Folder { branch, files });
+        let inputs = Inputs {
+            repo: &repo,
+            built: &built,
+            selection,
+            facts: &facts,
+            pins: &pins,
+        };
+        folders.push(folder(&inputs, index, checks)?);
     }
+    let pictures = folders
+        .iter()
+        .any(|f| f.files.iter().any(|(name, _)| name == PNG));
     // The summary, in stack.txt as on the console.
     let (landed, stopped) = (&built.landed, &built.stopped);
     let order = summary::console(stack, stopped);
@@ -176,8 +146,91 @@ pub fn plan(
     })
 }
 
+/// The stack's branches, planned: in the clone (`--candle`), with what to write there, or for
+/// review without one in a scratch repository on the published crates, with nothing to write.
+/// Returns the repository that holds the planned commits.
+fn branches(
+    layout: &Layout,
+    options: &Options,
+    published: &[Published],
+    selection: &Selection,
+    pins: &[Pin],
+) -> Result<(Repository, Planned)> {
+    let author = options.author.as_deref();
+    let Some(clone) = &options.candle else {
+        // The workspace's git identity stands in for the clone's.
+        let contributor = contributor(&Repository::discover(&layout.root)?, author)?;
+        let scratch = trees::scratch()?;
+        let base = published_commit(&scratch, published, pins)?;
+        // The published crates: the first candidate for each patch, the patch, goes on.
+        let no_check = |_: &Patch, _, _| Ok(true);
+        let built = stack::build(&scratch, base, selection, &contributor, &[], &no_check)?;
+        let planned = Planned {
+            built,
+            call_sites: None,
+            writes: None,
+        };
+        return Ok((scratch, planned));
+    };
+    let repo = git::open(clone)?;
+    let existing = match (options.force_branch, options.discard_commits) {
+        (false, _) => Existing::Refuse,
+        (true, false) => Existing::Move,
+        (true, true) => Existing::MoveDroppingCommits,
+    };
+    let contributor = contributor(&repo, author)?;
+    // A candidate taken after the first for its patch must build on the base.
+    let check_dir = layout.target().join("pr-build-check");
+    let builds = |patch: &Patch, base: Oid, tree: Oid| {
+        verify::builds(&repo, base, tree, &check_dir, &patch.file_name)
+    };
+    let base = &options.base;
+    let planned = clone::prepare(
+        &repo,
+        published,
+        selection,
+        base,
+        &contributor,
+        existing,
+        &builds,
+    )?;
+    Ok((repo, planned))
+}
+
+/// What every branch's folder is made from.
+struct Inputs<'a> {
+    repo: &'a Repository,
+    built: &'a stack::Built,
+    selection: &'a Selection,
+    facts: &'a facts::Facts,
+    pins: &'a [Pin],
+}
+
+/// The folder of `target/pr/` for the stack's branch `index`: its title, body, picture and patch.
+fn folder(inputs: &Inputs<'_>, index: usize, checks: Option<&[Check]>) -> Result<Folder> {
+    let (stack, entry) = (&inputs.built.stack, &inputs.built.stack[index]);
+    // On a base with another pull request on the same code, the notes written for it.
+    let own = inputs.selection.series.notes_of(&entry.patch);
+    let notes = facts::on_base(own, &inputs.built.rewrites, &entry.patch);
+    let body = render::body(stack, index, &notes, inputs.facts, inputs.pins, checks)?;
+    let title = format!("{}\n", entry.patch.message.subject);
+    let mut files = vec![
+        ("title.txt".to_string(), title.into_bytes()),
+        ("body.md".to_string(), body.into_bytes()),
+    ];
+    // The step's forest plot, for the description; the body is complete without it.
+    let parent = entry.parent.map(|p| stack[p].patch.number());
+    let number = entry.patch.number();
+    let png = crate::bench_report::step_png(inputs.facts.bench.as_ref(), number, parent)?;
+    files.extend(png.map(|png| (PNG.to_string(), png)));
+    let email = series::email(&inputs.repo.find_commit(entry.commit)?)?;
+    files.push((entry.patch.file_name.clone(), email));
+    let branch = entry.branch.clone();
+    Ok(Folder { branch, files })
+}
+
 /// Writes `plan`: `target/pr/` aside, its branches into the clone, then `target/pr/` in place.
-pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
+pub fn write(layout: &Layout, plan: Plan) -> Result<Written> {
     // `target/pr/` is built aside first: a failure there leaves the clone as it was.
     let target = layout.target();
     let temp = temp_in(&target, "pr")?;
@@ -198,7 +251,12 @@ pub fn write(layout: &Layout, plan: &Plan) -> Result<Written> {
     };
     let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
-    Ok(Written { branches, out })
+    Ok(Written {
+        branches,
+        out,
+        console: plan.console,
+        problems: plan.problems,
+    })
 }
 
 /// A commit holding the published crates at their paths in candle's repository.

@@ -85,7 +85,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
         "## Related pull requests\n\n- #1 touches this too.\n\n## Test plan\n\n<!-- real-model -->\n",
     )?;
     let facts = Facts {
-        call_sites: Some(prepared.call_sites.clone()),
+        call_sites: prepared.call_sites.clone(),
         real_model: Some(parse_real_model(
             r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?", "seed": 42,
                 "rows": [{"case": "TopK { k: 40, temperature: 0.0 }", "upstream": "error: rand", "patched": "66 \"R\"",

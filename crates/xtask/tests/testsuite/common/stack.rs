@@ -82,7 +82,11 @@ pub fn series(
 
 /// `planned`'s branches written into `repo`, as `pr` writes them; `planned` back, to look at.
 pub fn made(repo: &Repository, planned: Planned) -> Result<Planned> {
-    pr::write_branches(repo, &planned.writes)?;
+    let writes = planned
+        .writes
+        .as_ref()
+        .expect("a plan in a clone writes branches");
+    pr::write_branches(repo, writes)?;
     Ok(planned)
 }
 
@@ -180,10 +184,13 @@ pub fn run_pr(ws: &Workspace, repo: &Repository) -> Result<(String, Result<pr::p
         force_branch: true,
         ..pr::Options::default()
     };
-    let mut console = Vec::new();
     let published = [ws.published.clone()];
-    let result = pr::make(&ws.layout, &options, &published, &mut console);
-    let console = String::from_utf8(console)?;
+    let made = pr::make(&ws.layout, &options, &published);
+    let console = made
+        .as_ref()
+        .map_or(String::new(), |written| written.to_string());
+    // As `pr::run` ends: with the problems, once everything is written.
+    let result = made.and_then(|written| written.ended().map(|()| written));
     let console = console.replace(&ws.layout.root.display().to_string(), "<workspace>");
     let console = console.replace(&clone.display().to_string(), "<clone>");
     Ok((console, result))
