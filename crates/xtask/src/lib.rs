@@ -1,7 +1,7 @@
 //! `cargo xtask <command>`, a module with a `run` each; what the tests reach is `pub`.
 #![warn(unreachable_pub)]
 
-// The commands, in `flags::Command`'s order, and the command line.
+// The commands, and the command line.
 pub mod bench_report;
 pub mod check;
 pub mod fetch;

@@ -109,16 +109,16 @@ pub fn plan(
     let verified = options.verify.then(|| verify_stack(layout, &repo, stack));
     let checks = verified.transpose()?;
     // `target/pr/`: `<branch>/title.txt`, `body.md`, the patch and the picture, and `stack.txt`.
+    let inputs = Inputs {
+        repo: &repo,
+        built: &built,
+        selection,
+        facts: &facts,
+        pins: &pins,
+    };
     let mut folders = Vec::new();
     for index in 0..stack.len() {
         let checks = checks.as_ref().map(|all| all[index].as_slice());
-        let inputs = Inputs {
-            repo: &repo,
-            built: &built,
-            selection,
-            facts: &facts,
-            pins: &pins,
-        };
         folders.push(folder(&inputs, index, checks)?);
     }
     let pictures = folders

@@ -55,7 +55,8 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Vendored {
     /// The published crates, by label, and each patch applied to them, in order.
-    pub patched: (String, Vec<String>),
+    pub release: String,
+    pub patches: Vec<String>,
     /// Each patch whose bytes a move to another release changed, by file name.
     pub moved: Vec<(String, Moved)>,
     pub folders: Vec<(String, git2::Oid)>,
@@ -64,9 +65,8 @@ pub struct Vendored {
 
 impl std::fmt::Display for Vendored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (release, patches) = &self.patched;
-        for file in patches {
-            writeln!(f, "[PATCH] {release} <- {file}")?;
+        for file in &self.patches {
+            writeln!(f, "[PATCH] {} <- {file}", self.release)?;
         }
         for (file, moved) in &self.moved {
             let what = match moved {
@@ -105,10 +105,7 @@ pub fn update(
         moved,
         aside: moved_aside,
     } = match old {
-        None => rebase::Rebased {
-            moved: Vec::new(),
-            aside: None,
-        },
+        None => rebase::Rebased::default(),
         Some(old) => rebase::rebase(layout, old, published)?,
     };
     if let Some((temp, new)) = moved_aside {
@@ -125,14 +122,14 @@ pub fn update(
     } else {
         Vec::new()
     };
+    let marked = marked_generated(layout)?;
     swap_in(&pairs)?;
-    mark_generated(layout)?;
-    for (path, text) in &repinned {
+    for (path, text) in marked.iter().chain(&repinned) {
         write_whole(path, text)?;
     }
-    let patches = series.patches.iter().map(|p| p.file_name.clone());
     Ok(Vendored {
-        patched: (pin::label(&pins), patches.collect()),
+        release: pin::label(&pins),
+        patches: series.patches.iter().map(|p| p.file_name.clone()).collect(),
         moved,
         folders: folders.into_iter().map(|f| (f.dir, f.tree)).collect(),
         pinned: (!repinned.is_empty()).then(|| pin::label(&pins)),
@@ -248,17 +245,18 @@ fn generate(
     Ok((generated, temp))
 }
 
-/// `.gitattributes` marks the generated root as generated.
-fn mark_generated(layout: &Layout) -> Result<()> {
+/// `.gitattributes` with the line that marks the generated root, and its path; `None` where it
+/// has the line already.
+fn marked_generated(layout: &Layout) -> Result<Option<(PathBuf, String)>> {
     let path = layout.root.join(".gitattributes");
     let mut text = read_if_exists(&path)?.unwrap_or_default();
-    if !text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        fs::write(&path, format!("{text}{GITATTRIBUTES_LINE}\n"))?;
+    if text.lines().any(|line| line.trim() == GITATTRIBUTES_LINE) {
+        return Ok(None);
     }
-    Ok(())
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(Some((path, format!("{text}{GITATTRIBUTES_LINE}\n"))))
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub enum Moved {
 
 /// What `rebase` gives: each patch whose bytes changed, by file name, and `patches/` written
 /// again aside, where any did.
+#[derive(Default)]
 pub struct Rebased {
     pub moved: Vec<(String, Moved)>,
     pub aside: Option<(tempfile::TempDir, PathBuf)>,
@@ -59,10 +60,7 @@ pub fn rebase(layout: &Layout, old: &[Published], new: &[Published]) -> Result<R
         .map(|(old, new)| (old.file_name.clone(), moved_as(new)))
         .collect();
     if changed.is_empty() {
-        return Ok(Rebased {
-            moved: changed,
-            aside: None,
-        });
+        return Ok(Rebased::default());
     }
     patches_dir::refuse_uncommitted(layout)?;
     let series: Vec<_> = (moved.iter())
