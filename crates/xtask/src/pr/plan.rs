@@ -11,8 +11,9 @@ use git2::{Oid, Repository};
 
 use super::clone::{self, Planned, Writes};
 use super::stack::{self, Entry};
+use super::summary::{Next, Summary};
 use super::verify::{self, Check};
-use super::{contributor, facts, render, summary, Existing, Options, Selection};
+use super::{contributor, facts, render, Existing, Options, Selection};
 use crate::bench_report::PNG;
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
@@ -32,11 +33,8 @@ pub struct Plan {
     writes: Option<Writes>,
     /// `target/pr/`: each branch's folder, in stack order, and `stack.txt`.
     pub folders: Vec<Folder>,
-    pub stack_txt: String,
-    /// What the console shows: the summary, and what to do next.
-    pub console: String,
-    /// The conflicts and failed checks that `pr` ends with, once everything else is written.
-    pub problems: Vec<String>,
+    /// `stack.txt` and the console.
+    pub summary: Summary,
 }
 
 /// A branch's folder of `target/pr/`: its title, body, patch and picture, by file name.
@@ -45,28 +43,28 @@ pub struct Folder {
     pub files: Vec<(String, Vec<u8>)>,
 }
 
-/// What `write` wrote: the branches made in the clone, and the folder `target/pr/`; with what
-/// the console shows (`Display`), and the problems `pr` ends with (`ended`).
+/// What `write` wrote: the branches made in the clone, and the folder `target/pr/`; with the
+/// summary, which the console shows (`Display`), and whose problems `pr` ends with (`ended`).
 #[derive(Debug)]
 pub struct Written {
     pub branches: Vec<String>,
     pub out: PathBuf,
-    pub console: String,
-    pub problems: Vec<String>,
+    pub summary: Summary,
 }
 
 impl Written {
     /// Fails with the conflicts and failed checks, once every branch that applies is made and
     /// written out: a conflict stops one branch, not the stack.
     pub fn ended(&self) -> Result<()> {
-        anyhow::ensure!(self.problems.is_empty(), "{}", self.problems.join("\n"));
+        let problems = self.summary.problems();
+        anyhow::ensure!(problems.is_empty(), "{}", problems.join("\n"));
         Ok(())
     }
 }
 
 impl std::fmt::Display for Written {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.console)
+        write!(f, "{}", self.summary)
     }
 }
 
@@ -77,7 +75,6 @@ pub fn plan(
     published: &[Published],
     selection: &Selection,
 ) -> Result<Plan> {
-    let carried = summary::carried(&selection.carried, &selection.series.stack.carried)?;
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let (repo, planned) = branches(layout, options, published, selection, &pins)?;
     let Planned {
@@ -124,22 +121,22 @@ pub fn plan(
     let pictures = folders
         .iter()
         .any(|f| f.files.iter().any(|(name, _)| name == PNG));
-    // The summary, in stack.txt as on the console.
-    let (landed, stopped) = (&built.landed, &built.stopped);
-    let order = summary::console(stack, stopped);
-    let rewrites = summary::rewrites(&built.rewrites);
-    let summary = summary::landed(landed) + &rewrites + &order + &carried;
-    let summary = summary + &summary::stopped(stopped)?;
-    let failed = checks.and_then(|checks| summary::failed(stack, &checks));
-    let out = layout.target().join("pr");
-    let next = summary::next_steps(options, stack, stopped, &out, pictures, &facts);
+    let summary = Summary {
+        carried: selection.carried.clone(),
+        why_carried: selection.series.stack.carried.clone(),
+        checks,
+        next: Next {
+            clone: (options.candle.as_ref()).map(|clone| clone.display().to_string()),
+            series: options.series_branch.clone(),
+            out: layout.target().join("pr"),
+            pictures,
+            bench: facts.bench.is_some(),
+            verify: options.verify,
+        },
+        built,
+    };
     Ok(Plan {
-        console: summary.clone() + &next,
-        stack_txt: summary,
-        problems: summary::conflicts(stopped)
-            .into_iter()
-            .chain(failed)
-            .collect(),
+        summary,
         folders,
         repo,
         writes,
@@ -244,7 +241,7 @@ pub fn write(layout: &Layout, plan: Plan) -> Result<Written> {
             fs::write(folder.join(name), bytes)?;
         }
     }
-    fs::write(new.join("stack.txt"), &plan.stack_txt)?;
+    fs::write(new.join("stack.txt"), plan.summary.text())?;
     let branches = match &plan.writes {
         Some(writes) => clone::write_branches(&plan.repo, writes)?,
         None => Vec::new(),
@@ -254,8 +251,7 @@ pub fn write(layout: &Layout, plan: Plan) -> Result<Written> {
     Ok(Written {
         branches,
         out,
-        console: plan.console,
-        problems: plan.problems,
+        summary: plan.summary,
     })
 }
 

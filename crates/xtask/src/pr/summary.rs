@@ -3,13 +3,11 @@
 //! macros of `templates/summary.txt`; this works out what goes in them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 
-use anyhow::Result;
 use minijinja::{context, Value};
 
-use super::facts::Facts;
-use super::stack::{pull_request, Entry, Landed};
+use super::stack::{pull_request, Built, Entry, Landed};
 use super::verify::Check;
 use crate::branches::{Stop, Stopped};
 use crate::git::short;
@@ -18,9 +16,75 @@ use crate::series::stack_file::Carried;
 use crate::series::Patch;
 use crate::template::call;
 
+/// What `pr` tells the contributor, as data: `text()` is `target/pr/stack.txt`, and the console
+/// shows it with the next steps (`Display`).
+#[derive(Debug)]
+pub struct Summary {
+    /// The stack as planned: its branches, what landed, what gets no branch, and the rewrites
+    /// the base has.
+    pub built: Built,
+    /// The selected patches that `[carried]` keeps out of the stack, and why each is carried.
+    pub carried: Vec<Patch>,
+    pub why_carried: BTreeMap<String, Carried>,
+    /// Each branch's results of `--verify`, in the stack's order.
+    pub checks: Option<Vec<Vec<Check>>>,
+    pub next: Next,
+}
+
+/// What the next steps depend on, beside the stack.
+#[derive(Debug)]
+pub struct Next {
+    /// The clone the branches were made in (`--candle`), as the user named it.
+    pub clone: Option<String>,
+    /// `--series-branch`.
+    pub series: Option<String>,
+    /// `target/pr/`.
+    pub out: PathBuf,
+    /// Whether some branch's folder has its picture.
+    pub pictures: bool,
+    /// Whether the committed benchmark report was read.
+    pub bench: bool,
+    pub verify: bool,
+}
+
+impl Summary {
+    /// `target/pr/stack.txt`: what landed, the rewrites the base has, the order to open the pull
+    /// requests in, what is carried, and what gets no branch.
+    pub fn text(&self) -> String {
+        let built = &self.built;
+        landed(&built.landed)
+            + &rewrites(&built.rewrites)
+            + &console(&built.stack, &built.stopped)
+            + &carried(&self.carried, &self.why_carried)
+            + &stopped(&built.stopped)
+    }
+
+    /// The conflicts and failed checks that `pr` ends with, once everything else is written.
+    pub fn problems(&self) -> Vec<String> {
+        let checks = self.checks.as_ref();
+        let failed = checks.and_then(|checks| failed(&self.built.stack, checks));
+        conflicts(&self.built.stopped)
+            .into_iter()
+            .chain(failed)
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (stack, stopped) = (&self.built.stack, &self.built.stopped);
+        write!(
+            f,
+            "{}{}",
+            self.text(),
+            next_steps(&self.next, stack, stopped)
+        )
+    }
+}
+
 /// The patches left out of the stack because they are carried here, each with why and the
 /// upstream pull request that does its job; nothing when there are none.
-pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result<String> {
+pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> String {
     let mut rows = Vec::new();
     for patch in patches {
         if let Some(Carried { why, upstream }) = carried.get(patch.number()) {
@@ -28,7 +92,7 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> Result
             rows.push(context! { number => patch.number(), subject, why, upstream });
         }
     }
-    Ok(call("summary", "carried", &[Value::from(rows)]))
+    call("summary", "carried", &[Value::from(rows)])
 }
 
 /// The order to open the pull requests in; with no branch to make, why: every patch landed, or
@@ -67,31 +131,24 @@ pub fn landed(landed: &[Landed]) -> String {
 }
 
 /// What was made and what is left to do, for the contributor.
-pub fn next_steps(
-    options: &super::Options,
-    stack: &[Entry],
-    stopped: &[Stopped],
-    out: &Path,
-    pictures: bool,
-    facts: &Facts,
-) -> String {
+pub fn next_steps(next: &Next, stack: &[Entry], stopped: &[Stopped]) -> String {
     let png = crate::bench_report::PNG;
     let context = context! {
         branches => stack.len(),
-        clone => options.candle.as_ref().map(|clone| clone.display().to_string()),
-        series => options.series_branch,
+        clone => next.clone,
+        series => next.series,
         stopped => !stopped.is_empty(),
-        out => out.display().to_string(),
-        png => pictures.then_some(png),
-        bench => facts.bench.is_some(),
-        verify => options.verify,
+        out => next.out.display().to_string(),
+        png => next.pictures.then_some(png),
+        bench => next.bench,
+        verify => next.verify,
     };
     call("summary", "next_steps", &[context])
 }
 
 /// The patches that get no branch, each with its conflict in full or the patch it builds on,
 /// after the carried ones that do not go onto this base; nothing when there are none.
-pub fn stopped(stopped: &[Stopped]) -> Result<String> {
+pub fn stopped(stopped: &[Stopped]) -> String {
     let mut rows = Vec::new();
     for Stopped {
         patch,
@@ -107,7 +164,7 @@ pub fn stopped(stopped: &[Stopped]) -> Result<String> {
         let subject = patch.message.subject.clone();
         rows.push(context! { number => patch.number(), subject, why, detail });
     }
-    Ok(call("summary", "stopped", &[Value::from(rows)]))
+    call("summary", "stopped", &[Value::from(rows)])
 }
 
 /// The error `pr` ends with when a patch conflicts, naming each one; `None` when none does.

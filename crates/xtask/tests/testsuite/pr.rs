@@ -233,24 +233,24 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
     let report = toy_report();
-    let facts = |bench| Facts {
-        call_sites: None,
-        real_model: None,
-        bench,
-        rewrites: Vec::new(),
-        adds_only: Vec::new(),
-    };
-    let options = pr::Options::default();
     let parent =
         |entry: &stack::Entry| entry.parent.map(|p| prepared.built.stack[p].patch.number());
     for entry in &prepared.built.stack {
         assert_eq!(step_png(None, entry.patch.number(), parent(entry))?, None);
     }
-    let out = std::path::Path::new("target/pr");
-    let said = |pictures, facts: &Facts| {
-        pr::summary::next_steps(&options, &prepared.built.stack, &[], out, pictures, facts)
+    // Without a clone or --verify, with a benchmark report or not.
+    let said = |pictures, bench| {
+        let next = pr::summary::Next {
+            clone: None,
+            series: None,
+            out: "target/pr".into(),
+            pictures,
+            bench,
+            verify: false,
+        };
+        pr::summary::next_steps(&next, &prepared.built.stack, &[])
     };
-    assert!(!said(false, &facts(None)).contains(PNG));
+    assert!(!said(false, false).contains(PNG));
     for entry in &prepared.built.stack {
         let png = step_png(Some(&report), entry.patch.number(), parent(entry))?;
         let png = png.context("a picture for a measured step")?;
@@ -270,7 +270,7 @@ fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Re
         let drawn = pixmap.pixels().iter().filter(|p| p.red() < 200).count();
         assert!(drawn > 2000, "{}: {drawn} drawn pixels", entry.branch);
     }
-    let text = said(true, &facts(Some(report.clone())));
+    let text = said(true, true);
     assert!(
         text.contains(&format!(
             "attach each folder's {PNG}, its step as a forest plot"
