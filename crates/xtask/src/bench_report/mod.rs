@@ -147,6 +147,76 @@ pub struct Options {
 }
 
 pub fn run(layout: &Layout, options: &Options) -> Result<()> {
+    let measured = measure(layout, options)?;
+    let wrote = write(layout, &measured)?;
+    print!("{}", wrote.markdown);
+    eprintln!("{wrote}");
+    Ok(())
+}
+
+/// What a run measured: criterion's rows, the report with every step, the whole series' step
+/// (the forest plot's first panel), and the CPU profile's medians.
+struct Measured {
+    rows: Vec<Row>,
+    report: Report,
+    whole: Step,
+    profile: Vec<(String, f64)>,
+}
+
+/// Weighs each CPU row's verdict against the instruction counts, taken at the vocabulary
+/// `real_vocab`: they weigh every vocabulary's, and the row at `real_vocab` shows them.
+fn weigh_rows(rows: &mut [Row], counts: &Counts, real_vocab: &str) {
+    for row in rows.iter_mut().filter(|row| row.device == "cpu") {
+        let ratio = instruction_ratio(counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
+        if row.vocab == real_vocab {
+            row.instructions = ratio;
+        }
+        if let Some(paired) = &mut row.paired {
+            paired.weigh(ratio, row.control.as_ref());
+        }
+    }
+}
+
+/// The decode loop of each comparison in `comparisons`: the whole series' rows, returned, and
+/// each faster step's, added to its step.
+fn decode_loop<'a>(
+    driver: &Driver,
+    comparisons: impl Iterator<Item = &'a String>,
+    patches: &mut [Step],
+) -> Result<Vec<data::Decode>> {
+    let mut whole = Vec::new();
+    for comparison in comparisons {
+        let points = decode_points(comparison, patches);
+        let decode = Loop {
+            comparison: comparison.clone(),
+            rounds: driver.decode(comparison, &points)?,
+            points,
+            tokens: driver.settings.decode_tokens,
+        };
+        whole.push(decode.between(PUBLISHED_POINT, SERIES_POINT)?);
+        for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
+            step.decode.push(decode.between(&step.before, &step.after)?);
+        }
+    }
+    Ok(whole)
+}
+
+/// What `write` wrote: the report's Markdown, which `run` prints, and each file's path
+/// (`Display`).
+struct Wrote {
+    markdown: String,
+    paths: Vec<PathBuf>,
+}
+
+impl std::fmt::Display for Wrote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
+        write!(f, "wrote {}", paths.join(", "))
+    }
+}
+
+/// Builds and runs `bench-driver` (and callgrind, and the decode loop) over criterion's results.
+fn measure(layout: &Layout, options: &Options) -> Result<Measured> {
     let dir = layout.target().join("criterion");
     let shown = dir.display();
     if !dir.is_dir() {
@@ -195,16 +265,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let mut counts = Counts::new();
     if options.callgrind {
         counts = driver.count_instructions(&point_rounds, &real_vocab)?;
-        // The counts are taken at one vocabulary and weigh every vocabulary's verdict.
-        for row in rows.iter_mut().filter(|row| row.device == "cpu") {
-            let ratio = instruction_ratio(&counts, &row.comparison, PUBLISHED_POINT, SERIES_POINT);
-            if row.vocab == real_vocab {
-                row.instructions = ratio;
-            }
-            if let Some(paired) = &mut row.paired {
-                paired.weigh(ratio, row.control.as_ref());
-            }
-        }
+        weigh_rows(&mut rows, &counts, &real_vocab);
     }
     let mut control = Step::control();
     steps(&mut control, &mut patches, &point_rounds, &counts);
@@ -212,21 +273,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
     let tokens = settings.decode_tokens;
     // Without the model on disk, the report has no decode loop, which it says.
     let decode = if settings.model_on_disk && !options.short {
-        let mut whole = Vec::new();
-        for comparison in point_rounds.keys() {
-            let points = decode_points(comparison, &patches);
-            let decode = Loop {
-                comparison: comparison.clone(),
-                rounds: driver.decode(comparison, &points)?,
-                points,
-                tokens,
-            };
-            whole.push(decode.between(PUBLISHED_POINT, SERIES_POINT)?);
-            for step in patches.iter_mut().filter(|step| faster(step, comparison)) {
-                step.decode.push(decode.between(&step.before, &step.after)?);
-            }
-        }
-        Some(whole)
+        Some(decode_loop(&driver, point_rounds.keys(), &mut patches)?)
     } else {
         None
     };
@@ -256,24 +303,38 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
         .filter(|m| m.group == "cpu_profile")
         .map(|m| (m.function.clone(), m.median_ns))
         .collect();
-    // Every file is rendered before the first is written, and each is written whole.
-    let markdown = render::report(&rows, &report, &profile)?;
-    let data = serde_json::to_string_pretty(&report)? + "\n";
-    let svg = forest::report_svg(&report, &whole)?;
+    Ok(Measured {
+        rows,
+        report,
+        whole,
+        profile,
+    })
+}
+
+/// Writes the report of `measured` in `docs/report/`: every file rendered before the first is
+/// written, and each written whole.
+fn write(layout: &Layout, measured: &Measured) -> Result<Wrote> {
+    let Measured {
+        rows,
+        report,
+        whole,
+        profile,
+    } = measured;
+    let markdown = render::report(rows, report, profile)?;
+    let data = serde_json::to_string_pretty(report)? + "\n";
+    let svg = forest::report_svg(report, whole)?;
     let dir = layout.report_dir();
     fs::create_dir_all(&dir)?;
-    let wrote = [
+    let files = [
         (dir.join(MARKDOWN), markdown.as_str()),
         (data_path(layout), data.as_str()),
         (dir.join(forest::SVG), svg.as_str()),
     ];
-    for (path, text) in &wrote {
+    for (path, text) in &files {
         crate::fsutil::write_whole(path, text)?;
     }
-    print!("{markdown}");
-    let wrote: Vec<String> = wrote.iter().map(|(p, _)| p.display().to_string()).collect();
-    eprintln!("wrote {}", wrote.join(", "));
-    Ok(())
+    let paths = files.into_iter().map(|(path, _)| path).collect();
+    Ok(Wrote { markdown, paths })
 }
 
 /// The report's file in `docs/report/`, beside its data and pictures.
