@@ -7,7 +7,7 @@ use git2::{FileMode, ObjectType, Oid, Repository};
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::apply;
-use crate::branches;
+use crate::cherry_pick;
 use crate::pin;
 use crate::project::{self, GENERATED_ROOT, MARKER, POINTS_DIR, POINT_PARTS, TRANSFORMERS};
 use crate::published::Published;
@@ -77,7 +77,7 @@ pub(crate) fn generated(
         let tree = part(repo, transformers, unpatched, "tests").with_context(|| dir.clone())?;
         let what = format!("{} as published", transformers.pin.label());
         add(dir, what, tree, None)?;
-        let branches = branches::on_published(repo, unpatched, patches, builds_on)?;
+        let branches = cherry_pick::on_published(repo, unpatched, patches, builds_on)?;
         // The control holds the published crates again: the same code, which crates/points
         // compiles as another module, so that it lands elsewhere in the binary.
         let names = patches.iter().map(|p| p.number().to_string());

@@ -14,7 +14,7 @@ pub mod vendor;
 // What the commands share: the series and how it goes onto a tree, the clone's record, the
 // published crates, and the workspace, git and files.
 pub mod apply;
-pub mod branches;
+pub mod cherry_pick;
 mod expected;
 mod fsutil;
 pub mod git;

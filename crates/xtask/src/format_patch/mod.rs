@@ -19,7 +19,7 @@ use anyhow::{bail, ensure, Context, Result};
 use git2::{Oid, Repository};
 
 use crate::apply::{self, Outcome};
-use crate::branches;
+use crate::cherry_pick;
 use crate::git::{self, short};
 use crate::patches_dir;
 use crate::project::Layout;
@@ -189,7 +189,7 @@ fn write_series(
     let builds_on = stack_file.builds_on_without(&dropped.collect::<Vec<_>>());
     let new = written.iter().filter_map(|(patch, _)| patch.clone());
     let new: Vec<Patch> = new.collect();
-    branches::on_published(repo, start, &new, &builds_on).context(
+    cherry_pick::on_published(repo, start, &new, &builds_on).context(
         "written back, the series would no longer make every branch; patches/ is as it was",
     )?;
     let series = slots.iter().zip(&written);

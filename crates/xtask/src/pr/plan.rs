@@ -76,7 +76,7 @@ pub fn plan(
     selection: &Selection,
 ) -> Result<Plan> {
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
-    let (repo, planned) = branches(layout, options, published, selection, &pins)?;
+    let (repo, planned) = stack_in(layout, options, published, selection, &pins)?;
     let Planned {
         built,
         call_sites,
@@ -146,7 +146,7 @@ pub fn plan(
 /// The stack's branches, planned: in the clone (`--candle`), with what to write there, or for
 /// review without one in a scratch repository on the published crates, with nothing to write.
 /// Returns the repository that holds the planned commits.
-fn branches(
+fn stack_in(
     layout: &Layout,
     options: &Options,
     published: &[Published],

@@ -7,7 +7,7 @@ use git2::{Oid, Repository};
 
 use super::{Proposed, Selection};
 use crate::apply::{self, Outcome};
-use crate::branches::{branches, Stopped, Wanted};
+use crate::cherry_pick::{branches, Stopped, Wanted};
 use crate::git::short;
 use crate::series::resolutions::{self, Resolutions};
 use crate::series::{Message, Patch};
@@ -69,9 +69,9 @@ pub struct Built {
     pub rewrites: Vec<Resolutions>,
 }
 
-pub use crate::branches::Builds;
+pub use crate::cherry_pick::Builds;
 
-/// Commits each patch's branch (`branches::branches`) in `repo`, no reference written. A patch
+/// Commits each patch's branch (`cherry_pick::branches`) in `repo`, no reference written. A patch
 /// whose context moved on the base merges three ways from the blobs in `known`. On a base with
 /// another pull request on the same code, each patch's resolutions for it are tried first, then
 /// the patch; one taken after the first must build there (`builds`).

@@ -9,7 +9,7 @@ use minijinja::{context, Value};
 
 use super::stack::{pull_request, Built, Entry, Landed};
 use super::verify::Check;
-use crate::branches::{Stop, Stopped};
+use crate::cherry_pick::{Stop, Stopped};
 use crate::git::short;
 use crate::series::resolutions::{self, Resolutions};
 use crate::series::stack_file::Carried;

@@ -276,13 +276,13 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
         .stopped
         .iter()
         .find(|s| s.patch.number() == patch.number());
-    let Some(stop @ xtask::branches::Stop::PassedOver(tried)) = stopped.map(|s| &s.why) else {
+    let Some(stop @ xtask::cherry_pick::Stop::PassedOver(tried)) = stopped.map(|s| &s.why) else {
         panic!(
             "no conflict for the third patch: {:?}",
             prepared.built.stopped
         );
     };
-    use xtask::branches::Why;
+    use xtask::cherry_pick::Why;
     let [(_, Why::Conflict(_)), ("the patch as written", Why::DoesNotBuild)] = &tried[..] else {
         panic!("the resolution conflicts, the patch does not build: {tried:?}");
     };

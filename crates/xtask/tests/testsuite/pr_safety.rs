@@ -9,7 +9,7 @@ use crate::common::stack::*;
 use crate::common::*;
 use anyhow::Result;
 use git2::{Oid, Repository};
-use xtask::branches::{Stop, Stopped};
+use xtask::cherry_pick::{Stop, Stopped};
 use xtask::pr::{self, Options};
 use xtask::series;
 use xtask::series::stack_file::StackFile;

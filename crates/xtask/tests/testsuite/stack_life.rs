@@ -5,7 +5,7 @@ use crate::common::stack::*;
 use crate::common::*;
 use anyhow::Result;
 use git2::Repository;
-use xtask::branches::{Stop, Stopped};
+use xtask::cherry_pick::{Stop, Stopped};
 use xtask::pr::{self, Existing, Planned};
 
 fn stack(repo: &Repository, existing: Existing) -> Result<Planned> {

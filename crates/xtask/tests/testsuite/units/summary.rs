@@ -1,6 +1,6 @@
 //! The unit tests of `pr/summary`.
 
-use xtask::branches::{Stop, Stopped, Why};
+use xtask::cherry_pick::{Stop, Stopped, Why};
 use xtask::pr::summary::*;
 use xtask::series::Patch;
 
