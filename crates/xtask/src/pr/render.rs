@@ -32,30 +32,23 @@ pub fn body(
     let before = parent.unwrap_or(shared::PUBLISHED_POINT);
     // On a base that rewrites the sampler, one sentence, at the first of the two markers, says
     // why the tables measured on the published crates are left out.
-    let has = |marker: &Part| notes.parts().any(|part| part == marker);
-    let measured = match (has(&Part::RealModel), has(&Part::Bench)) {
-        (true, true) => "The real-model outcomes and the benchmarks",
-        (true, false) => "The real-model outcomes",
-        _ => "The benchmarks",
-    };
+    let has = |marker: &Part| Value::from(notes.parts().any(|part| part == marker));
+    let tables = [has(&Part::RealModel), has(&Part::Bench)];
     let first_table = notes
         .parts()
         .find(|p| matches!(p, Part::RealModel | Part::Bench));
     let left_out = (!facts.rewrites.is_empty()).then(|| {
         let (label, shown) = (pin::label(pins), facts.rewrites.join(" and "));
-        format!(
-            "({measured} measure this change on {label}, whose sampler this base's {shown} \
-             rewrote, so they are left out here.)"
+        sentence(
+            "left_out",
+            &[&tables[..], &[label.into(), shown.into()]].concat(),
         )
     });
     // On a base whose pull request only adds code, the tables hold; a sentence says where they
     // were measured.
     let added = (!facts.adds_only.is_empty() && left_out.is_none()).then(|| {
         let shown = facts.adds_only.join(" and ");
-        format!(
-            "({measured} were measured on this change's branch from `main`: this base's {shown} \
-             only adds code, which none of their rows runs.)"
-        )
+        sentence("added", &[&tables[..], &[shown.into()]].concat())
     });
     let part_text = |part: &Part| -> Result<String> {
         Ok(match part {
@@ -68,17 +61,15 @@ pub fn body(
             Part::Text(text) => text.clone(),
             Part::CallSites => match &facts.call_sites {
                 Some(sites) => call_sites(sites),
-                None => "(The call sites are listed when the text is made against a clone of \
-                         candle.)"
-                    .into(),
+                None => sentence("missing", &["call_sites".into()]),
             },
             Part::RealModel => match &facts.real_model {
                 Some(table) => real_model(table, pins, before, number)?,
-                None => "(The real-model table is missing: `cargo repro` did not run.)".into(),
+                None => sentence("missing", &["real_model".into()]),
             },
             Part::Bench => match &facts.bench {
                 Some(report) => crate::bench_report::step_evidence(report, number, before)?,
-                None => "(The benchmark table is missing: no benchmark report was found.)".into(),
+                None => sentence("missing", &["bench".into()]),
             },
         })
     };
@@ -121,6 +112,11 @@ pub fn body(
     Ok(render("body", context)? + "\n")
 }
 
+/// The sentence that the macro `name` of `templates/body.md` writes with `args`.
+fn sentence(name: &str, args: &[Value]) -> String {
+    template::call("body", name, args).trim_end().to_string()
+}
+
 /// The calls of `from_sampling` in the base, counted in words and listed by who guards them.
 fn call_sites(sites: &[CallSite]) -> String {
     let text = template::call("body", "call_sites", &[Value::from_serialize(sites)]);
@@ -135,10 +131,7 @@ fn real_model(table: &Table, pins: &[Pin], before: &str, number: &str) -> Result
     let mut outcomes = Vec::new();
     for row in &table.rows {
         let (Some(from), Some(to)) = (row.points.get(before), row.points.get(number)) else {
-            return Ok(format!(
-                "(The real-model table has no column for {number} or {before}: run `cargo xtask \
-                 vendor`, then this command again.)"
-            ));
+            return Ok(sentence("no_column", &[number.into(), before.into()]));
         };
         outcomes.push((&row.case, cell(from), cell(to)));
     }

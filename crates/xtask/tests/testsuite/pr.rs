@@ -556,6 +556,42 @@ fn a_body_on_a_rewritten_base_leaves_out_both_tables_in_one_sentence() -> Result
     Ok(())
 }
 
+/// Where a marker's table cannot be made, one sentence says why, with what to run: the real
+/// model did not run, or its table lacks the branch's column. On a rewritten base with only the
+/// real-model marker, the sentence names that table alone.
+#[test]
+fn a_body_says_why_a_real_model_table_is_missing() -> Result<()> {
+    let (_temp, repo) = candle()?;
+    let prepared = prepare(&repo, "main", false)?;
+    let pins = [published()?.pin];
+    let notes = notes::parse("## Test plan\n\n<!-- real-model -->\n")?;
+    let body = |facts: &Facts| render::body(&prepared.built.stack, 0, &notes, facts, &pins, None);
+    let missing = body(&Facts::default())?;
+    let said = "(The real-model table is missing: `cargo repro` did not run.)";
+    assert!(missing.trim_end().ends_with(said), "{missing}");
+    let without_column = Facts {
+        real_model: Some(parse_real_model(
+            r#"{"model": "m.gguf (pkg==1)", "model_sha256": "ab", "logits": "model", "prompt": "Hi?",
+                "seed": 42, "rows": [{"case": "ArgMax", "upstream": "1", "patched": "1",
+                "points": {"published": "1"}}]}"#,
+        )?),
+        ..Facts::default()
+    };
+    let no_column = body(&without_column)?;
+    let said = "(The real-model table has no column for 0001 or published: run `cargo xtask \
+        vendor`, then this command again.)";
+    assert!(no_column.trim_end().ends_with(said), "{no_column}");
+    let rewritten = Facts {
+        rewrites: vec!["#3496".to_string()],
+        ..Facts::default()
+    };
+    let left_out = body(&rewritten)?;
+    let said = "(The real-model outcomes measure this change on candle-transformers 0.11.1, \
+        whose sampler this base's #3496 rewrote, so they are left out here.)";
+    assert!(left_out.trim_end().ends_with(said), "{left_out}");
+    Ok(())
+}
+
 #[test]
 fn call_sites_are_classified() {
     let text = "\
