@@ -3,7 +3,8 @@
 
 use anyhow::Result;
 
-use crate::project::{self, Layout, FUZZ_MANIFEST};
+use crate::cmd;
+use crate::project::{Layout, FUZZ_MANIFEST};
 use crate::published;
 
 pub fn run(layout: &Layout) -> Result<()> {
@@ -15,13 +16,13 @@ pub fn run(layout: &Layout) -> Result<()> {
     // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
     if fuzz.is_file() {
-        let mut fetch = project::cargo();
+        let mut fetch = cmd::cargo();
         fetch.args(["fetch", "--locked", "--manifest-path"]);
         let failed = format!(
             "`cargo fetch --locked` failed for {FUZZ_MANIFEST}: if it says the lock file needs \
              updating, run `cargo update --workspace --manifest-path {FUZZ_MANIFEST}`"
         );
-        project::run_checked(fetch.arg(&fuzz), &failed)?;
+        cmd::run_checked(fetch.arg(&fuzz), &failed)?;
         eprintln!("ok: the dependencies of {FUZZ_MANIFEST} are in cargo's cache");
     }
     Ok(())

@@ -15,6 +15,7 @@ pub mod vendor;
 // published crates, and the workspace, git and files.
 pub mod apply;
 pub mod cherry_pick;
+pub mod cmd;
 mod expected;
 mod fsutil;
 pub mod git;

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Result};
 
+use crate::cmd;
 use crate::pin::{self, Pin};
 use crate::project::{self, Layout};
 
@@ -36,7 +37,7 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 /// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
 pub fn preflight(onig: bool) -> Result<()> {
     let succeeds = |program: &str, args: &[&str]| {
-        project::stdout_of(program, Command::new(program).args(args)).ok()
+        cmd::stdout_of(program, Command::new(program).args(args)).ok()
     };
     let lacks = |(tool, _): &(&str, &str)| succeeds(tool, &["--version"]).is_none();
     let named = |(tool, how): (&str, &str)| format!("{tool} ({how})");
@@ -63,7 +64,7 @@ fn with_metal(dirs: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
     let mut crates = Vec::new();
     for dir in dirs {
         let manifest = dir.join("Cargo.toml");
-        let packages = project::metadata(&manifest)?.packages.into_iter();
+        let packages = cmd::metadata(&manifest)?.packages.into_iter();
         let metal = packages.filter(|p| p.features.contains_key("metal"));
         crates.extend(metal.map(|p| p.name.to_string()));
     }
@@ -87,7 +88,7 @@ pub fn run(layout: &Layout) -> Result<()> {
     for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
         let names = crates.join(", ");
         eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
-        let mut clippy = project::cargo();
+        let mut clippy = cmd::cargo();
         clippy
             .current_dir(&layout.root)
             .args(["clippy", "--locked", "--features", &features.join(",")])
@@ -95,7 +96,7 @@ pub fn run(layout: &Layout) -> Result<()> {
             .args([targets, "--target", TARGET, "--", "-D", "warnings"])
             .envs(cross_env());
         let failed = format!("cargo clippy for {TARGET} with `metal` failed on {names}");
-        project::run_checked(&mut clippy, &failed)?;
+        cmd::run_checked(&mut clippy, &failed)?;
     }
     Ok(())
 }

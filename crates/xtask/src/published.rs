@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{ensure, Context, Result};
 use fs_err as fs;
 
+use crate::cmd;
 use crate::pin::Pin;
-use crate::project::{self, Layout};
+use crate::project::Layout;
 
 /// A file of the crate, its path relative to the crate's root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,11 +168,11 @@ pub fn fetch(layout: &Layout, name: &str, version: &str) -> Result<PathBuf> {
         fs::write(dir.join("Cargo.lock"), lock)?;
     }
     eprintln!("fetching {name} {version} with cargo");
-    let mut fetch = project::cargo();
+    let mut fetch = cmd::cargo();
     // Only the host's dependencies.
-    fetch.args(["fetch", "--target", &project::host()?, "--manifest-path"]);
+    fetch.args(["fetch", "--target", &cmd::host()?, "--manifest-path"]);
     let failed = format!("`cargo fetch` could not download {name} {version}");
-    project::run_checked(fetch.arg(dir.join("Cargo.toml")), &failed)?;
+    cmd::run_checked(fetch.arg(dir.join("Cargo.toml")), &failed)?;
     find_cached(name, version).with_context(|| {
         format!(
             "cargo fetched {name} {version}, but its .crate is not in the cache folders we know"

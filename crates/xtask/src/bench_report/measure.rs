@@ -12,7 +12,8 @@ use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use super::stats::{self, parse_rounds, Paired};
 use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
-use crate::project::{self, stdout_of, Layout};
+use crate::cmd::{self, stdout_of};
+use crate::project::Layout;
 
 /// `bench-driver`, what it runs with, and cargo's target folder, where its output is kept.
 pub(super) struct Driver {
@@ -25,12 +26,12 @@ impl Driver {
     /// Builds `bench-driver` as `cargo bench` builds the benches: by target name, so that cargo
     /// resolves features over the workspace as `cargo bench` does, and reuses its candle.
     pub(super) fn build(layout: &Layout) -> Result<Driver> {
-        let mut build = project::cargo();
+        let mut build = cmd::cargo();
         build
             .current_dir(&layout.root)
             .args(["build", "--release", "-q"])
             .args(["--bin", "bench-driver"]);
-        project::run_checked(&mut build, "cannot build bench-driver")?;
+        cmd::run_checked(&mut build, "cannot build bench-driver")?;
         let target = layout.target();
         let path = target.join("release").join("bench-driver");
         let json = stdout_of("bench-driver settings", Command::new(&path).arg("settings"))?;

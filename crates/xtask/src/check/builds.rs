@@ -14,7 +14,7 @@ use anyhow::{ensure, Result};
 use cargo_metadata::{Metadata, Target, TargetKind};
 use fs_err as fs;
 
-use crate::project;
+use crate::cmd;
 
 /// Fails, naming each crate and target, unless `cargo run --bin` and `cargo test` resolve every
 /// crate with the same features, and every workspace crate has at most one test binary and
@@ -97,11 +97,11 @@ pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<String>> {
 /// Each package's features, over every place it appears, in the build that `edges` describes,
 /// from `cargo tree` in the format it offers scripts (`--prefix none --format`).
 fn features(root: &Path, edges: &str) -> Result<BTreeMap<String, BTreeSet<String>>> {
-    let mut cargo = project::cargo();
+    let mut cargo = cmd::cargo();
     let options = ["--locked", "--offline", "--workspace", "--prefix", "none"];
     let command = cargo.current_dir(root).arg("tree").args(options);
     let command = command.args(["--format", "{p}|{f}", "--edges", edges]);
-    let text = project::stdout_of(&format!("`cargo tree --edges {edges}`"), command)?;
+    let text = cmd::stdout_of(&format!("`cargo tree --edges {edges}`"), command)?;
     let mut packages = BTreeMap::<String, BTreeSet<String>>::new();
     for line in text.lines().map(|line| line.trim_end_matches(" (*)")) {
         if let Some((package, features)) = line.split_once('|') {

@@ -6,15 +6,15 @@ use std::path::Path;
 use anyhow::{bail, ensure, Context, Result};
 use cargo_metadata::Metadata;
 
-use crate::project;
+use crate::cmd;
 
 /// The crate graph of the workspace at `root` as cargo builds it there (with its
 /// `.cargo/config.toml`) for this host, so that only the host's crates need be in cargo's cache.
 /// Offline and `--locked`: reading it changes nothing.
 pub fn resolve(root: &Path) -> Result<Metadata> {
-    let host = project::host()?;
+    let host = cmd::host()?;
     let options = ["--locked", "--filter-platform", &host];
-    let mut command = project::metadata_command(&root.join("Cargo.toml"), &options);
+    let mut command = cmd::metadata_command(&root.join("Cargo.toml"), &options);
     let graph = command.current_dir(root).exec();
     graph.context("`cargo metadata --locked --offline --filter-platform <host>` failed")
 }

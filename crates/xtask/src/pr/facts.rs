@@ -5,7 +5,8 @@ use shared::repro::Table;
 
 use super::audit::CallSite;
 use crate::bench_report;
-use crate::project::{self, Layout};
+use crate::cmd;
+use crate::project::Layout;
 use crate::series::notes::{Notes, Part};
 use crate::series::resolutions::Resolutions;
 use crate::series::{Patch, Series};
@@ -61,7 +62,7 @@ pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
     // target name, as the `repro` alias builds it, so that it reuses the build of `cargo test`.
     eprintln!("real-model rows: building `cargo repro`, then running `cargo repro --format json`");
     let started = std::time::Instant::now();
-    let mut build = project::cargo();
+    let mut build = cmd::cargo();
     build
         .current_dir(&layout.root)
         .args(["build", "--locked", "--bin", "repro"]);
@@ -76,8 +77,8 @@ pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
             return None;
         }
     }
-    let (mut repro, args) = (project::cargo(), ["repro", "--format", "json"]);
-    let output = project::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));
+    let (mut repro, args) = (cmd::cargo(), ["repro", "--format", "json"]);
+    let output = cmd::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));
     eprintln!(
         "real-model rows: done in {:.0} s",
         started.elapsed().as_secs_f64()

@@ -7,8 +7,9 @@ use anyhow::{bail, Context, Result};
 use fs_err as fs;
 use git2::{Delta, Oid, Repository};
 
+use crate::cmd;
 use crate::fsutil::{swap_in, temp_in};
-use crate::{metal, project, trees};
+use crate::{metal, trees};
 
 /// A cargo command of candle's CI; `cross_metal` marks the Metal type-check, compiled, never run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +72,7 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
 /// The members that the changes from `from` to `tree` touch, and those using what they change;
 /// `dir` holds the export of `tree`.
 pub fn crates(repo: &Repository, from: Oid, tree: Oid, dir: &Path) -> Result<Crates> {
-    let metadata = project::metadata(&dir.join("Cargo.toml"))?;
+    let metadata = cmd::metadata(&dir.join("Cargo.toml"))?;
     let root = &metadata.workspace_root;
     // Each member with its folder, sorted by folder, so that the dependents come out in one
     // fixed order (cargo lists the packages by name).

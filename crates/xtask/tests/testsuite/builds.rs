@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use xtask::check::{builds, patch_use};
-use xtask::project;
+use xtask::cmd;
 
 use crate::kept;
 
@@ -20,11 +20,11 @@ fn write(root: &Path, files: &[(&str, &str)]) -> Result<()> {
 
 /// `builds::check` on the workspace at `root`, after cargo wrote its lock file.
 fn check(root: &Path) -> Result<String> {
-    let mut lock = project::cargo();
+    let mut lock = cmd::cargo();
     let lock = lock
         .current_dir(root)
         .args(["generate-lockfile", "--offline"]);
-    project::run_checked(lock, "cargo generate-lockfile failed")?;
+    cmd::run_checked(lock, "cargo generate-lockfile failed")?;
     let graph = patch_use::resolve(root)?;
     Ok(match builds::check(root, &graph) {
         Ok(_) => "ok".to_string(),

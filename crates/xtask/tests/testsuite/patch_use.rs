@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::Result;
 use tempfile::TempDir;
 use xtask::check::patch_use::{check, resolve};
+use xtask::cmd;
 use xtask::project;
 
 fn write(root: &Path, path: &str, text: &str) -> Result<()> {
@@ -73,7 +74,7 @@ fn fixture(patched_version: &str) -> Result<TempDir> {
 }
 
 fn lock(root: &Path) -> Result<()> {
-    let status = project::cargo()
+    let status = cmd::cargo()
         .current_dir(root)
         .args(["generate-lockfile", "--offline", "--quiet"])
         .status()?;
@@ -214,7 +215,7 @@ fn a_git_dependency_on_a_repository_laid_out_as_this_one_patches_the_crate() -> 
     )?;
     write(&app, "src/lib.rs", "")?;
     crates_io(&app)?;
-    let output = project::cargo()
+    let output = cmd::cargo()
         .current_dir(&app)
         .env("CARGO_HOME", root.join("cargo-home"))
         .args(["generate-lockfile", "--quiet"])
