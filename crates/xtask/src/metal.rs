@@ -19,6 +19,35 @@ const NEEDS: [(&str, &str); 3] = [
     ("rustup", "the rustup that manages this toolchain"),
 ];
 
+/// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
+pub fn run(layout: &Layout) -> Result<()> {
+    preflight(false)?;
+    let members = with_metal([layout.root.clone()])?;
+    let vendored_dir = |pin: &Pin| layout.root.join(project::vendored_dir(&pin.name));
+    let pins = pin::read(&layout.pin())?;
+    let vendored = with_metal(pins.iter().map(vendored_dir))?;
+    if members.is_empty() {
+        bail!("no workspace member has a `metal` feature");
+    }
+    // Only members' features can be named; theirs turn on the vendored crates' `metal` too.
+    let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
+    let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
+    for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
+        let names = crates.join(", ");
+        eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
+        let mut clippy = cmd::cargo();
+        clippy
+            .current_dir(&layout.root)
+            .args(["clippy", "--locked", "--features", &features.join(",")])
+            .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
+            .args([targets, "--target", TARGET, "--", "-D", "warnings"])
+            .envs(cross_env());
+        let failed = format!("cargo clippy for {TARGET} with `metal` failed on {names}");
+        cmd::run_checked(&mut clippy, &failed)?;
+    }
+    Ok(())
+}
+
 /// The environment of a cross-check: clang compiles C for Apple without its SDK (no libc
 /// headers), oniguruma comes from the system (nothing links it), and `target-cpu=native` goes.
 pub fn cross_env() -> Vec<(&'static str, &'static str)> {
@@ -70,33 +99,4 @@ fn with_metal(dirs: impl IntoIterator<Item = PathBuf>) -> Result<Vec<String>> {
     }
     crates.sort();
     Ok(crates)
-}
-
-/// `cargo xtask metal-check`: clippy for Apple with `metal`, on members and the vendored libraries.
-pub fn run(layout: &Layout) -> Result<()> {
-    preflight(false)?;
-    let members = with_metal([layout.root.clone()])?;
-    let vendored_dir = |pin: &Pin| layout.root.join(project::vendored_dir(&pin.name));
-    let pins = pin::read(&layout.pin())?;
-    let vendored = with_metal(pins.iter().map(vendored_dir))?;
-    if members.is_empty() {
-        bail!("no workspace member has a `metal` feature");
-    }
-    // Only members' features can be named; theirs turn on the vendored crates' `metal` too.
-    let features: Vec<String> = members.iter().map(|name| format!("{name}/metal")).collect();
-    let libraries: Vec<String> = vendored.iter().chain(&members).cloned().collect();
-    for (crates, targets) in [(members, "--all-targets"), (libraries, "--lib")] {
-        let names = crates.join(", ");
-        eprintln!("metal-check: {names} ({targets}) for {TARGET}, type-checked, not linked or run");
-        let mut clippy = cmd::cargo();
-        clippy
-            .current_dir(&layout.root)
-            .args(["clippy", "--locked", "--features", &features.join(",")])
-            .args(crates.iter().flat_map(|name| ["-p", name.as_str()]))
-            .args([targets, "--target", TARGET, "--", "-D", "warnings"])
-            .envs(cross_env());
-        let failed = format!("cargo clippy for {TARGET} with `metal` failed on {names}");
-        cmd::run_checked(&mut clippy, &failed)?;
-    }
-    Ok(())
 }

@@ -354,9 +354,10 @@ pub const FULL_RUN: &str = "`cargo bench -- --noplot`, then `cargo xtask bench-r
 
 /// The commands of a run with `options`, as the report names them.
 fn commands(options: &Options) -> Vec<String> {
-    let bench = match options.short {
-        true => SHORT_BENCH,
-        false => FULL_BENCH,
+    let bench = if options.short {
+        SHORT_BENCH
+    } else {
+        FULL_BENCH
     };
     let flags = [
         (options.callgrind, " --callgrind"),

@@ -68,11 +68,10 @@ pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<String>> {
             let what = format!("{name}'s {} target {}", target.kind[0], target.name);
             let has_tests = text.contains("#[cfg(test)]") || text.contains("#[test]");
             if target.test != has_tests {
-                problems.push(match has_tests {
-                    true => format!("{what} has unit tests that never run: set `test = true`"),
-                    false => {
-                        format!("{what} builds a test harness with no test: set `test = false`")
-                    }
+                problems.push(if has_tests {
+                    format!("{what} has unit tests that never run: set `test = true`")
+                } else {
+                    format!("{what} builds a test harness with no test: set `test = false`")
                 });
             }
             let has_doctests = text.lines().any(|l| {
