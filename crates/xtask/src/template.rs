@@ -56,3 +56,9 @@ pub(crate) fn call(template: &str, name: &str, args: &[Value]) -> String {
     };
     called().unwrap_or_else(|err| panic!("the macro {name} of templates/{template}: {err:#}"))
 }
+
+/// The sentence that the macro `name` of the template `template` writes with `args`, without
+/// its line's end.
+pub(crate) fn sentence(template: &str, name: &str, args: &[Value]) -> String {
+    call(template, name, args).trim_end().to_string()
+}

@@ -181,24 +181,20 @@ const DECODE_COLUMNS: [Column<Decode>; 6] = [
 /// The benchmark evidence for patch `number` in its pull request: its step, against the point
 /// it builds on (`before`), or a sentence saying why there is none.
 pub(crate) fn step_evidence(report: &Report, number: &str, before: &str) -> Result<String> {
+    // Where there is no step to show, a sentence of the body's says why.
+    let said = |name, args: &[&str]| {
+        let args: Vec<minijinja::Value> = args.iter().map(|&a| a.into()).collect();
+        Ok(crate::template::sentence("body", name, &args))
+    };
     if report.stale.iter().any(|n| n == number) {
-        return Ok(format!(
-            "(The benchmark report measured other contents of {number}: run {}.)",
-            super::FULL_RUN
-        ));
+        return said("bench_stale", &[number, super::FULL_RUN]);
     }
     let Some(step) = report.patches.iter().find(|s| s.after == number) else {
-        return Ok(format!(
-            "(The benchmark report has no step for {number}: run `cargo bench` and `cargo xtask \
-             bench-report`.)"
-        ));
+        return said("bench_no_step", &[number]);
     };
     if step.before != before {
         let (was, now) = (point(&step.before), point(before));
-        return Ok(format!(
-            "(The benchmark report measured {number} against {was}, but it builds on {now} now: \
-             run `cargo xtask vendor`, `cargo bench` and `cargo xtask bench-report`.)"
-        ));
+        return said("bench_moved", &[number, &was, &now]);
     }
     let greedy = step.rows.iter().any(|r| r.comparison == "temperature_0");
     // A branch that builds on another has 0001 on both sides: the published crates cannot run

@@ -114,7 +114,7 @@ pub fn body(
 
 /// The sentence that the macro `name` of `templates/body.md` writes with `args`.
 fn sentence(name: &str, args: &[Value]) -> String {
-    template::call("body", name, args).trim_end().to_string()
+    template::sentence("body", name, args)
 }
 
 /// The calls of `from_sampling` in the base, counted in words and listed by who guards them.
