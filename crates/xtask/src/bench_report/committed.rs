@@ -16,45 +16,46 @@ pub fn patch_hashes(series: &Series) -> BTreeMap<String, String> {
 }
 
 /// The committed report, with the steps of patches changed since it was written taken out;
-/// `None` where there is none, or it cannot be read (the reason on stderr).
+/// `None` where there is none. A report this `bench-report` cannot read is an error that says
+/// to run it again.
 pub fn committed(layout: &Layout, series: &Series) -> Result<Option<Report>> {
-    let Some(mut report) = read_committed(layout)? else {
+    let Some(mut report) = read_committed(layout)?.transpose()? else {
         return Ok(None);
     };
     report.keep_current(&patch_hashes(series));
     Ok(Some(report))
 }
 
-/// The committed report as written; `None` where there is none, or it cannot be read (the
-/// reason on stderr).
-fn read_committed(layout: &Layout) -> Result<Option<Report>> {
+/// The committed report as written: `None` where there is none, and inside, a report that this
+/// `bench-report` cannot read, as what to say. Fails where the file cannot be read at all.
+fn read_committed(layout: &Layout) -> Result<Option<Result<Report>>> {
     let path = data_path(layout);
     let Some(text) = crate::fsutil::read_if_exists(&path)? else {
         return Ok(None);
     };
-    let Ok(report) = Report::parse(&text).inspect_err(|err| {
-        eprintln!(
-            "{} is not what this `cargo xtask bench-report` writes ({err}): run it again",
-            path.display()
+    let unreadable = |err| {
+        let shown = path.display();
+        anyhow::anyhow!(
+            "{shown} is not what this `cargo xtask bench-report` writes ({err}): run it again"
         )
-    }) else {
-        return Ok(None);
     };
-    Ok(Some(report))
+    Ok(Some(Report::parse(&text).map_err(unreadable)))
 }
 
 /// What `check` says when `patches/` differs from what the committed report measured: the
 /// patches, and the command that measures them again. `None` when the report is current.
 pub fn staleness(layout: &Layout, series: &Series) -> Result<Option<String>> {
     let current = patch_hashes(series);
-    let changed = match read_committed(layout)? {
-        Some(report) => report.changed(&current),
-        None => current.into_keys().collect(),
+    let (unreadable, changed) = match read_committed(layout)? {
+        Some(Ok(report)) => (None, report.changed(&current)),
+        Some(Err(unreadable)) => (Some(unreadable), current.into_keys().collect()),
+        None => (None, current.into_keys().collect()),
     };
+    let unreadable = unreadable.map_or(String::new(), |err| format!("{err}\n"));
     Ok((!changed.is_empty()).then(|| {
         format!(
-            "{REPORT_DIR}/{MARKDOWN} did not measure these patches as they are now: {}. Run \
-             {FULL_RUN}, and commit {REPORT_DIR}/",
+            "{unreadable}{REPORT_DIR}/{MARKDOWN} did not measure these patches as they are now: \
+             {}. Run {FULL_RUN}, and commit {REPORT_DIR}/",
             changed.join(", "),
         )
     }))

@@ -48,15 +48,15 @@ pub struct Facts {
     pub adds_only: Vec<String>,
 }
 
-/// `cargo repro --format json`'s table, run only where a note asks for it; `None` (with the
-/// reason on stderr) if it could not run.
-pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
+/// `cargo repro --format json`'s table, run only where a note asks for it (`Ok(None)` where none
+/// does); why not, where it could not run.
+pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Result<Option<Table>, String> {
     if !notes
         .iter()
         .flat_map(|n| n.parts())
         .any(|p| *p == Part::RealModel)
     {
-        return None;
+        return Ok(None);
     }
     // The build first, its progress shown as cargo shows it: from cold it takes minutes. By
     // target name, as the `repro` alias builds it, so that it reuses the build of `cargo test`.
@@ -69,12 +69,14 @@ pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
     match build.status() {
         Ok(status) if status.success() => {}
         Ok(status) => {
-            eprintln!("cargo build --bin repro failed ({status}): no real-model rows");
-            return None;
+            return Err(format!(
+                "cargo build --bin repro failed ({status}): no real-model rows"
+            ))
         }
         Err(err) => {
-            eprintln!("cannot run cargo build --bin repro ({err}): no real-model rows");
-            return None;
+            return Err(format!(
+                "cannot run cargo build --bin repro ({err}): no real-model rows"
+            ))
         }
     }
     let (mut repro, args) = (cmd::cargo(), ["repro", "--format", "json"]);
@@ -85,7 +87,7 @@ pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Option<Table> {
     );
     let parse = |json: String| parse_real_model(&json).context("cargo repro --format json");
     let table = output.and_then(parse);
-    table.map_err(|err| eprintln!("{err:#}")).ok()
+    table.map(Some).map_err(|err| format!("{err:#}"))
 }
 
 pub fn parse_real_model(json: &str) -> Result<Table> {
@@ -93,16 +95,24 @@ pub fn parse_real_model(json: &str) -> Result<Table> {
 }
 
 /// The committed benchmark report without the steps of patches changed since it was written, or
-/// `None` (with the reason on stderr) if missing or unreadable.
-pub(super) fn bench(layout: &Layout, series: &Series) -> Option<bench_report::Report> {
-    let report = bench_report::committed(layout, series).map_err(|err| eprintln!("{err:#}"));
-    let report = report.ok().flatten()?;
-    for number in &report.stale {
-        eprintln!(
+/// `None` where it is missing or unreadable; and what to say of it: why it could not be read, or
+/// each patch whose body has no numbers since it changed.
+pub(super) fn bench(
+    layout: &Layout,
+    series: &Series,
+) -> (Option<bench_report::Report>, Vec<String>) {
+    let report = match bench_report::committed(layout, series) {
+        Ok(report) => report,
+        Err(err) => return (None, vec![format!("{err:#}")]),
+    };
+    let stale = report.iter().flat_map(|report| &report.stale);
+    let said = stale.map(|number| {
+        format!(
             "{number}: the benchmark report measured other contents of this patch, so its body \
              has no numbers: run {}",
             bench_report::FULL_RUN
-        );
-    }
-    Some(report)
+        )
+    });
+    let said = said.collect();
+    (report, said)
 }

@@ -95,10 +95,18 @@ pub fn plan(
         .iter()
         .map(|p| selection.series.notes_of(&p.patch))
         .collect();
+    // What could not be measured is said with the summary; the bodies say only that it is missing.
+    let mut warnings = Vec::new();
+    let real_model = facts::real_model(layout, &notes).unwrap_or_else(|why| {
+        warnings.push(why);
+        None
+    });
+    let (bench, said) = facts::bench(layout, &selection.series);
+    warnings.extend(said);
     let facts = facts::Facts {
         call_sites,
-        real_model: facts::real_model(layout, &notes),
-        bench: facts::bench(layout, &selection.series),
+        real_model,
+        bench,
         rewrites: shown(false),
         adds_only: shown(true),
     };
@@ -122,6 +130,7 @@ pub fn plan(
         .iter()
         .any(|f| f.files.iter().any(|(name, _)| name == PNG));
     let summary = Summary {
+        warnings,
         carried: selection.carried.clone(),
         why_carried: selection.series.stack.carried.clone(),
         checks,

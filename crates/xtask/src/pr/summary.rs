@@ -20,6 +20,9 @@ use crate::template::call;
 /// shows it with the next steps (`Display`).
 #[derive(Debug)]
 pub struct Summary {
+    /// What could not be read or run, such as the real model or the benchmark report: the
+    /// console says it first.
+    pub warnings: Vec<String>,
     /// The stack as planned: its branches, what landed, what gets no branch, and the rewrites
     /// the base has.
     pub built: Built,
@@ -72,6 +75,9 @@ impl Summary {
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for warning in &self.warnings {
+            writeln!(f, "{warning}")?;
+        }
         let (stack, stopped) = (&self.built.stack, &self.built.stopped);
         write!(
             f,

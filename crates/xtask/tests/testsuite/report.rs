@@ -119,3 +119,53 @@ fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
     );
     Ok(())
 }
+
+/// A committed report that this `bench-report` cannot read is not a reason to stop: `pr` makes
+/// the stack, says why the report was not read with its summary, and the bodies have no numbers;
+/// `check` says the same above its warning.
+#[test]
+fn a_report_of_another_version_is_named_by_pr_and_by_check() -> Result<()> {
+    use crate::common::stack::{candle, run_pr, stack_workspace};
+    let ws = stack_workspace()?;
+    let (_dir, repo) = candle()?;
+    let path = bench_report::data_path(&ws.layout);
+    std::fs::create_dir_all(path.parent().context("docs/report")?)?;
+    std::fs::write(&path, "{\"version\": 0}")?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    result?;
+    let said = "<workspace>/docs/report/bench-report.json is not what this `cargo xtask \
+        bench-report` writes (";
+    let first = console.lines().next().unwrap_or_default();
+    assert!(first.starts_with(said), "{console}");
+    assert!(first.ends_with("): run it again"), "{console}");
+    let series = Series::load(&ws.layout.patches())?;
+    let warning = bench_report::staleness(&ws.layout, &series)?.context("a warning")?;
+    let shown = ws.layout.root.display().to_string();
+    let warning = warning.replace(&shown, "<workspace>");
+    assert!(warning.starts_with(said), "{warning}");
+    assert!(
+        warning.contains("\ndocs/report/bench-report.md did not measure these patches as they are now: 0001, 0002, 0003."),
+        "{warning}"
+    );
+
+    // A report that measured other contents of 0003: the summary names it, first.
+    let mut measured = bench_report::patch_hashes(&series);
+    measured.insert("0003".to_string(), "another".to_string());
+    let steps = [
+        ("0001", "published"),
+        ("0002", "0001"),
+        ("0003", "published"),
+    ];
+    let written = report(&steps, measured);
+    std::fs::write(&path, serde_json::to_string_pretty(&written)?)?;
+    let (console, result) = run_pr(&ws, &repo)?;
+    result?;
+    let first = console.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        "0003: the benchmark report measured other contents of this patch, so its body has no \
+         numbers: run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`",
+        "{console}"
+    );
+    Ok(())
+}
