@@ -12,7 +12,7 @@ pub mod pr;
 pub mod vendor;
 
 // What the commands share: the series and how it goes onto a tree, the clone's record, the
-// published crates, and the workspace, git and files.
+// published crates, the committed benchmark report, and the workspace, git and files.
 pub mod apply;
 pub mod cherry_pick;
 pub mod cmd;
@@ -23,6 +23,7 @@ mod patches_dir;
 pub mod project;
 pub mod published;
 pub mod record;
+pub mod report;
 pub mod series;
 mod template;
 pub mod trees;

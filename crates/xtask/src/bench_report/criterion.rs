@@ -7,7 +7,8 @@ use fs_err as fs;
 use serde::Deserialize;
 use shared::{PUBLISHED_POINT, SERIES_POINT};
 
-use super::stats::{median, Paired};
+use crate::report::stats::median;
+use crate::report::Row;
 
 /// One benchmark's samples, as criterion saved them.
 #[derive(Clone, Debug, PartialEq)]
@@ -61,21 +62,6 @@ pub fn read_criterion(dir: &Path) -> Result<Vec<Measurement>> {
             })
         })
         .collect()
-}
-
-/// One comparison at one vocabulary: criterion's medians, series over published, and the A/A
-/// pair, control over published.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Row {
-    pub device: String,
-    pub comparison: String,
-    pub vocab: String,
-    pub published_ns: f64,
-    pub series_ns: f64,
-    pub floor_ns: Option<f64>,
-    pub paired: Option<Paired>,
-    pub control: Option<Paired>,
-    pub instructions: Option<f64>,
 }
 
 /// Pairs each `published` measurement with the `series` and `floor` ones of its group and value.

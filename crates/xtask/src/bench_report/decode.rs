@@ -2,8 +2,8 @@
 
 use anyhow::{Context, Result};
 
-use super::data::Decode;
-use super::stats::{median, Paired};
+use crate::report::data::Decode;
+use crate::report::stats::{median, Paired};
 
 /// One comparison's decode loop as `bench-driver decode` timed it: per round, each point's total
 /// time and its sampler's time, in ns, for `tokens` tokens, two columns per point in `points`'

@@ -1,6 +1,10 @@
 //! `cargo xtask bench-report`, from `cargo bench`'s medians and `bench-driver`'s paired rounds
 //! (two criterion runs a minute apart drift by 10% and more; a round's ratio does not).
 
+mod criterion;
+pub mod decode;
+mod driver;
+
 use std::collections::BTreeMap;
 use std::env::consts::{ARCH, OS};
 use std::path::PathBuf;
@@ -10,27 +14,13 @@ use fs_err as fs;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::Layout;
+use crate::report::data::{self, Report, Step, StepRow};
+use crate::report::stats::{median, parse_rounds, Paired, Verdict};
+use crate::report::{data_path, forest, patch_hashes, render, Row, MARKDOWN};
 use crate::series::Series;
-
-mod committed;
-mod criterion;
-pub mod data;
-pub mod decode;
-pub mod forest;
-mod measure;
-pub mod render;
-pub mod stats;
-
-pub use committed::{committed, patch_hashes, staleness};
-pub use criterion::{read_criterion, rows, Measurement, Row};
-// What a pull request's body takes from the report.
-pub use data::Report;
-use data::{Step, StepRow};
+pub use criterion::{read_criterion, rows, Measurement};
 use decode::Loop;
-pub use forest::{step_png, PNG};
-use measure::Driver;
-pub(crate) use render::step_evidence;
-use stats::{median, parse_rounds, Paired, Verdict};
+use driver::Driver;
 
 /// How many paired rounds `bench-driver pair` times per row.
 pub const ROUNDS: usize = 201;
@@ -337,20 +327,9 @@ fn write(layout: &Layout, measured: &Measured) -> Result<Wrote> {
     Ok(Wrote { markdown, paths })
 }
 
-/// The report's file in `docs/report/`, beside its data and pictures.
-pub const MARKDOWN: &str = "bench-report.md";
-
-/// Where `run` writes what it measured as data, for `cargo xtask pr` and `check`.
-pub fn data_path(layout: &Layout) -> PathBuf {
-    layout.report_dir().join("bench-report.json")
-}
-
 /// The criterion run before a full report, and before a short one (the real vocabulary only).
 pub const FULL_BENCH: &str = "cargo bench -- --noplot";
 pub const SHORT_BENCH: &str = "cargo bench --bench bench_main -- --quick --noplot /49152";
-
-/// What measures every patch again, as the messages that ask for it say.
-pub const FULL_RUN: &str = "`cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`";
 
 /// The commands of a run with `options`, as the report names them.
 fn commands(options: &Options) -> Vec<String> {

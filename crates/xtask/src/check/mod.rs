@@ -64,7 +64,7 @@ fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
     }
     checked.ok.extend(builds::check(&layout.root, &graph)?);
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
-    checked.warning = crate::bench_report::staleness(layout, &series)?;
+    checked.warning = crate::report::staleness(layout, &series)?;
     if checked.warning.is_none() {
         let report = crate::project::REPORT_DIR;
         checked

@@ -4,9 +4,9 @@ use anyhow::{Context, Result};
 use shared::repro::Table;
 
 use super::audit::CallSite;
-use crate::bench_report;
 use crate::cmd;
 use crate::project::Layout;
+use crate::report;
 use crate::series::notes::{Notes, Part};
 use crate::series::resolutions::Resolutions;
 use crate::series::{Patch, Series};
@@ -38,7 +38,7 @@ pub struct Facts {
     pub real_model: Option<Table>,
     /// `docs/report/bench-report.json`, written by `cargo xtask bench-report`, less the steps of
     /// patches changed since.
-    pub bench: Option<bench_report::Report>,
+    pub bench: Option<report::Report>,
     /// The upstream pull requests of `[base]` that the base has and that rewrite the code (not
     /// `adds-only`), as `#3496`. Both tables measure the published crates, whose sampler they
     /// rewrite, so a body on such a base leaves them out.
@@ -97,11 +97,8 @@ pub fn parse_real_model(json: &str) -> Result<Table> {
 /// The committed benchmark report without the steps of patches changed since it was written, or
 /// `None` where it is missing or unreadable; and what to say of it: why it could not be read, or
 /// each patch whose body has no numbers since it changed.
-pub(super) fn bench(
-    layout: &Layout,
-    series: &Series,
-) -> (Option<bench_report::Report>, Vec<String>) {
-    let report = match bench_report::committed(layout, series) {
+pub(super) fn bench(layout: &Layout, series: &Series) -> (Option<report::Report>, Vec<String>) {
+    let report = match report::committed(layout, series) {
         Ok(report) => report,
         Err(err) => return (None, vec![format!("{err:#}")]),
     };
@@ -110,7 +107,7 @@ pub(super) fn bench(
         format!(
             "{number}: the benchmark report measured other contents of this patch, so its body \
              has no numbers: run {}",
-            bench_report::FULL_RUN
+            report::FULL_RUN
         )
     });
     let said = said.collect();

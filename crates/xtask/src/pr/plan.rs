@@ -14,12 +14,12 @@ use super::stack::{self, Entry};
 use super::summary::{Next, Summary};
 use super::verify::{self, Check};
 use super::{contributor, facts, render, Existing, Options, Selection};
-use crate::bench_report::PNG;
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
 use crate::project::Layout;
 use crate::published::Published;
+use crate::report::PNG;
 use crate::series::resolutions;
 use crate::series::{self, Patch};
 use crate::{expected, trees};
@@ -227,7 +227,7 @@ fn folder(inputs: &Inputs<'_>, index: usize, checks: Option<&[Check]>) -> Result
     // The step's forest plot, for the description; the body is complete without it.
     let parent = entry.parent.map(|p| stack[p].patch.number());
     let number = entry.patch.number();
-    let png = crate::bench_report::step_png(inputs.facts.bench.as_ref(), number, parent)?;
+    let png = crate::report::step_png(inputs.facts.bench.as_ref(), number, parent)?;
     files.extend(png.map(|png| (PNG.to_string(), png)));
     let email = series::email(&inputs.repo.find_commit(entry.commit)?)?;
     files.push((entry.patch.file_name.clone(), email));

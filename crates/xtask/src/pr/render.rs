@@ -68,7 +68,7 @@ pub fn body(
                 None => sentence("missing", &["real_model".into()]),
             },
             Part::Bench => match &facts.bench {
-                Some(report) => crate::bench_report::step_evidence(report, number, before)?,
+                Some(report) => crate::report::step_evidence(report, number, before)?,
                 None => sentence("missing", &["bench".into()]),
             },
         })

@@ -138,7 +138,7 @@ pub fn landed(landed: &[Landed]) -> String {
 
 /// What was made and what is left to do, for the contributor.
 pub fn next_steps(next: &Next, stack: &[Entry], stopped: &[Stopped]) -> String {
-    let png = crate::bench_report::PNG;
+    let png = crate::report::PNG;
     let context = context! {
         branches => stack.len(),
         clone => next.clone,

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use xtask::bench_report::data::{Report, Step};
 use xtask::bench_report::decode::Loop;
-use xtask::bench_report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
 use xtask::bench_report::{self, Counts, PointRounds};
+use xtask::report::data::{Report, Step};
+use xtask::report::stats::{Paired, Placement, Work, SAME_INSTRUCTIONS};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -166,7 +166,7 @@ fn captured_loops() -> Result<Vec<Loop>> {
         let points = args[4..].to_vec();
         loops.push(Loop {
             comparison: args[1].clone(),
-            rounds: xtask::bench_report::stats::parse_rounds(&output, 2 * points.len())?,
+            rounds: xtask::report::stats::parse_rounds(&output, 2 * points.len())?,
             points,
             tokens: args[3].parse()?,
         });
@@ -196,7 +196,7 @@ fn report_of(with_model: bool) -> Result<Report> {
         }
     }
     Ok(Report {
-        version: xtask::bench_report::data::VERSION,
+        version: xtask::report::data::VERSION,
         machine: "AMD EPYC, 2 threads, linux x86_64".to_string(),
         date: "2026-12-02".to_string(),
         commit: "captured".to_string(),
@@ -239,14 +239,14 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     rows[0].floor_ns = Some(rows[0].series_ns / 4.0);
     let profile = [("argmax".to_string(), 30_000.0)];
     expect_test::expect_file!["../snapshots/bench-report.md"]
-        .assert_eq(&bench_report::render::report(&rows, &report, &profile)?);
+        .assert_eq(&xtask::report::render::report(&rows, &report, &profile)?);
     // Without the model the decode loop says why it is missing; the rest is the same.
-    let without = bench_report::render::report(&rows, &report_of(false)?, &profile)?;
+    let without = xtask::report::render::report(&rows, &report_of(false)?, &profile)?;
     expect_test::expect_file!["../snapshots/bench-report-without-the-model.md"].assert_eq(&without);
     // The short run says so above its tables, and why it has no decode loop; the rest is the same.
     let mut short = report_of(false)?;
     short.short = true;
-    let short = bench_report::render::report(&rows, &short, &profile)?;
+    let short = xtask::report::render::report(&rows, &short, &profile)?;
     let header = "**The short run** (`cargo xtask bench-report --short`): every step's verdict \
                   at 49152 tokens, with no other vocabulary and no decode loop. The full run is \
                   `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`.\n\n";
@@ -266,8 +266,8 @@ fn the_report_is_rendered_whole_from_captured_rounds() -> Result<()> {
     let json = serde_json::to_string(&report)?;
     let back = Report::parse(&json)?;
     assert_eq!(
-        bench_report::render::report(&rows, &back, &profile)?,
-        bench_report::render::report(&rows, &report, &profile)?
+        xtask::report::render::report(&rows, &back, &profile)?,
+        xtask::report::render::report(&rows, &report, &profile)?
     );
     let older = json.replacen("\"version\":1", "\"version\":0", 1);
     let err = Report::parse(&older).unwrap_err().to_string();
@@ -307,7 +307,7 @@ fn each_patch_is_measured_against_the_point_it_builds_on() -> Result<()> {
             .cloned()
     };
     let faster = |n: &str| {
-        top_p(n).is_some_and(|r| r.paired.verdict() == bench_report::stats::Verdict::Faster)
+        top_p(n).is_some_and(|r| r.paired.verdict() == xtask::report::stats::Verdict::Faster)
     };
     assert!(faster("0008"));
     assert!(!faster("0001"));
@@ -381,7 +381,7 @@ fn the_captured_a_a_pair_explains_where_top_p_lands() -> Result<()> {
 /// decode loop runs for it, and a body shows no decode line for it.
 #[test]
 fn the_same_or_more_instructions_are_not_a_gain_to_decode() {
-    use xtask::bench_report::data::StepRow;
+    use xtask::report::data::StepRow;
     let rounds: Vec<(f64, f64)> = (0..21)
         .map(|i| (100.0, 97.0 + (i % 3) as f64 * 0.1))
         .collect();
@@ -698,7 +698,7 @@ fn axis_from(ticks: &[(f64, f64)], log: bool) -> impl Fn(f64) -> f64 {
 /// under them puts those numbers.
 #[test]
 fn the_forest_plot_draws_each_interval_where_its_numbers_say() -> Result<()> {
-    use xtask::bench_report::forest;
+    use xtask::report::forest;
     let report = report_of(true)?;
     let whole =
         bench_report::whole_series(&report.control, &captured_rounds()?, &captured_counts()?);
@@ -706,7 +706,7 @@ fn the_forest_plot_draws_each_interval_where_its_numbers_say() -> Result<()> {
     let compared: Vec<&str> = whole.rows.iter().map(|r| r.comparison.as_str()).collect();
     assert_eq!(compared, ["argmax", "temperature_0", "top_p"]);
     let verdict = whole.paired("top_p").map(Paired::verdict);
-    assert_eq!(verdict, Some(bench_report::stats::Verdict::Faster));
+    assert_eq!(verdict, Some(xtask::report::stats::Verdict::Faster));
     let steps: Vec<&Step> = std::iter::once(&whole).chain(&report.patches).collect();
     for step in &steps {
         let svg = forest::svg(&[step], &report.control)?;
@@ -826,7 +826,7 @@ const ROW_HALF: f64 = 16.0;
 /// drawn with the font it carries, and each ratio's dot where the SVG puts it, in its colour.
 #[test]
 fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
-    use xtask::bench_report::forest;
+    use xtask::report::forest;
     let report = report_of(true)?;
     let step = report
         .patches
@@ -857,7 +857,7 @@ fn a_steps_png_is_its_svg_with_its_text() -> Result<()> {
 /// the pixels, and each dot in its colour where the SVG puts it. Returns the PNG's colour at an
 /// SVG pixel.
 fn assert_dots_in_their_colours(svg: &str) -> Result<impl Fn(f64, f64) -> (u8, u8, u8)> {
-    use xtask::bench_report::forest;
+    use xtask::report::forest;
     let pixmap = resvg::tiny_skia::Pixmap::decode_png(&forest::png(svg)?)?;
     let root = &elements(svg)[0];
     let scale = forest::PNG_SCALE as f64;

@@ -150,9 +150,9 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
 
 /// A bench report over the toy stack: the A/A pair, each patch's step with times of its own, and
 /// a decode loop for the third.
-fn toy_report() -> xtask::bench_report::data::Report {
-    use xtask::bench_report::data::{Decode, Step, StepRow};
-    use xtask::bench_report::stats::Paired;
+fn toy_report() -> xtask::report::data::Report {
+    use xtask::report::data::{Decode, Step, StepRow};
+    use xtask::report::stats::Paired;
     let rounds = |ratio: f64| -> Vec<(f64, f64)> {
         (0..21)
             .map(|i| (100.0, 100.0 * ratio * (1.0 + (i % 5) as f64 / 1000.0)))
@@ -229,7 +229,7 @@ fn toy_report() -> xtask::bench_report::data::Report {
 /// or for a step measured against another point, there is no picture and nothing is said.
 #[test]
 fn each_measured_step_gets_its_picture_and_the_console_says_to_attach_it() -> Result<()> {
-    use xtask::bench_report::forest::{self, step_png, PNG};
+    use xtask::report::forest::{self, step_png, PNG};
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
     let report = toy_report();
@@ -379,7 +379,7 @@ fn each_body_shows_its_own_evidence_and_no_other_patchs() -> Result<()> {
 /// identical code differ (the A/A pair reads 1.06), is not shown as a cost; one beyond it is.
 #[test]
 fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> Result<()> {
-    use xtask::bench_report::data::Report;
+    use xtask::report::data::Report;
     let (_temp, repo) = candle()?;
     let prepared = prepare(&repo, "main", false)?;
     let pins = [published()?.pin];
@@ -388,7 +388,7 @@ fn a_body_never_shows_what_two_builds_of_the_same_code_differ_by_as_a_cost() -> 
     // Slower in time at the same instructions: by 8% for 0001, by 20% for 0003.
     // Weighed against the A/A pair as `bench-report` weighs a row when it writes the report.
     let control = report.control.clone();
-    let slower = |row: &mut xtask::bench_report::data::StepRow, ratio: f64| {
+    let slower = |row: &mut xtask::report::data::StepRow, ratio: f64| {
         row.paired.ratio = ratio;
         (row.paired.low, row.paired.high) = (ratio - 0.01, ratio + 0.01);
         row.instructions = Some(1.0);

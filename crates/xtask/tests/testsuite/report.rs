@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use xtask::series::Series;
 
 use anyhow::{Context, Result};
-use xtask::bench_report::data::{Report, Step, StepRow};
-use xtask::bench_report::{self, stats::Paired};
+use xtask::report::data::{Report, Step, StepRow};
+use xtask::report::stats::Paired;
 
 use crate::common;
 
@@ -87,30 +87,30 @@ fn check_names_a_patch_changed_since_the_committed_report() -> Result<()> {
         "Run `cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`, and commit \
                    docs/report/";
     assert_eq!(
-        bench_report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
+        xtask::report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
         Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0001, 0002. {command}")),
         "no report yet"
     );
-    let measured = bench_report::patch_hashes(&Series::load(&layout.patches())?);
+    let measured = xtask::report::patch_hashes(&Series::load(&layout.patches())?);
     let written = report(&[("0001", "published"), ("0002", "published")], measured);
-    let path = bench_report::data_path(layout);
+    let path = xtask::report::data_path(layout);
     std::fs::create_dir_all(path.parent().context("docs/report")?)?;
     std::fs::write(&path, serde_json::to_string_pretty(&written)?)?;
     assert_eq!(
-        bench_report::staleness(layout, &Series::load(&layout.patches())?)?,
+        xtask::report::staleness(layout, &Series::load(&layout.patches())?)?,
         None
     );
-    let committed = bench_report::committed(layout, &Series::load(&layout.patches())?)?
+    let committed = xtask::report::committed(layout, &Series::load(&layout.patches())?)?
         .context("the committed report")?;
     assert_eq!((committed.patches.len(), committed.stale.len()), (2, 0));
 
     workspace.add_patch("0002-generation-Two.patch", &mail("two, reviewed"))?;
     assert_eq!(
-        bench_report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
+        xtask::report::staleness(layout, &Series::load(&layout.patches())?)?.as_deref(),
         Some(&*format!("docs/report/bench-report.md did not measure these patches as they are now: 0002. {command}"))
     );
     // What `pr` reads: the report without 0002's step.
-    let committed = bench_report::committed(layout, &Series::load(&layout.patches())?)?
+    let committed = xtask::report::committed(layout, &Series::load(&layout.patches())?)?
         .context("the committed report")?;
     let kept: Vec<&str> = committed.patches.iter().map(|s| &*s.after).collect();
     assert_eq!(
@@ -128,7 +128,7 @@ fn a_report_of_another_version_is_named_by_pr_and_by_check() -> Result<()> {
     use crate::common::stack::{candle, run_pr, stack_workspace};
     let ws = stack_workspace()?;
     let (_dir, repo) = candle()?;
-    let path = bench_report::data_path(&ws.layout);
+    let path = xtask::report::data_path(&ws.layout);
     std::fs::create_dir_all(path.parent().context("docs/report")?)?;
     std::fs::write(&path, "{\"version\": 0}")?;
     let (console, result) = run_pr(&ws, &repo)?;
@@ -139,7 +139,7 @@ fn a_report_of_another_version_is_named_by_pr_and_by_check() -> Result<()> {
     assert!(first.starts_with(said), "{console}");
     assert!(first.ends_with("): run it again"), "{console}");
     let series = Series::load(&ws.layout.patches())?;
-    let warning = bench_report::staleness(&ws.layout, &series)?.context("a warning")?;
+    let warning = xtask::report::staleness(&ws.layout, &series)?.context("a warning")?;
     let shown = ws.layout.root.display().to_string();
     let warning = warning.replace(&shown, "<workspace>");
     assert!(warning.starts_with(said), "{warning}");
@@ -149,7 +149,7 @@ fn a_report_of_another_version_is_named_by_pr_and_by_check() -> Result<()> {
     );
 
     // A report that measured other contents of 0003: the summary names it, first.
-    let mut measured = bench_report::patch_hashes(&series);
+    let mut measured = xtask::report::patch_hashes(&series);
     measured.insert("0003".to_string(), "another".to_string());
     let steps = [
         ("0001", "published"),

@@ -227,11 +227,11 @@ pub fn snapshot(dir: &Path) -> Vec<(String, String)> {
 /// A bench report of 21 rounds on a toy machine, with `control` as its A/A pair and `patches` as
 /// its steps, no decode loop, and no commands or patch hashes recorded.
 pub fn report(
-    control: xtask::bench_report::data::Step,
-    patches: Vec<xtask::bench_report::data::Step>,
-) -> xtask::bench_report::data::Report {
-    xtask::bench_report::data::Report {
-        version: xtask::bench_report::data::VERSION,
+    control: xtask::report::data::Step,
+    patches: Vec<xtask::report::data::Step>,
+) -> xtask::report::data::Report {
+    xtask::report::data::Report {
+        version: xtask::report::data::VERSION,
         machine: "a machine, 2 threads".to_string(),
         date: "2026-12-01".to_string(),
         commit: "abc1234".to_string(),

@@ -1,7 +1,7 @@
 //! The unit tests of `bench_report/stats`.
 
 use anyhow::Result;
-use xtask::bench_report::stats::*;
+use xtask::report::stats::*;
 
 fn paired(ratio: f64, low: f64, high: f64) -> Paired {
     let mut paired = Paired::of(&[(1.0, 1.0)]);

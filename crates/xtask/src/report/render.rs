@@ -6,7 +6,21 @@ use shared::bench::{TOP_K, TOP_P};
 
 use super::data::{Decode, Report, Step, StepRow};
 use super::stats::{Paired, Placement, Work, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
-use super::Row;
+
+/// One comparison at one vocabulary: criterion's medians, series over published, and the A/A
+/// pair, control over published.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    pub device: String,
+    pub comparison: String,
+    pub vocab: String,
+    pub published_ns: f64,
+    pub series_ns: f64,
+    pub floor_ns: Option<f64>,
+    pub paired: Option<Paired>,
+    pub control: Option<Paired>,
+    pub instructions: Option<f64>,
+}
 
 /// A table's column: its header, its alignment and its cell for each row.
 type Column<T> = (&'static str, &'static str, fn(&T) -> String);
@@ -46,7 +60,7 @@ pub fn show_time(ns: f64) -> String {
 
 /// The context that the macros of `templates/measure.md` read, which say how a `sample` call was
 /// measured: the report, and the benches' settings and the verdicts' bounds as Rust writes them.
-pub(crate) fn measure(report: &Report) -> Value {
+pub(crate) fn how_measured(report: &Report) -> Value {
     minijinja::context! {
         report,
         temperature => report.temperature.to_string(),
@@ -156,7 +170,7 @@ pub fn report(rows: &[Row], report: &Report, profile: &[(String, f64)]) -> Resul
         steps => steps.map(|s| step_context(s, patch_table(s))).collect::<Vec<_>>(),
         decode,
         profile => (!profile.is_empty()).then(|| table(profile, profile_columns)),
-        ..measure(report)
+        ..how_measured(report)
     };
     Ok(crate::template::render("report", context)? + "\n")
 }
@@ -234,7 +248,7 @@ pub(crate) fn step_evidence(report: &Report, number: &str, before: &str) -> Resu
         table => patch_table(step),
         pairs => step.rows.iter().filter_map(pair).collect::<Vec<_>>(),
         decode => decode.collect::<Vec<_>>(),
-        ..measure(report)
+        ..how_measured(report)
     };
     crate::template::render("bench", context)
 }

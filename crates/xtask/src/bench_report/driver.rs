@@ -10,10 +10,11 @@ use fs_err as fs;
 use shared::bench::Settings;
 use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
-use super::stats::{self, parse_rounds, Paired};
-use super::{per_call, Counts, PointRounds, Row, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
+use super::{per_call, Counts, PointRounds, COUNTED_CALLS, DECODE_ROUNDS, ROUNDS, ROUND_NS};
 use crate::cmd::{self, stdout_of};
 use crate::project::Layout;
+use crate::report::stats::{self, parse_rounds, Paired};
+use crate::report::Row;
 
 /// `bench-driver`, what it runs with, and cargo's target folder, where its output is kept.
 pub(super) struct Driver {
