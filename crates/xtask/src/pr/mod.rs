@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use anyhow::{bail, ensure, Context, Result};
 use git2::Repository;
 
+use crate::cross;
 use crate::git;
-use crate::metal;
 use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{Patch, Series};
@@ -143,7 +143,7 @@ pub fn run(layout: &Layout, options: &Options) -> Result<()> {
 pub fn make(layout: &Layout, options: &Options, published: &[Published]) -> Result<plan::Written> {
     if options.verify {
         // Before any branch is made: the Metal check needs what a fresh machine may lack.
-        metal::preflight(true)?;
+        cross::preflight(true)?;
     }
     let all = Series::load(&layout.patches())?;
     // A carried patch gets no branch (`Selection::linear`).

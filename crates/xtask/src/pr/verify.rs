@@ -9,7 +9,7 @@ use git2::{Delta, Oid, Repository};
 
 use crate::cmd;
 use crate::fsutil::{swap_in, temp_in};
-use crate::{metal, trees};
+use crate::{cross, trees};
 
 /// A cargo command of candle's CI; `cross_metal` marks the Metal type-check, compiled, never run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub fn commands(crates: &Crates) -> Vec<Command> {
         command("test", &crates.touched, "", false),
     ];
     if !crates.metal.is_empty() {
-        let flags = format!("--features metal --target {}", metal::TARGET);
+        let flags = format!("--features metal --target {}", cross::TARGET);
         commands.push(command("check", &crates.metal, &flags, true));
     }
     commands
@@ -206,7 +206,7 @@ pub fn run(dir: &Path, target_dir: &Path, commands: &[Command]) -> Result<Vec<Ch
             .env_remove("CARGO")
             .env_remove("RUSTUP_TOOLCHAIN");
         if command.cross_metal {
-            cargo.envs(metal::cross_env());
+            cargo.envs(cross::cross_env());
         }
         let cannot = || format!("cannot run {}", command.text());
         let passed = cargo.status().with_context(cannot)?.success();
