@@ -181,6 +181,13 @@ pub(crate) fn branches(
     blobs: &[Oid],
     builds: Builds<'_>,
 ) -> Result<Branches> {
+    let picker = Picker {
+        repo,
+        base,
+        base_name,
+        blobs,
+        builds,
+    };
     let mut linear = base;
     let mut made = Branches::default();
     for want in wanted {
@@ -191,10 +198,10 @@ pub(crate) fn branches(
             why,
             carried: !proposed,
         };
-        let wanted = builds_on.get(patch.number());
+        let parent = builds_on.get(patch.number());
         let stopped = |wanted: &String| made.stopped.iter().any(|s| s.patch.number() == wanted);
-        if let Some(wanted) = wanted.filter(|wanted| stopped(wanted)) {
-            made.stopped.push(stop(Stop::BuildsOn(wanted.clone())));
+        if let Some(parent) = parent.filter(|parent| stopped(parent)) {
+            made.stopped.push(stop(Stop::BuildsOn(parent.clone())));
             continue;
         }
         // Merged upstream, as its own commit: the base holds its change, though a later one may
@@ -205,63 +212,16 @@ pub(crate) fn branches(
             }
             continue;
         }
-        // Each candidate in turn; the first that applies (and, after the first, builds) stands
-        // for the patch. Where none does, the first one's conflict is the patch's, with why each
-        // other one was passed over.
-        let on = On {
-            base,
-            base_name,
-            wanted,
-            proposed,
-        };
-        let mut passed_over: Vec<(&str, Why)> = Vec::new();
-        let mut taken = None;
-        for (index, (rewrite, candidate)) in want.candidates.iter().enumerate() {
-            let what = match rewrite {
-                None => "the patch as written",
-                Some(_) => "its resolution for a pull request in the base",
-            };
-            let outcome = apply::patch(repo, linear, candidate, blobs)?;
-            if let Outcome::Conflict(conflict) = outcome {
-                passed_over.push((what, Why::Conflict(conflict)));
+        let target = Target { parent, proposed };
+        let taken = match picker.take(want, &target, linear, &made)? {
+            Ok(taken) => taken,
+            // The patches after it go on without it, as `git am --skip` would.
+            Err(passed_over) => {
+                made.stopped.push(stop(Stop::PassedOver(passed_over)));
                 continue;
             }
-            // A later candidate's branch must also build on the base; the branch is kept.
-            let mut branch = None;
-            if let (Outcome::Applied { tree: after, .. }, true) =
-                (&outcome, index > 0 && on.proposed)
-            {
-                let (parent, on_branch) = branch_on(repo, &on, candidate, linear, *after, &made)?;
-                if let Ok(tree) = on_branch {
-                    if !builds(candidate, base, tree)? {
-                        passed_over.push((what, Why::DoesNotBuild));
-                        continue;
-                    }
-                }
-                branch = Some((parent, on_branch));
-            }
-            taken = Some(Taken {
-                what,
-                rewrite,
-                candidate,
-                outcome,
-                branch,
-            });
-            break;
-        }
-        let Some(Taken {
-            what,
-            rewrite,
-            candidate,
-            outcome,
-            branch,
-        }) = taken
-        else {
-            // The patches after it go on without it, as `git am --skip` would.
-            made.stopped.push(stop(Stop::PassedOver(passed_over)));
-            continue;
         };
-        let Outcome::Applied { tree: after, .. } = outcome else {
+        let Outcome::Applied { tree: after, .. } = taken.outcome else {
             // The linear series holds its change already.
             if proposed {
                 made.landed.push(patch.clone());
@@ -272,21 +232,34 @@ pub(crate) fn branches(
         if !proposed {
             continue;
         }
-        let branch = branch.map(Ok);
-        let branch =
-            branch.unwrap_or_else(|| branch_on(repo, &on, candidate, before, after, &made));
-        match branch? {
-            (parent, Ok(tree)) => made.branches.push(Branch {
-                patch: candidate.clone(),
-                rewrite: rewrite.clone(),
-                parent,
+        let branch = match taken.branch {
+            Some(branch) => branch,
+            None => picker.branch_on(&target, taken.candidate, before, after, &made)?,
+        };
+        match branch.tree {
+            Ok(tree) => made.branches.push(Branch {
+                patch: taken.candidate.clone(),
+                rewrite: taken.rewrite.clone(),
+                parent: branch.parent,
                 tree,
             }),
             // It stays in the linear series, where it applies: only its branch is not made.
-            (_, Err(why)) => made.stopped.push(stop(Stop::PassedOver(vec![(what, why)]))),
+            Err(why) => made
+                .stopped
+                .push(stop(Stop::PassedOver(vec![(taken.what, why)]))),
         }
     }
     Ok(made)
+}
+
+/// What stays the same while `branches` goes through the series: where the branches are made,
+/// the base, the blobs a three-way merge reads, and the build check of a later candidate.
+struct Picker<'a> {
+    repo: &'a Repository,
+    base: Oid,
+    base_name: &'a str,
+    blobs: &'a [Oid],
+    builds: Builds<'a>,
 }
 
 /// The candidate that stands for a patch: what it is, in words, the rewrite whose resolution it
@@ -297,60 +270,112 @@ struct Taken<'a> {
     rewrite: &'a Option<String>,
     candidate: &'a Patch,
     outcome: Outcome,
-    branch: Option<Placed>,
+    branch: Option<BranchTree>,
 }
 
-/// A candidate's branch: the branch it starts from (`None`: the base), and its tree or why it has
-/// none.
-type Placed = (Option<usize>, std::result::Result<Oid, Why>);
+/// A candidate's branch: the branch it starts from (`None`: the base), and its tree, or why it
+/// has none.
+struct BranchTree {
+    parent: Option<usize>,
+    tree: std::result::Result<Oid, Why>,
+}
 
-/// Where a candidate's branch goes: the base, the patch it builds on (`[builds-on]`), and
-/// whether it gets a branch at all.
-struct On<'a> {
-    base: Oid,
-    base_name: &'a str,
-    wanted: Option<&'a String>,
+/// Where a patch's branch goes: onto the branch of the patch it builds on (`[builds-on]`) or the
+/// base, and whether it gets a branch at all.
+struct Target<'a> {
+    parent: Option<&'a String>,
     proposed: bool,
 }
 
-/// The branch of a candidate that went onto the linear series, from `linear` to `after`: the
-/// branch it starts from (`None`: the base), and its change merged onto that branch's tree (one
-/// that holds the change already keeps its tree), or the conflict.
-fn branch_on(
-    repo: &Repository,
-    on: &On<'_>,
-    patch: &Patch,
-    linear: Oid,
-    after: Oid,
-    made: &Branches,
-) -> Result<Placed> {
-    let file = &patch.file_name;
-    let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
-    let parent = on.wanted.filter(|wanted| !landed(wanted)).map(|wanted| {
-        let found = made
-            .branches
-            .iter()
-            .position(|b| b.patch.number() == wanted);
-        found.with_context(|| {
-            format!(
-                "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
-                 before it"
-            )
-        })
-    });
-    let parent = parent.transpose()?;
-    let onto = parent.map_or(on.base, |index| made.branches[index].tree);
-    let tree = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
-        Outcome::Applied { tree, .. } => Ok(tree),
-        Outcome::AlreadyThere => Ok(onto),
-        Outcome::Conflict(conflict) => Err(Why::Onto {
-            patch: file.clone(),
-            onto: match parent {
-                None => format!("the base ({})", on.base_name),
-                Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
-            },
-            conflict,
-        }),
-    };
-    Ok((parent, tree))
+impl Picker<'_> {
+    /// The first of `want`'s candidates that goes onto the linear series at `linear` (and, after
+    /// the first, builds on the base); where none does, each one with why it was passed over,
+    /// the first one's conflict first.
+    fn take<'w>(
+        &self,
+        want: &'w Wanted,
+        target: &Target<'_>,
+        linear: Oid,
+        made: &Branches,
+    ) -> Result<std::result::Result<Taken<'w>, Vec<(&'static str, Why)>>> {
+        let mut passed_over = Vec::new();
+        for (index, (rewrite, candidate)) in want.candidates.iter().enumerate() {
+            let what = match rewrite {
+                None => "the patch as written",
+                Some(_) => "its resolution for a pull request in the base",
+            };
+            let outcome = apply::patch(self.repo, linear, candidate, self.blobs)?;
+            if let Outcome::Conflict(conflict) = outcome {
+                passed_over.push((what, Why::Conflict(conflict)));
+                continue;
+            }
+            // A later candidate's branch must also build on the base; the branch is kept.
+            let mut branch = None;
+            if let (Outcome::Applied { tree: after, .. }, true) =
+                (&outcome, index > 0 && target.proposed)
+            {
+                let made = self.branch_on(target, candidate, linear, *after, made)?;
+                if let Ok(tree) = made.tree {
+                    if !(self.builds)(candidate, self.base, tree)? {
+                        passed_over.push((what, Why::DoesNotBuild));
+                        continue;
+                    }
+                }
+                branch = Some(made);
+            }
+            return Ok(Ok(Taken {
+                what,
+                rewrite,
+                candidate,
+                outcome,
+                branch,
+            }));
+        }
+        Ok(Err(passed_over))
+    }
+
+    /// The branch of a candidate that went onto the linear series, from `linear` to `after`: the
+    /// branch it starts from, and its change merged onto that branch's tree (one that holds the
+    /// change already keeps its tree), or the conflict.
+    fn branch_on(
+        &self,
+        target: &Target<'_>,
+        patch: &Patch,
+        linear: Oid,
+        after: Oid,
+        made: &Branches,
+    ) -> Result<BranchTree> {
+        let (repo, file) = (self.repo, &patch.file_name);
+        let landed = |wanted: &String| made.landed.iter().any(|p| p.number() == wanted);
+        let parent = target
+            .parent
+            .filter(|wanted| !landed(wanted))
+            .map(|wanted| {
+                let found = made
+                    .branches
+                    .iter()
+                    .position(|b| b.patch.number() == wanted);
+                found.with_context(|| {
+                    format!(
+                    "{file} builds on {wanted} (patches/stack.toml), which is not in the series \
+                     before it"
+                )
+                })
+            });
+        let parent = parent.transpose()?;
+        let onto = parent.map_or(self.base, |index| made.branches[index].tree);
+        let tree = match apply::change(repo, onto, &apply::changes(repo, linear, after)?)? {
+            Outcome::Applied { tree, .. } => Ok(tree),
+            Outcome::AlreadyThere => Ok(onto),
+            Outcome::Conflict(conflict) => Err(Why::Onto {
+                patch: file.clone(),
+                onto: match parent {
+                    None => format!("the base ({})", self.base_name),
+                    Some(i) => format!("the branch of {}", made.branches[i].patch.file_name),
+                },
+                conflict,
+            }),
+        };
+        Ok(BranchTree { parent, tree })
+    }
 }
