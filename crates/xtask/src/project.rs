@@ -2,11 +2,18 @@
 
 use std::path::PathBuf;
 
+/// `GENERATED_ROOT` as a literal, for the paths below it.
+macro_rules! generated_root {
+    () => {
+        "crates/vendor"
+    };
+}
+
 /// The one folder that holds everything `cargo xtask vendor` writes, marked generated.
-pub const GENERATED_ROOT: &str = "crates/vendor";
+pub const GENERATED_ROOT: &str = generated_root!();
 
 /// The line of `.gitattributes` that marks the generated root.
-pub const GITATTRIBUTES_LINE: &str = "crates/vendor/** linguist-generated=true";
+pub const GITATTRIBUTES_LINE: &str = concat!(generated_root!(), "/** linguist-generated=true");
 
 /// The fuzzer's manifest: a workspace of its own, with its own lock file and `[patch]` entries.
 pub const FUZZ_MANIFEST: &str = "crates/fuzz/Cargo.toml";
@@ -20,7 +27,7 @@ pub fn vendored_dir(name: &str) -> String {
 }
 
 /// The benches' points: per version of the sampler, the modules that `crates/points` builds.
-pub const POINTS_DIR: &str = "crates/vendor/points";
+pub const POINTS_DIR: &str = concat!(generated_root!(), "/points");
 
 /// The crate whose published tests and points are generated, when it is pinned.
 pub const TRANSFORMERS: &str = "candle-transformers";

@@ -14,9 +14,10 @@ use crate::expected::{self, Folder};
 use crate::fsutil::read_if_exists;
 
 use crate::pin;
-use crate::project::{self, Layout, GENERATED_ROOT, GITATTRIBUTES_LINE};
+use crate::project::{self, Layout, GENERATED_ROOT, GITATTRIBUTES_LINE, REPORT_DIR};
 use crate::published::{self, Published};
 use crate::series::{self, Series};
+use crate::trees;
 
 /// What `check` proved, in order, and what it warns of: `run` prints it, as far as it got.
 #[derive(Debug, Default)]
@@ -66,10 +67,8 @@ fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
     checked.warning = crate::report::staleness(layout, &series)?;
     if checked.warning.is_none() {
-        let report = crate::project::REPORT_DIR;
-        checked
-            .ok
-            .push(format!("{report} measured patches/ as it is"));
+        let measured = format!("{REPORT_DIR} measured patches/ as it is");
+        checked.ok.push(measured);
     }
     Ok(())
 }
@@ -78,7 +77,7 @@ fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
 /// Returns what it proved.
 pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<String> {
-    let repo = &crate::trees::scratch()?;
+    let repo = &trees::scratch()?;
     let trees = apply::in_turn(repo, expected::published_tree(repo, published)?, patches)?;
     for (patch, pair) in patches.iter().zip(trees.windows(2)) {
         if let Some(differs) = series::index_line_differs(repo, pair[0], pair[1], patch)? {
@@ -125,12 +124,12 @@ fn generated_current(
             problems.push(format!("{dir} is missing"));
             continue;
         }
-        let actual = crate::trees::tree_of_dir(&scratch, &layout.root.join(dir))?;
+        let actual = trees::tree_of_dir(&scratch, &layout.root.join(dir))?;
         if actual == *tree {
             current.push(format!("{dir} is {what} (tree {actual})"));
             continue;
         }
-        let mut changes = crate::trees::differences(&scratch, *tree, actual)?;
+        let mut changes = trees::differences(&scratch, *tree, actual)?;
         let more = changes.split_off(changes.len().min(20)).len();
         if more > 0 {
             changes.push(format!("and {more} more"));

@@ -151,7 +151,7 @@ pub fn repinned(layout: &Layout, old: &[Line], new: &[Pin]) -> Result<Vec<(PathB
         "Cargo.toml names no candle crate at version {old_version}: set the versions by hand"
     );
     let names: Vec<&str> = new.iter().map(|p| p.name.as_str()).collect();
-    updated = patch_entries(&updated, &names, "crates/vendor/")?;
+    updated = patch_entries(&updated, &names, &format!("{GENERATED_ROOT}/"))?;
     let mut files = vec![(layout.pin(), pin::render(new)), (manifest, updated)];
     let fuzz = layout.root.join(FUZZ_MANIFEST);
     if let Some(text) = read_if_exists(&fuzz)? {
