@@ -1,5 +1,5 @@
-//! `cargo xtask fetch`: every pinned crate into cargo's cache, its sha256 checked, and the
-//! fuzzer's dependencies, so that `check` runs offline.
+//! `cargo xtask fetch`: every pinned crate into cargo's cache, its sha256 checked, so that `check`
+//! and the tests run offline; and the fuzzer's dependencies, with its lock file held current.
 
 use anyhow::Result;
 
@@ -13,7 +13,7 @@ pub fn run(layout: &Layout) -> Result<()> {
         let (label, sha256) = (pin.label(), &pin.sha256);
         eprintln!("ok: {label} is in cargo's cache, sha256 {sha256}");
     }
-    // `check` reads the fuzzer's lock offline, so its dependencies must be in the cache too.
+    // The fuzzer is a workspace of its own: `--locked` fails on a stale lock, with the fix.
     let fuzz = layout.root.join(FUZZ_MANIFEST);
     if fuzz.is_file() {
         let mut fetch = cmd::cargo();

@@ -10,14 +10,15 @@ use crate::{bench_report, format_patch, pr, vendor};
 #[command(name = "cargo xtask", disable_help_subcommand = true)]
 pub enum Command {
     /// Download the pinned crates into cargo's cache and check their sha256, and fetch the
-    /// fuzzer's dependencies (which `check` reads offline).
+    /// fuzzer's dependencies, failing on a stale lock file (so the fuzzer builds offline).
     Fetch,
     /// Regenerate the generated folders (one per pinned crate, the upstream module, the
     /// published tests, the benches' points) from the published crates and patches/, pinning
     /// any crate newly listed in patches/upstream.toml.
     Vendor(vendor::Options),
-    /// Fail unless those folders are exactly the published crates (+ patches/), cargo builds
-    /// each pinned crate from its folder, and the fuzzer's lock file is current (offline).
+    /// Fail unless those folders are exactly the published crates (+ patches/), every patch's
+    /// index lines name the blobs the series gives, cargo builds each pinned crate from its
+    /// folder, and the workspace builds each crate once (offline).
     Check,
     /// The whole series, each patch against the branch it builds on, and the decode loop, from
     /// `cargo bench`'s results and paired rounds, with verdicts and floors: writes the report
