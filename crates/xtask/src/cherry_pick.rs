@@ -214,9 +214,9 @@ pub(crate) fn branches(
         }
         let target = Target { parent, proposed };
         let taken = match picker.take(want, &target, linear, &made)? {
-            Ok(taken) => taken,
+            Pick::Taken(taken) => *taken,
             // The patches after it go on without it, as `git am --skip` would.
-            Err(passed_over) => {
+            Pick::PassedOver(passed_over) => {
                 made.stopped.push(stop(Stop::PassedOver(passed_over)));
                 continue;
             }
@@ -262,6 +262,13 @@ struct Picker<'a> {
     builds: Builds<'a>,
 }
 
+/// What `Picker::take` found among a patch's candidates.
+enum Pick<'a> {
+    Taken(Box<Taken<'a>>),
+    /// None goes on: each candidate with why it was passed over, the first one's conflict first.
+    PassedOver(Vec<(&'static str, Why)>),
+}
+
 /// The candidate that stands for a patch: what it is, in words, the rewrite whose resolution it
 /// is, the patch, what it gave on the linear series, and its branch where the build check made
 /// it already.
@@ -289,15 +296,14 @@ struct Target<'a> {
 
 impl Picker<'_> {
     /// The first of `want`'s candidates that goes onto the linear series at `linear` (and, after
-    /// the first, builds on the base); where none does, each one with why it was passed over,
-    /// the first one's conflict first.
+    /// the first, builds on the base), or why none does.
     fn take<'w>(
         &self,
         want: &'w Wanted,
         target: &Target<'_>,
         linear: Oid,
         made: &Branches,
-    ) -> Result<std::result::Result<Taken<'w>, Vec<(&'static str, Why)>>> {
+    ) -> Result<Pick<'w>> {
         let mut passed_over = Vec::new();
         for (index, (rewrite, candidate)) in want.candidates.iter().enumerate() {
             let what = match rewrite {
@@ -323,15 +329,15 @@ impl Picker<'_> {
                 }
                 branch = Some(made);
             }
-            return Ok(Ok(Taken {
+            return Ok(Pick::Taken(Box::new(Taken {
                 what,
                 rewrite,
                 candidate,
                 outcome,
                 branch,
-            }));
+            })));
         }
-        Ok(Err(passed_over))
+        Ok(Pick::PassedOver(passed_over))
     }
 
     /// The branch of a candidate that went onto the linear series, from `linear` to `after`: the

@@ -310,9 +310,10 @@ fn write_slot(
                 );
             };
             *tree = after;
-            let outcome = match patch.bytes == old.bytes {
-                true => Became::Unchanged,
-                false => Became::Followed,
+            let outcome = if patch.bytes == old.bytes {
+                Became::Unchanged
+            } else {
+                Became::Followed
             };
             return written(patch.bytes, outcome);
         }
@@ -334,15 +335,13 @@ fn write_slot(
     };
     let bytes = series::email_of(scratch, *tree, after, &message)?;
     *tree = after;
-    match old.is_some_and(|old| old.bytes == bytes) {
-        true => written(bytes, Became::Unchanged),
-        false => {
-            let outcome = Became::Written {
-                from: source.shown(clone)?,
-                commits: source.commits.len(),
-                new: old.is_none(),
-            };
-            written(bytes, outcome)
-        }
+    if old.is_some_and(|old| old.bytes == bytes) {
+        return written(bytes, Became::Unchanged);
     }
+    let outcome = Became::Written {
+        from: source.shown(clone)?,
+        commits: source.commits.len(),
+        new: old.is_none(),
+    };
+    written(bytes, outcome)
 }

@@ -46,10 +46,12 @@ pub fn sites_in(path: &str, text: &str) -> Vec<CallSite> {
             l.contains("temperature")
                 && (l.contains("<=0") || l.contains("<1e-7") || l.contains("<0."))
         });
-        let guard = match guarded {
-            true => Guard::Itself,
-            false if before.iter().any(|l| l.contains("Sampling::")) => Guard::None,
-            false => Guard::Caller,
+        let guard = if guarded {
+            Guard::Itself
+        } else if before.iter().any(|l| l.contains("Sampling::")) {
+            Guard::None
+        } else {
+            Guard::Caller
         };
         let (path, line) = (path.to_string(), index + 1);
         sites.push(CallSite { path, line, guard });
