@@ -48,9 +48,9 @@ pub struct Facts {
     pub adds_only: Vec<String>,
 }
 
-/// `cargo repro --format json`'s table, run only where a note asks for it (`Ok(None)` where none
-/// does); why not, where it could not run.
-pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Result<Option<Table>, String> {
+/// `cargo repro --format json`'s table, run only where a note asks for it (`None` where none
+/// does); an error where it could not run, which `pr` says and goes on without.
+pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Result<Option<Table>> {
     if !notes
         .iter()
         .flat_map(|n| n.parts())
@@ -66,28 +66,16 @@ pub(super) fn real_model(layout: &Layout, notes: &[&Notes]) -> Result<Option<Tab
     build
         .current_dir(&layout.root)
         .args(["build", "--locked", "--bin", "repro"]);
-    match build.status() {
-        Ok(status) if status.success() => {}
-        Ok(status) => {
-            return Err(format!(
-                "cargo build --bin repro failed ({status}): no real-model rows"
-            ))
-        }
-        Err(err) => {
-            return Err(format!(
-                "cannot run cargo build --bin repro ({err}): no real-model rows"
-            ))
-        }
-    }
+    cmd::run_checked(&mut build, "cargo build --bin repro failed")?;
     let (mut repro, args) = (cmd::cargo(), ["repro", "--format", "json"]);
-    let output = cmd::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args));
+    let output = cmd::stdout_of("cargo repro", repro.current_dir(&layout.root).args(args))?;
     eprintln!(
         "real-model rows: done in {:.0} s",
         started.elapsed().as_secs_f64()
     );
-    let parse = |json: String| parse_real_model(&json).context("cargo repro --format json");
-    let table = output.and_then(parse);
-    table.map(Some).map_err(|err| format!("{err:#}"))
+    parse_real_model(&output)
+        .context("cargo repro --format json")
+        .map(Some)
 }
 
 pub fn parse_real_model(json: &str) -> Result<Table> {

@@ -97,8 +97,8 @@ pub fn plan(
         .collect();
     // What could not be measured is said with the summary; the bodies say only that it is missing.
     let mut warnings = Vec::new();
-    let real_model = facts::real_model(layout, &notes).unwrap_or_else(|why| {
-        warnings.push(why);
+    let real_model = facts::real_model(layout, &notes).unwrap_or_else(|err| {
+        warnings.push(format!("{err:#}: no real-model rows"));
         None
     });
     let (bench, said) = facts::bench(layout, &selection.series);
