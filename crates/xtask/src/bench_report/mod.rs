@@ -16,7 +16,7 @@ use shared::{CONTROL_POINT, PUBLISHED_POINT, SERIES_POINT};
 
 use crate::project::Layout;
 use crate::report::data::{self, Report, Step};
-use crate::report::{data_path, forest, patch_hashes, render, Row, MARKDOWN};
+use crate::report::{data_path, forest, patch_hashes, render, Row, FULL_BENCH, MARKDOWN};
 use crate::series::Series;
 pub use criterion::{read_criterion, rows, Measurement};
 use decode::Loop;
@@ -24,8 +24,7 @@ use driver::Driver;
 use steps::weigh_rows;
 pub use steps::{decode_points, faster, per_call, steps, whole_series, Counts, PointRounds};
 
-/// The criterion run before a full report, and before a short one (the real vocabulary only).
-pub const FULL_BENCH: &str = "cargo bench -- --noplot";
+/// The criterion run before a short report (the real vocabulary only).
 pub const SHORT_BENCH: &str = "cargo bench --bench bench_main -- --quick --noplot /49152";
 
 /// How many paired rounds `bench-driver pair` times per row.

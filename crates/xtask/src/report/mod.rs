@@ -25,5 +25,19 @@ pub fn data_path(layout: &Layout) -> PathBuf {
     layout.report_dir().join("bench-report.json")
 }
 
+/// `FULL_BENCH` as a literal, for `FULL_RUN`.
+macro_rules! full_bench {
+    () => {
+        "cargo bench -- --noplot"
+    };
+}
+
+/// The criterion run before a full report.
+pub const FULL_BENCH: &str = full_bench!();
+
 /// What measures every patch again, as the messages that ask for it say.
-pub const FULL_RUN: &str = "`cargo bench -- --noplot`, then `cargo xtask bench-report --callgrind`";
+pub const FULL_RUN: &str = concat!(
+    "`",
+    full_bench!(),
+    "`, then `cargo xtask bench-report --callgrind`"
+);
