@@ -79,40 +79,8 @@ pub(crate) fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<
         }));
     };
     let file = path.display().to_string();
-    let hunk = |header: &str| -> Result<Conflict> {
-        let mut deltas = diff.deltas();
-        let index = deltas.position(|d| d.old_file().path().or(d.new_file().path()) == Some(&path));
-        let index = index.context("no such file in the patch")?;
-        let patch = git2::Patch::from_diff(&diff, index)?.context("no patch for the file")?;
-        let (found_hunk, line_count) = patch.hunk(number - 1)?;
-        let lines = (0..line_count).map(|line| patch.line_in_hunk(number - 1, line));
-        let lines = lines.collect::<Result<Vec<_>, _>>()?;
-        let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
-        let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
-        let expected: Vec<String> = old.map(|l| l.trim_end_matches('\n').to_string()).collect();
-        let blob = repo.find_blob(base.get_path(&path)?.id())?;
-        let text = String::from_utf8_lossy(blob.content());
-        let start = found_hunk.old_start().max(1) as usize - 1;
-        let found: Vec<String> = text
-            .lines()
-            .skip(start)
-            .take(expected.len())
-            .map(String::from)
-            .collect();
-        let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i]));
-        Ok(Conflict::Hunk {
-            patch: patch_name.clone(),
-            file: file.clone(),
-            number,
-            header: header.to_string(),
-            from: start + 1,
-            differs: differs.unwrap_or(expected.len()),
-            expected,
-            found,
-        })
-    };
     let why = match header {
-        Some(header) => match hunk(&header) {
+        Some(header) => match hunk_conflict(repo, &base, &diff, patch, &path, number, &header) {
             Ok(conflict) => return Ok(Outcome::Conflict(conflict)),
             Err(_) => format!("{file}: hunk {number} ({header}) does not apply"),
         },
@@ -123,6 +91,49 @@ pub(crate) fn as_written(repo: &Repository, tree: Oid, patch: &Patch) -> Result<
         patch: patch_name,
         why,
     }))
+}
+
+/// The hunk `number` (from 1) of `path` in `diff`, `patch`'s, that did not apply to `base`: the
+/// lines it expected, and those the file has there.
+fn hunk_conflict(
+    repo: &Repository,
+    base: &git2::Tree<'_>,
+    diff: &git2::Diff<'_>,
+    patch: &Patch,
+    path: &Path,
+    number: usize,
+    header: &str,
+) -> Result<Conflict> {
+    let mut deltas = diff.deltas();
+    let index = deltas.position(|d| d.old_file().path().or(d.new_file().path()) == Some(path));
+    let index = index.context("no such file in the patch")?;
+    let file_patch = git2::Patch::from_diff(diff, index)?.context("no patch for the file")?;
+    let (found_hunk, line_count) = file_patch.hunk(number - 1)?;
+    let lines = (0..line_count).map(|line| file_patch.line_in_hunk(number - 1, line));
+    let lines = lines.collect::<Result<Vec<_>, _>>()?;
+    let old = lines.iter().filter(|l| matches!(l.origin(), ' ' | '-'));
+    let old = old.map(|l| String::from_utf8_lossy(l.content()).into_owned());
+    let expected: Vec<String> = old.map(|l| l.trim_end_matches('\n').to_string()).collect();
+    let blob = repo.find_blob(base.get_path(path)?.id())?;
+    let text = String::from_utf8_lossy(blob.content());
+    let start = found_hunk.old_start().max(1) as usize - 1;
+    let found: Vec<String> = text
+        .lines()
+        .skip(start)
+        .take(expected.len())
+        .map(String::from)
+        .collect();
+    let differs = (0..expected.len()).find(|&i| found.get(i) != Some(&expected[i]));
+    Ok(Conflict::Hunk {
+        patch: patch.file_name.clone(),
+        file: path.display().to_string(),
+        number,
+        header: header.to_string(),
+        from: start + 1,
+        differs: differs.unwrap_or(expected.len()),
+        expected,
+        found,
+    })
 }
 
 /// Applies `patch` to `tree` as `git am -3` does: as written if its context matches, else each
