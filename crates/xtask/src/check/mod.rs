@@ -88,12 +88,8 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
 }
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are
-/// current. Returns each folder that is.
-pub fn check_generated(layout: &Layout, published: &[Published]) -> Result<Vec<String>> {
-    generated_current(layout, &Series::load(&layout.patches())?, published)
-}
-
-fn generated_current(
+/// current for `series` on `published`. Returns each folder that is.
+pub fn generated_current(
     layout: &Layout,
     series: &Series,
     published: &[Published],

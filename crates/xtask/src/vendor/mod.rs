@@ -216,16 +216,6 @@ pub fn set_versions(text: &str, old: &str, new: &str) -> Result<(String, usize)>
     Ok((document.to_string(), count))
 }
 
-/// Writes and marks every generated folder of `patches/` on `published`, all built first so a
-/// failing patch changes nothing; the pin stays as it is.
-pub fn vendor(layout: &Layout, published: &[Published]) -> Result<Vendored> {
-    let lines: Vec<Line> = published
-        .iter()
-        .map(|p| Line::Pinned(p.pin.clone()))
-        .collect();
-    update(layout, &lines, None, published)
-}
-
 /// Every generated folder of `series` on `published`, written into a folder aside (returned, it
 /// goes when dropped), each added to `pairs` with the folder it takes the place of.
 fn generate(

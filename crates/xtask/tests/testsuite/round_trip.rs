@@ -274,8 +274,8 @@ fn amending_one_branch_writes_back_that_patch_alone() -> Result<()> {
 
 fn vendor_and_check(trip: &Trip) -> Result<()> {
     let published = [trip.ws.published.clone()];
-    xtask::vendor::vendor(&trip.ws.layout, &published)?;
-    xtask::check::check_generated(&trip.ws.layout, &published)?;
+    crate::common::vendor(&trip.ws.layout, &published)?;
+    crate::common::check_generated(&trip.ws.layout, &published)?;
     let series = xtask::series::Series::load(&trip.ws.layout.patches())?;
     xtask::check::check_index_lines(&published, &series.patches)?;
     Ok(())

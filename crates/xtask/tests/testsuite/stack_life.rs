@@ -196,7 +196,7 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
         dir.join(xtask::series::notes::file_name(&first.file_name)),
         "Notes.\n",
     )?;
-    xtask::vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     commit_all(&Repository::init(&ws.layout.root)?, "series")?;
     let before: Vec<_> = xtask::series::Series::load(&dir)?.patches;
 
@@ -270,7 +270,7 @@ fn a_release_that_holds_a_patch_retires_it_and_moves_the_rest() -> Result<()> {
         xtask::pin::read(&ws.layout.pin())?,
         std::slice::from_ref(&next.pin)
     );
-    xtask::check::check_generated(&ws.layout, published)?;
+    crate::common::check_generated(&ws.layout, published)?;
     xtask::check::check_index_lines(published, &after)?;
     xtask::series::Series::load(&dir).map(drop)
 }

@@ -4,7 +4,7 @@ use crate::kept;
 
 use crate::common::*;
 use anyhow::Result;
-use xtask::{check, vendor};
+use xtask::vendor;
 
 const PATCH_NAME: &str = "0001-generation-Raise-the-greedy-threshold.patch";
 const SUBJECT: &str = "generation: Raise the greedy threshold\n\nA test patch.";
@@ -15,7 +15,7 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
     ws.add_patch(PATCH_NAME, &patch)?;
 
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
 
     let root = &ws.layout.root;
     let patched = std::fs::read_to_string(
@@ -58,7 +58,7 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     assert_eq!(point("control")?, published_generation());
     assert_eq!(point("0001")?, patched.as_bytes());
     assert_eq!(point("series")?, patched.as_bytes());
-    let current = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    let current = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
     let folders: Vec<&str> = current
         .iter()
         .filter_map(|l| l.split(" is ").next())
@@ -107,7 +107,7 @@ fn each_point_holds_what_its_patchs_branch_holds() -> Result<()> {
         ws.layout.patches().join("stack.toml"),
         "[builds-on]\n\"0003\" = \"0001\"\n",
     )?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let point = |name: &str| {
         std::fs::read_to_string(
             ws.layout
@@ -125,14 +125,14 @@ fn each_point_holds_what_its_patchs_branch_holds() -> Result<()> {
     assert!(has(&point("0002")?, "1e-7", "the_seed"));
     assert!(has(&point("0003")?, "1e-5", "seed"));
     assert!(has(&point("series")?, "1e-5", "the_seed"));
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
     // A point edited by hand is found, with the command that fixes it.
     let edited = ws
         .layout
         .root
         .join("crates/vendor/points/0002/generation/mod.rs");
     std::fs::write(&edited, point("0002")?.replace("the_seed", "seed"))?;
-    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    let err = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert!(
@@ -147,22 +147,22 @@ fn each_point_holds_what_its_patchs_branch_holds() -> Result<()> {
 #[test]
 fn vendor_replaces_what_was_there() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let stray = ws
         .layout
         .root
         .join("crates/vendor/candle-transformers/src/stray.rs");
     std::fs::write(&stray, "// left over\n")?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     assert!(!stray.exists());
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
     Ok(())
 }
 
 #[test]
 fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let crates = ws.layout.root.join("crates");
     let before = snapshot(&crates);
 
@@ -181,7 +181,7 @@ fn a_patch_that_does_not_apply_names_the_hunk_and_overwrites_nothing() -> Result
 
     let err = format!(
         "{:#}",
-        vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
+        crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
     );
     assert!(
         err.starts_with(
@@ -224,7 +224,7 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
     ws.add_patch("0001-extra.patch", &patch)?;
     let err = format!(
         "{:#}",
-        vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
+        crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published)).unwrap_err()
     );
     assert_eq!(
         err,
@@ -246,7 +246,7 @@ fn a_patch_for_a_missing_file_says_so() -> Result<()> {
 #[test]
 fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let vendored = ws.layout.root.join("crates/vendor/candle-transformers");
     std::fs::write(
         vendored.join("src/lib.rs"),
@@ -260,7 +260,7 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
         .join("crates/vendor/points/published/generation/mod.rs");
     std::fs::write(&upstream_copy, "// not the published module\n")?;
 
-    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    let err = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -275,15 +275,15 @@ fn check_fails_on_a_tampered_tree_with_the_command_that_fixes_it() -> Result<()>
          run `cargo xtask vendor` to regenerate them; a change made there by hand belongs in a \
          patch (README: \"After review comments\")"
     );
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
     Ok(())
 }
 
 #[test]
 fn check_holds_the_generated_root_to_what_vendor_writes_and_marks() -> Result<()> {
     let ws = workspace()?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let root = &ws.layout.root;
     assert_eq!(
         std::fs::read_to_string(root.join(".gitattributes"))?,
@@ -295,7 +295,7 @@ fn check_holds_the_generated_root_to_what_vendor_writes_and_marks() -> Result<()
          candle-transformers 0.11.1 as published.\n\n`cargo xtask check` fails unless this \
          folder is exactly that. To change it, change `patches/` and run `cargo xtask vendor`.\n"
     );
-    check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
 
     std::fs::create_dir(root.join("crates/vendor/notes"))?;
     std::fs::write(
@@ -303,7 +303,7 @@ fn check_holds_the_generated_root_to_what_vendor_writes_and_marks() -> Result<()
         "crates/vendor/** linguist-generated=true\ncrates/xtask/** linguist-generated\n",
     )?;
     std::fs::remove_file(root.join("crates/vendor/published-tests/GENERATED.md"))?;
-    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    let err = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -323,7 +323,7 @@ fn check_holds_the_generated_root_to_what_vendor_writes_and_marks() -> Result<()
 #[test]
 fn check_fails_when_a_generated_folder_is_missing() -> Result<()> {
     let ws = workspace()?;
-    let err = check::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
+    let err = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -361,7 +361,7 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
     std::fs::copy(&manifest, ws.layout.root.join("Cargo.toml"))?;
     let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
     ws.add_patch(PATCH_NAME, &patch)?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     let old = ws.published.pin.clone();
     let read = |path: &str| std::fs::read_to_string(ws.layout.root.join(path));
     assert!(read("Cargo.toml")?.contains(&format!("\"{}\"", old.version)));
@@ -376,7 +376,7 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
     let before = snapshot(&ws.layout.root);
     let err = format!(
         "{:#}",
-        vendor::vendor(&ws.layout, std::slice::from_ref(&moved)).unwrap_err()
+        crate::common::vendor(&ws.layout, std::slice::from_ref(&moved)).unwrap_err()
     );
     assert!(
         err.contains(&format!("{PATCH_NAME} does not apply")),
@@ -406,7 +406,7 @@ fn moving_to_another_release_repins_everything_or_nothing() -> Result<()> {
         xtask::pin::read(&ws.layout.pin())?,
         std::slice::from_ref(&next.pin)
     );
-    check::check_generated(&ws.layout, std::slice::from_ref(&next))?;
+    crate::common::check_generated(&ws.layout, std::slice::from_ref(&next))?;
     Ok(())
 }
 
@@ -418,7 +418,7 @@ fn a_move_that_cannot_repin_writes_nothing() -> Result<()> {
     // The release moves the patched line down: the patch is written again on it.
     let patch = make_patch(&crate_files(), SUBJECT, raise_threshold)?;
     ws.add_patch(PATCH_NAME, &patch)?;
-    vendor::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
+    crate::common::vendor(&ws.layout, std::slice::from_ref(&ws.published))?;
     commit_all(&git2::Repository::init(&ws.layout.root)?, "series")?;
     let next = republished("0.11.2", |files| {
         let module = String::from_utf8_lossy(&files[2].data).into_owned();
@@ -497,7 +497,7 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
         edit(root, "candle-nn/src/sampling.rs", "0.999", "1.0")
     })?;
     ws.add_patch(PATCH_NAME, &patch)?;
-    vendor::vendor(&ws.layout, &both)?;
+    crate::common::vendor(&ws.layout, &both)?;
     let root = &ws.layout.root;
     let sampling = std::fs::read_to_string(root.join("crates/vendor/candle-nn/src/sampling.rs"))?;
     assert_eq!(sampling, "let u = rand(1e-7, 1.0);\n");
@@ -510,7 +510,7 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
         |file: &str| std::fs::read_to_string(root.join("crates/vendor/points/0001/nn").join(file));
     assert_eq!(nn_part("sampling.rs")?, "let u = rand(1e-7, 1.0);\n");
     assert_eq!(nn_part("ops.rs")?, "let rows = xs.par_chunks(dim);\n");
-    check::check_generated(&ws.layout, &both)?;
+    crate::common::check_generated(&ws.layout, &both)?;
 
     // A patch to a crate that is not pinned names the file and what to do.
     let outside = patch_of_both(&[&ws.published, &nn], SUBJECT, |root| {
@@ -520,7 +520,10 @@ fn a_patch_may_touch_several_pinned_crates() -> Result<()> {
     })?;
     ws.add_patch("0002-generation-Touch-candle-core.patch", &outside)?;
     let before = snapshot(root);
-    let err = format!("{:#}", vendor::vendor(&ws.layout, &both).unwrap_err());
+    let err = format!(
+        "{:#}",
+        crate::common::vendor(&ws.layout, &both).unwrap_err()
+    );
     assert!(
         err.starts_with(
             "0002-generation-Touch-candle-core.patch changes candle-core/src/lib.rs, which is in \

@@ -252,3 +252,23 @@ pub fn report(
         decode: None,
     }
 }
+
+/// `cargo xtask vendor` in `layout` on `published`, the pin as it is.
+pub fn vendor(
+    layout: &xtask::project::Layout,
+    published: &[Published],
+) -> Result<xtask::vendor::Vendored> {
+    let lines = published
+        .iter()
+        .map(|p| xtask::pin::Line::Pinned(p.pin.clone()));
+    xtask::vendor::update(layout, &lines.collect::<Vec<_>>(), None, published)
+}
+
+/// `check`'s test of the generated folders in `layout`, for its `patches/` on `published`.
+pub fn check_generated(
+    layout: &xtask::project::Layout,
+    published: &[Published],
+) -> Result<Vec<String>> {
+    let series = xtask::series::Series::load(&layout.patches())?;
+    xtask::check::generated_current(layout, &series, published)
+}
