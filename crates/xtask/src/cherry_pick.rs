@@ -48,7 +48,7 @@ impl Wanted {
 /// its patch: the candidate, the base's tree, the branch's tree. That a candidate applies does
 /// not prove that its code fits the base's, as when another pull request added a variant that a
 /// `match` must list.
-pub type Builds<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
+pub type BuildCheck<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
 
 /// A patch that gets no branch on this base, and why.
 #[derive(Clone, Debug)]
@@ -179,7 +179,7 @@ pub(crate) fn branches(
     wanted: &[Wanted],
     builds_on: &BTreeMap<String, String>,
     blobs: &[Oid],
-    builds: Builds<'_>,
+    builds: BuildCheck<'_>,
 ) -> Result<Branches> {
     let picker = Picker {
         repo,
@@ -259,7 +259,7 @@ struct Picker<'a> {
     base: Oid,
     base_name: &'a str,
     blobs: &'a [Oid],
-    builds: Builds<'a>,
+    builds: BuildCheck<'a>,
 }
 
 /// What `Picker::take` found among a patch's candidates.

@@ -12,7 +12,7 @@ use crate::record::{self, Made};
 /// memory (the clone's, or without one a scratch repository's), nothing written.
 /// `write_branches` writes them into a clone.
 #[derive(Debug)]
-pub struct Planned {
+pub struct ClonePlan {
     /// The branches, the patches the base holds already, those that get no branch, and the
     /// other bases' pull requests that the base has.
     pub built: stack::Built,
@@ -40,8 +40,8 @@ pub fn prepare(
     base_name: &str,
     contributor: &git2::Signature<'_>,
     existing: Existing,
-    builds: stack::Builds<'_>,
-) -> Result<Planned> {
+    builds: stack::BuildCheck<'_>,
+) -> Result<ClonePlan> {
     let clone = git::show(repo);
     git::require_clean(
         repo,
@@ -132,7 +132,7 @@ pub fn prepare(
         record,
         force: existing != Existing::Refuse,
     };
-    Ok(Planned {
+    Ok(ClonePlan {
         built,
         call_sites: Some(call_sites),
         writes: Some(writes),

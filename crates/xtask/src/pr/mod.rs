@@ -20,7 +20,7 @@ use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{Patch, Series};
 
-pub use clone::{prepare, write_branches, Planned};
+pub use clone::{prepare, write_branches, ClonePlan};
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -100,6 +100,15 @@ pub enum Existing {
 }
 
 impl Options {
+    /// What `--force-branch` and `--discard-commits` say to do with a branch that exists.
+    pub fn existing(&self) -> Existing {
+        match (self.force_branch, self.discard_commits) {
+            (false, _) => Existing::Refuse,
+            (true, false) => Existing::Move,
+            (true, true) => Existing::MoveDroppingCommits,
+        }
+    }
+
     fn validate(&self) -> Result<()> {
         if self.verify && self.candle.is_none() {
             bail!("--verify needs --candle <clone>: the checks run on the branches made there");

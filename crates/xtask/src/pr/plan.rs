@@ -9,11 +9,11 @@ use anyhow::Result;
 use fs_err as fs;
 use git2::{Oid, Repository};
 
-use super::clone::{self, Planned, Writes};
+use super::clone::{self, ClonePlan, Writes};
 use super::stack::{self, Entry};
 use super::summary::{Next, Summary};
 use super::verify::{self, Check};
-use super::{contributor, facts, render, Existing, Options, Selection};
+use super::{contributor, facts, render, Options, Selection};
 use crate::fsutil::{swap_in, temp_in};
 use crate::git;
 use crate::pin::{self, Pin};
@@ -77,7 +77,7 @@ pub fn plan(
 ) -> Result<Plan> {
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let (repo, planned) = stack_in(layout, options, published, selection, &pins)?;
-    let Planned {
+    let ClonePlan {
         built,
         call_sites,
         writes,
@@ -161,7 +161,7 @@ fn stack_in(
     published: &[Published],
     selection: &Selection,
     pins: &[Pin],
-) -> Result<(Repository, Planned)> {
+) -> Result<(Repository, ClonePlan)> {
     let author = options.author.as_deref();
     let Some(clone) = &options.candle else {
         // The workspace's git identity stands in for the clone's.
@@ -171,7 +171,7 @@ fn stack_in(
         // The published crates: the first candidate for each patch, the patch, goes on.
         let no_check = |_: &Patch, _, _| Ok(true);
         let built = stack::build(&scratch, base, selection, &contributor, &[], &no_check)?;
-        let planned = Planned {
+        let planned = ClonePlan {
             built,
             call_sites: None,
             writes: None,
@@ -179,11 +179,6 @@ fn stack_in(
         return Ok((scratch, planned));
     };
     let repo = git::open(clone)?;
-    let existing = match (options.force_branch, options.discard_commits) {
-        (false, _) => Existing::Refuse,
-        (true, false) => Existing::Move,
-        (true, true) => Existing::MoveDroppingCommits,
-    };
     let contributor = contributor(&repo, author)?;
     // A candidate taken after the first for its patch must build on the base.
     let check_dir = layout.target().join("pr-build-check");
@@ -197,7 +192,7 @@ fn stack_in(
         selection,
         base,
         &contributor,
-        existing,
+        options.existing(),
         &builds,
     )?;
     Ok((repo, planned))

@@ -69,7 +69,7 @@ pub struct Built {
     pub rewrites: Vec<Resolutions>,
 }
 
-pub use crate::cherry_pick::Builds;
+pub use crate::cherry_pick::BuildCheck;
 
 /// Commits each patch's branch (`cherry_pick::branches`) in `repo`, no reference written. A patch
 /// whose context moved on the base merges three ways from the blobs in `known`. On a base with
@@ -81,7 +81,7 @@ pub fn build(
     selection: &Selection,
     contributor: &git2::Signature<'_>,
     known: &[Oid],
-    builds: Builds<'_>,
+    builds: BuildCheck<'_>,
 ) -> Result<Built> {
     let (patches, base_name) = (&selection.proposed, base.to_string());
     let tree = repo.find_commit(base)?.tree_id();

@@ -57,7 +57,7 @@ impl Summary {
         let built = &self.built;
         landed(&built.landed)
             + &rewrites(&built.rewrites)
-            + &console(&built.stack, &built.stopped)
+            + &order(&built.stack, &built.stopped)
             + &carried(&self.carried, &self.why_carried)
             + &stopped(&built.stopped)
     }
@@ -103,7 +103,7 @@ pub fn carried(patches: &[Patch], carried: &BTreeMap<String, Carried>) -> String
 
 /// The order to open the pull requests in; with no branch to make, why: every patch landed, or
 /// those left conflict (`stopped`).
-pub fn console(stack: &[Entry], stopped: &[Stopped]) -> String {
+pub fn order(stack: &[Entry], stopped: &[Stopped]) -> String {
     let rows = stack.iter().map(|entry| {
         context! {
             branch => entry.branch,
@@ -114,7 +114,7 @@ pub fn console(stack: &[Entry], stopped: &[Stopped]) -> String {
         }
     });
     let stopped = Value::from(!stopped.is_empty());
-    call("summary", "console", &[rows.collect(), stopped])
+    call("summary", "order", &[rows.collect(), stopped])
 }
 
 /// The patches the base already holds, each with the commit that brought it.

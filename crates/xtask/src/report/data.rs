@@ -152,3 +152,18 @@ pub struct Decode {
     /// Before less what the sampler saves, over before: the forward pass's noise left out.
     pub sampler_only: Paired,
 }
+
+/// One comparison at one vocabulary, as the report's first table shows it (the JSON does not keep
+/// it): criterion's medians, series over published, and the A/A pair, control over published.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    pub device: String,
+    pub comparison: String,
+    pub vocab: String,
+    pub published_ns: f64,
+    pub series_ns: f64,
+    pub floor_ns: Option<f64>,
+    pub paired: Option<Paired>,
+    pub control: Option<Paired>,
+    pub instructions: Option<f64>,
+}

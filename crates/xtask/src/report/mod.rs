@@ -12,10 +12,9 @@ pub mod render;
 pub mod stats;
 
 pub use committed::{committed, patch_hashes, staleness};
-pub use data::Report;
+pub use data::{Report, Row};
 pub use forest::{step_png, PNG};
 pub(crate) use render::step_evidence;
-pub use render::Row;
 
 /// The report's file in `docs/report/`, beside its data and pictures.
 pub const MARKDOWN: &str = "bench-report.md";

@@ -4,23 +4,8 @@ use anyhow::Result;
 use minijinja::Value;
 use shared::bench::{TOP_K, TOP_P};
 
-use super::data::{Decode, Report, Step, StepRow};
+use super::data::{Decode, Report, Row, Step, StepRow};
 use super::stats::{Paired, Placement, Work, CONFIDENCE, PLACEMENT, UNRESOLVED_WIDTH};
-
-/// One comparison at one vocabulary: criterion's medians, series over published, and the A/A
-/// pair, control over published.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Row {
-    pub device: String,
-    pub comparison: String,
-    pub vocab: String,
-    pub published_ns: f64,
-    pub series_ns: f64,
-    pub floor_ns: Option<f64>,
-    pub paired: Option<Paired>,
-    pub control: Option<Paired>,
-    pub instructions: Option<f64>,
-}
 
 /// A table's column: its header, its alignment and its cell for each row.
 type Column<T> = (&'static str, &'static str, fn(&T) -> String);

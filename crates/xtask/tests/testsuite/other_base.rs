@@ -230,7 +230,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     series.series.resolutions = all.resolutions;
     let contributor = xtask::pr::contributor(&repo, None)?;
     let published = [published()?];
-    let prepare = |existing, builds: xtask::pr::stack::Builds<'_>| {
+    let prepare = |existing, builds: xtask::pr::stack::BuildCheck<'_>| {
         xtask::pr::prepare(
             &repo,
             &published,
@@ -251,7 +251,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     };
     let prepared = prepare(xtask::pr::Existing::Refuse, &builds)?;
     assert_eq!(*checked.borrow(), [true]);
-    let third_entry = |prepared: &xtask::pr::Planned| {
+    let third_entry = |prepared: &xtask::pr::ClonePlan| {
         let found = prepared
             .built
             .stack

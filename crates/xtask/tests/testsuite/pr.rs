@@ -129,7 +129,7 @@ fn bodies_follow_candles_style_and_name_what_they_depend_on() -> Result<()> {
     expect_test::expect_file!["../snapshots/body-checked-0001.md"].assert_eq(&bodies[0]);
     expect_test::expect_file!["../snapshots/body-checked-0002.md"].assert_eq(&bodies[1]);
     expect_test::expect_file!["../snapshots/body-checked-0003.md"].assert_eq(&bodies[2]);
-    expect_test::expect_file!["../snapshots/console.txt"].assert_eq(&pr::summary::console(
+    expect_test::expect_file!["../snapshots/console.txt"].assert_eq(&pr::summary::order(
         &prepared.built.stack,
         &prepared.built.stopped,
     ));

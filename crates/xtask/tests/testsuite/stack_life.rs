@@ -6,9 +6,9 @@ use crate::common::*;
 use anyhow::Result;
 use git2::Repository;
 use xtask::cherry_pick::{Stop, Stopped};
-use xtask::pr::{self, Existing, Planned};
+use xtask::pr::{self, ClonePlan, Existing};
 
-fn stack(repo: &Repository, existing: Existing) -> Result<Planned> {
+fn stack(repo: &Repository, existing: Existing) -> Result<ClonePlan> {
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
     pr::prepare(
@@ -57,7 +57,7 @@ fn each_merge_leaves_one_branch_fewer_and_names_what_landed() -> Result<()> {
             assert_eq!(commit.parent_id(0)?, landed_as);
         }
         if next.built.stack.is_empty() {
-            let console = xtask::pr::summary::console(&next.built.stack, &[]);
+            let console = xtask::pr::summary::order(&next.built.stack, &[]);
             assert_eq!(
                 console,
                 "Every proposed patch has landed in the base: nothing is left to propose.\n"
