@@ -23,10 +23,8 @@ pub fn on_base(own: &Notes, found: &[Resolutions], patch: &Patch) -> Notes {
     let rewriting = found.iter().find(|r| !r.rewrite.adds_only);
     if let Some(rewrite) = rewriting.filter(|_| !notes.preamble.is_empty()) {
         let shown = crate::series::resolutions::shown(&rewrite.name);
-        notes.preamble = vec![Part::Text(format!(
-            "(The example that shows this change on `main` is left out: this base has {shown}, \
-             and no example was written for it.)"
-        ))];
+        let said = crate::template::sentence("body", "no_example", &[shown.into()]);
+        notes.preamble = vec![Part::Text(said)];
     }
     notes
 }
