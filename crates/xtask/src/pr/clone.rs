@@ -52,35 +52,7 @@ pub fn prepare(
     let record = record::read(repo)?;
     let branches = selection.proposed.iter().map(|p| &p.branch);
     for branch in branches.chain(&selection.series_branch) {
-        let found = repo.find_branch(branch, git2::BranchType::Local);
-        ensure!(
-            !found.as_ref().is_ok_and(|b| b.is_head()),
-            "branch `{branch}` is checked out in {clone}: pr will not move it; check out another \
-             branch there, or choose other names with --prefix"
-        );
-        ensure!(
-            found.is_err() || existing != Existing::Refuse,
-            "branch `{branch}` already exists in {clone}: choose other names with --prefix, or \
-             replace the branches with --force-branch"
-        );
-        // A commit made by hand, a reviewer's fix, is lost when its branch moves.
-        let hand_made = record::hand_made(repo, &record, branch, base)?;
-        if hand_made.is_empty() || existing == Existing::MoveDroppingCommits {
-            continue;
-        }
-        let list = hand_made
-            .iter()
-            .map(|(id, subject)| format!("\n    {} {subject}", short(&id.to_string())));
-        let (commits, them) = match hand_made.len() {
-            1 => ("1 commit".to_string(), "it"),
-            n => (format!("{n} commits"), "them"),
-        };
-        bail!(
-            "branch `{branch}` holds {commits} that pr did not make:{}\nwrite {them} back into \
-             patches/ first (`cargo xtask format-patch --candle {clone} --branch {branch}`), or \
-             pass --discard-commits to move the branch all the same; {clone} is as it was",
-            list.collect::<String>(),
-        );
+        may_move(repo, &record, branch, base, existing)?;
     }
     // Objects go to an in-memory backend first: a patch that fails writes nothing.
     repo.odb()?.add_new_mempack_backend(1000)?;
@@ -137,6 +109,47 @@ pub fn prepare(
         call_sites: Some(call_sites),
         writes: Some(writes),
     })
+}
+
+/// Fails unless `pr` may make or move `branch` in `repo`, as `existing` says: never the branch
+/// checked out, and never one that holds a commit `pr` did not make unless told to drop it.
+fn may_move(
+    repo: &Repository,
+    record: &record::Record,
+    branch: &str,
+    base: Oid,
+    existing: Existing,
+) -> Result<()> {
+    let clone = git::show(repo);
+    let found = repo.find_branch(branch, git2::BranchType::Local);
+    ensure!(
+        !found.as_ref().is_ok_and(|b| b.is_head()),
+        "branch `{branch}` is checked out in {clone}: pr will not move it; check out another \
+         branch there, or choose other names with --prefix"
+    );
+    ensure!(
+        found.is_err() || existing != Existing::Refuse,
+        "branch `{branch}` already exists in {clone}: choose other names with --prefix, or \
+         replace the branches with --force-branch"
+    );
+    // A commit made by hand, a reviewer's fix, is lost when its branch moves.
+    let hand_made = record::hand_made(repo, record, branch, base)?;
+    if hand_made.is_empty() || existing == Existing::MoveDroppingCommits {
+        return Ok(());
+    }
+    let list = hand_made
+        .iter()
+        .map(|(id, subject)| format!("\n    {} {subject}", short(&id.to_string())));
+    let (commits, them) = match hand_made.len() {
+        1 => ("1 commit".to_string(), "it"),
+        n => (format!("{n} commits"), "them"),
+    };
+    bail!(
+        "branch `{branch}` holds {commits} that pr did not make:{}\nwrite {them} back into \
+         patches/ first (`cargo xtask format-patch --candle {clone} --branch {branch}`), or \
+         pass --discard-commits to move the branch all the same; {clone} is as it was",
+        list.collect::<String>(),
+    );
 }
 
 /// Writes the branches of `planned` into the clone, with their objects and its record. Returns
