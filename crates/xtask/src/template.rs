@@ -15,9 +15,10 @@ macro_rules! with_measure {
 }
 
 /// Every template, by name.
-const TEMPLATES: [(&str, &str); 5] = [
+const TEMPLATES: [(&str, &str); 6] = [
     ("body", include_str!("../templates/body.md")),
     ("bench", with_measure!("../templates/bench.md")),
+    ("marker", include_str!("../templates/marker.md")),
     ("real_model", include_str!("../templates/real_model.md")),
     ("report", with_measure!("../templates/report.md")),
     ("summary", include_str!("../templates/summary.txt")),
