@@ -20,7 +20,7 @@ use crate::cmd;
 /// crate with the same features, and every workspace crate has at most one test binary and
 /// builds harnesses only for targets with tests. `graph` is the workspace at `root`. Returns what
 /// it proved.
-pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<String>> {
+pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<super::Proved>> {
     let run = features(root, "normal,build")?;
     let test = features(root, "normal,build,dev")?;
     let differ: Vec<String> = run
@@ -87,9 +87,8 @@ pub fn check(root: &Path, graph: &Metadata) -> Result<Vec<String>> {
     }
     ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(vec![
-        "`cargo repro`, `cargo xtask` and `cargo test` build each crate with one set of features"
-            .to_string(),
-        "one test binary per crate, and a harness only where there are unit tests".to_string(),
+        super::Proved::OneFeatureSet,
+        super::Proved::OneTestBinary,
     ])
 }
 

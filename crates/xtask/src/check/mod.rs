@@ -8,6 +8,7 @@ use std::path::Path;
 
 use anyhow::{bail, ensure, Result};
 use fs_err as fs;
+use git2::Oid;
 
 use crate::apply;
 use crate::expected::{self, Folder};
@@ -22,14 +23,60 @@ use crate::trees;
 /// What `check` proved, in order, and what it warns of: `run` prints it, as far as it got.
 #[derive(Debug, Default)]
 pub struct Checked {
-    pub ok: Vec<String>,
+    pub ok: Vec<Proved>,
     pub warning: Option<String>,
+}
+
+/// One thing `check` proved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Proved {
+    IndexLines,
+    /// A generated folder is what it should be: its path, what it is, its tree.
+    Current {
+        dir: String,
+        what: String,
+        tree: Oid,
+    },
+    /// Cargo builds the pinned crate `name` from its generated folder `dir`.
+    BuildsFrom {
+        name: String,
+        dir: String,
+    },
+    /// `cargo repro`, `cargo xtask` and `cargo test` resolve each crate's features alike.
+    OneFeatureSet,
+    /// Each crate has one test binary, and a harness only where it has unit tests.
+    OneTestBinary,
+    /// The committed benchmark report measured `patches/` as it is.
+    ReportCurrent,
+}
+
+impl std::fmt::Display for Proved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Proved::IndexLines => write!(
+                f,
+                "every patch's index lines name the blobs the series gives"
+            ),
+            Proved::Current { dir, what, tree } => write!(f, "{dir} is {what} (tree {tree})"),
+            Proved::BuildsFrom { name, dir } => write!(f, "cargo builds {name} from {dir}"),
+            Proved::OneFeatureSet => write!(
+                f,
+                "`cargo repro`, `cargo xtask` and `cargo test` build each crate with one set of \
+                 features"
+            ),
+            Proved::OneTestBinary => write!(
+                f,
+                "one test binary per crate, and a harness only where there are unit tests"
+            ),
+            Proved::ReportCurrent => write!(f, "{REPORT_DIR} measured patches/ as it is"),
+        }
+    }
 }
 
 impl std::fmt::Display for Checked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for line in &self.ok {
-            writeln!(f, "ok: {line}")?;
+        for proved in &self.ok {
+            writeln!(f, "ok: {proved}")?;
         }
         match &self.warning {
             Some(warning) => writeln!(f, "warning: {warning}"),
@@ -61,14 +108,14 @@ fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
     for pin in &pins {
         let (name, dir) = (&pin.name, project::vendored_dir(&pin.name));
         patch_use::check(&graph, name, &pin.version, &layout.root.join(&dir))?;
-        checked.ok.push(format!("cargo builds {name} from {dir}"));
+        let (name, dir) = (name.clone(), dir.clone());
+        checked.ok.push(Proved::BuildsFrom { name, dir });
     }
     checked.ok.extend(builds::check(&layout.root, &graph)?);
     // A patch edit need not wait on a bench run: a stale report is named, not refused.
     checked.warning = crate::report::staleness(layout, &series)?;
     if checked.warning.is_none() {
-        let measured = format!("{REPORT_DIR} measured patches/ as it is");
-        checked.ok.push(measured);
+        checked.ok.push(Proved::ReportCurrent);
     }
     Ok(())
 }
@@ -76,7 +123,7 @@ fn check(layout: &Layout, checked: &mut Checked) -> Result<()> {
 /// Fails unless every patch's `index` lines name the blobs that applying the series to the
 /// published crates gives, which a three-way apply (`git am -3`, `pr`, `vendor`) merges from.
 /// Returns what it proved.
-pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<String> {
+pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> Result<Proved> {
     let repo = &trees::scratch()?;
     let trees = apply::in_turn(repo, expected::published_tree(repo, published)?, patches)?;
     for (patch, pair) in patches.iter().zip(trees.windows(2)) {
@@ -84,7 +131,7 @@ pub fn check_index_lines(published: &[Published], patches: &[series::Patch]) -> 
             bail!("{differs}");
         }
     }
-    Ok("every patch's index lines name the blobs the series gives".to_string())
+    Ok(Proved::IndexLines)
 }
 
 /// Fails, naming what differs, unless the generated root and its `.gitattributes` line are
@@ -93,7 +140,7 @@ pub fn generated_current(
     layout: &Layout,
     series: &Series,
     published: &[Published],
-) -> Result<Vec<String>> {
+) -> Result<Vec<Proved>> {
     let (scratch, generated) = expected::generated(published, series)?;
     let (mut problems, mut current) = (Vec::new(), Vec::new());
     let entries = fs::read_dir(layout.root.join(GENERATED_ROOT));
@@ -122,7 +169,12 @@ pub fn generated_current(
         }
         let actual = trees::tree_of_dir(&scratch, &layout.root.join(dir))?;
         if actual == *tree {
-            current.push(format!("{dir} is {what} (tree {actual})"));
+            let (dir, what) = (dir.clone(), what.clone());
+            current.push(Proved::Current {
+                dir,
+                what,
+                tree: actual,
+            });
             continue;
         }
         let mut changes = trees::differences(&scratch, *tree, actual)?;

@@ -61,7 +61,10 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
     let current = crate::common::check_generated(&ws.layout, std::slice::from_ref(&ws.published))?;
     let folders: Vec<&str> = current
         .iter()
-        .filter_map(|l| l.split(" is ").next())
+        .filter_map(|proved| match proved {
+            xtask::check::Proved::Current { dir, .. } => Some(dir.as_str()),
+            _ => None,
+        })
         .collect();
     let points = "crates/vendor/points";
     let generated = [
@@ -70,6 +73,12 @@ fn vendor_writes_published_crate_plus_patches_and_check_passes() -> Result<()> {
         points,
     ];
     assert_eq!(folders, generated, "{current:?}");
+    let said = current[0].to_string();
+    let crate_folder = "crates/vendor/candle-transformers is candle-transformers 0.11.1 + patches/";
+    assert!(
+        said.starts_with(&format!("{crate_folder} (tree ")),
+        "{said}"
+    );
     Ok(())
 }
 

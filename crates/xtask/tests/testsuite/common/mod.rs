@@ -268,7 +268,7 @@ pub fn vendor(
 pub fn check_generated(
     layout: &xtask::project::Layout,
     published: &[Published],
-) -> Result<Vec<String>> {
+) -> Result<Vec<xtask::check::Proved>> {
     let series = xtask::series::Series::load(&layout.patches())?;
     xtask::check::generated_current(layout, &series, published)
 }
