@@ -282,8 +282,8 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
             prepared.built.stopped
         );
     };
-    use xtask::cherry_pick::Why;
-    let [(_, Why::Conflict(_)), ("the patch as written", Why::DoesNotBuild)] = &tried[..] else {
+    use xtask::cherry_pick::{Tried, Why};
+    let [(_, Why::Conflict(_)), (Tried::AsWritten, Why::DoesNotBuild)] = &tried[..] else {
         panic!("the resolution conflicts, the patch does not build: {tried:?}");
     };
     let why = stop.said().expect("a conflict in words");

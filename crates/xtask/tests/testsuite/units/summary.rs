@@ -1,6 +1,6 @@
 //! The unit tests of `pr/summary`.
 
-use xtask::cherry_pick::{Stop, Stopped, Why};
+use xtask::cherry_pick::{Stop, Stopped, Tried, Why};
 use xtask::pr::summary::*;
 use xtask::series::Patch;
 
@@ -18,7 +18,7 @@ fn the_last_error_names_each_conflicting_patch() {
     let one = [
         stopped(
             "0001-a.patch",
-            Stop::PassedOver(vec![("the patch as written", Why::DoesNotBuild)]),
+            Stop::PassedOver(vec![(Tried::AsWritten, Why::DoesNotBuild)]),
         ),
         stopped("0002-b.patch", Stop::BuildsOn("0001".into())),
     ];
@@ -33,7 +33,7 @@ fn the_last_error_names_each_conflicting_patch() {
         one[0].clone(),
         stopped(
             "0003-c.patch",
-            Stop::PassedOver(vec![("the patch as written", Why::DoesNotBuild)]),
+            Stop::PassedOver(vec![(Tried::AsWritten, Why::DoesNotBuild)]),
         ),
     ];
     assert!(conflicts(&two)

@@ -5,8 +5,12 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::apply::{self, Conflict, Outcome};
+use crate::apply::{self, Outcome};
 use crate::series::Patch;
+
+mod stop;
+
+pub use stop::{Stop, Stopped, Tried, Why};
 
 /// One patch's branch: the candidate that stands for the patch, the rewrite whose resolution
 /// that is (`None`: the patch as written), the branch it starts from (`None`: the base), and its
@@ -49,78 +53,6 @@ impl Wanted {
 /// not prove that its code fits the base's, as when another pull request added a variant that a
 /// `match` must list.
 pub type BuildCheck<'a> = &'a dyn Fn(&Patch, Oid, Oid) -> Result<bool>;
-
-/// A patch that gets no branch on this base, and why.
-#[derive(Clone, Debug)]
-pub struct Stopped {
-    pub patch: Patch,
-    pub why: Stop,
-    /// A carried patch: it is proposed nowhere, so this stops nothing, but the patches after it
-    /// go on without it.
-    pub carried: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// No candidate gets a branch: each tried, in order, with why it was passed over (a
-    /// conflict, or a branch that does not build).
-    PassedOver(Vec<(&'static str, Why)>),
-    /// It builds on this patch (`[builds-on]`), which has no branch.
-    BuildsOn(String),
-}
-
-/// Why a candidate for a patch gets no branch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Why {
-    /// It does not go onto the linear series.
-    Conflict(Conflict),
-    /// It goes onto the linear series, but its change does not merge onto `onto`, where its
-    /// branch starts.
-    Onto {
-        patch: String,
-        onto: String,
-        conflict: Conflict,
-    },
-    /// It applies to the base, but its branch does not build there.
-    DoesNotBuild,
-}
-
-impl std::fmt::Display for Why {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Why::Conflict(conflict) => write!(f, "{conflict}"),
-            Why::Onto {
-                patch,
-                onto,
-                conflict,
-            } => write!(
-                f,
-                "{patch} does not merge onto {onto} without a conflict, {conflict}\nname the \
-                 patch it builds on in patches/stack.toml ([builds-on])"
-            ),
-            Why::DoesNotBuild => {
-                write!(
-                    f,
-                    "it applies to the base, but its branch does not build there"
-                )
-            }
-        }
-    }
-}
-
-impl Stop {
-    /// Why each candidate was passed over, in words: the first's reason, then each other one.
-    pub fn said(&self) -> Option<String> {
-        let Stop::PassedOver(tried) = self else {
-            return None;
-        };
-        let mut said = tried.first().map(|(_, why)| why.to_string())?;
-        for (what, why) in &tried[1..] {
-            said += &format!("\nalso tried {what}: {why}");
-        }
-        Some(said)
-    }
-}
 
 /// The branches of a series on a base, the patches the base already holds, and those that
 /// conflict with it.
@@ -266,14 +198,14 @@ struct Picker<'a> {
 enum Pick<'a> {
     Taken(Box<Taken<'a>>),
     /// None goes on: each candidate with why it was passed over, the first one's conflict first.
-    PassedOver(Vec<(&'static str, Why)>),
+    PassedOver(Vec<(Tried, Why)>),
 }
 
 /// The candidate that stands for a patch: what it is, in words, the rewrite whose resolution it
 /// is, the patch, what it gave on the linear series, and its branch where the build check made
 /// it already.
 struct Taken<'a> {
-    what: &'static str,
+    what: Tried,
     rewrite: &'a Option<String>,
     candidate: &'a Patch,
     outcome: Outcome,
@@ -307,8 +239,8 @@ impl Picker<'_> {
         let mut passed_over = Vec::new();
         for (index, (rewrite, candidate)) in want.candidates.iter().enumerate() {
             let what = match rewrite {
-                None => "the patch as written",
-                Some(_) => "its resolution for a pull request in the base",
+                None => Tried::AsWritten,
+                Some(_) => Tried::Resolution,
             };
             let outcome = apply::patch(self.repo, linear, candidate, self.blobs)?;
             if let Outcome::Conflict(conflict) = outcome {
