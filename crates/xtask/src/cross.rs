@@ -7,7 +7,7 @@ use anyhow::{ensure, Result};
 
 use crate::cmd;
 
-pub const TARGET: &str = "aarch64-apple-darwin";
+pub(crate) const TARGET: &str = "aarch64-apple-darwin";
 
 /// What the cross-check needs that a fresh machine may lack, with the command that installs it.
 const NEEDS: [(&str, &str); 3] = [
@@ -18,7 +18,7 @@ const NEEDS: [(&str, &str); 3] = [
 
 /// The environment of a cross-check: clang compiles C for Apple without its SDK (no libc
 /// headers), oniguruma comes from the system (nothing links it), and `target-cpu=native` goes.
-pub fn cross_env() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn cross_env() -> Vec<(&'static str, &'static str)> {
     vec![
         ("CC_aarch64_apple_darwin", "clang"),
         (
@@ -32,7 +32,7 @@ pub fn cross_env() -> Vec<(&'static str, &'static str)> {
 }
 
 /// Fails with what to install when the machine cannot cross-check (`onig`: oniguruma too).
-pub fn preflight(onig: bool) -> Result<()> {
+pub(crate) fn preflight(onig: bool) -> Result<()> {
     let succeeds = |program: &str, args: &[&str]| {
         cmd::stdout_of(program, Command::new(program).args(args)).ok()
     };

@@ -16,7 +16,7 @@ pub mod vendor;
 pub mod apply;
 pub mod cherry_pick;
 pub mod cmd;
-pub mod cross;
+mod cross;
 mod expected;
 mod fsutil;
 pub mod git;
