@@ -12,7 +12,7 @@ use crate::record::{self, Made};
 /// memory (the clone's, or without one a scratch repository's), nothing written.
 /// `write_branches` writes them into a clone.
 #[derive(Debug)]
-pub struct ClonePlan {
+pub struct BranchPlan {
     /// The branches, the patches the base holds already, those that get no branch, and the
     /// other bases' pull requests that the base has.
     pub built: stack::Built,
@@ -41,7 +41,7 @@ pub fn prepare(
     contributor: &git2::Signature<'_>,
     existing: Existing,
     builds: stack::BuildCheck<'_>,
-) -> Result<ClonePlan> {
+) -> Result<BranchPlan> {
     let clone = git::show(repo);
     git::require_clean(
         repo,
@@ -104,7 +104,7 @@ pub fn prepare(
         record,
         force: existing != Existing::Refuse,
     };
-    Ok(ClonePlan {
+    Ok(BranchPlan {
         built,
         call_sites: Some(call_sites),
         writes: Some(writes),

@@ -20,7 +20,7 @@ use crate::project::Layout;
 use crate::published::{self, Published};
 use crate::series::{Patch, Series};
 
-pub use clone::{prepare, write_branches, ClonePlan};
+pub use clone::{prepare, write_branches, BranchPlan};
 
 /// The flags of `cargo xtask pr`, checked by `validate` before any work starts.
 #[derive(Clone, Debug, Default, clap::Args)]

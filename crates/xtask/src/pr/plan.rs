@@ -9,7 +9,7 @@ use anyhow::Result;
 use fs_err as fs;
 use git2::{Oid, Repository};
 
-use super::clone::{self, ClonePlan, Writes};
+use super::clone::{self, BranchPlan, Writes};
 use super::stack::{self, Entry};
 use super::summary::{Next, Summary};
 use super::verify::{self, Check};
@@ -77,7 +77,7 @@ pub fn plan(
 ) -> Result<Plan> {
     let pins: Vec<Pin> = published.iter().map(|p| p.pin.clone()).collect();
     let (repo, planned) = stack_in(layout, options, published, selection, &pins)?;
-    let ClonePlan {
+    let BranchPlan {
         built,
         call_sites,
         writes,
@@ -161,7 +161,7 @@ fn stack_in(
     published: &[Published],
     selection: &Selection,
     pins: &[Pin],
-) -> Result<(Repository, ClonePlan)> {
+) -> Result<(Repository, BranchPlan)> {
     let author = options.author.as_deref();
     let Some(clone) = &options.candle else {
         // The workspace's git identity stands in for the clone's.
@@ -171,7 +171,7 @@ fn stack_in(
         // The published crates: the first candidate for each patch, the patch, goes on.
         let no_check = |_: &Patch, _, _| Ok(true);
         let built = stack::build(&scratch, base, selection, &contributor, &[], &no_check)?;
-        let planned = ClonePlan {
+        let planned = BranchPlan {
             built,
             call_sites: None,
             writes: None,

@@ -251,7 +251,7 @@ fn a_marker_without_the_rewrite_gets_the_patch_that_builds_or_a_conflict() -> Re
     };
     let prepared = prepare(xtask::pr::Existing::Refuse, &builds)?;
     assert_eq!(*checked.borrow(), [true]);
-    let third_entry = |prepared: &xtask::pr::ClonePlan| {
+    let third_entry = |prepared: &xtask::pr::BranchPlan| {
         let found = prepared
             .built
             .stack

@@ -10,7 +10,7 @@ use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
 use xtask::format_patch::{self, Became, Options};
-use xtask::pr::{self, ClonePlan, Existing};
+use xtask::pr::{self, BranchPlan, Existing};
 use xtask::series::notes;
 use xtask::series::Patch;
 
@@ -26,7 +26,7 @@ struct Trip {
     ws: Workspace,
     _candle_dir: TempDir,
     repo: Repository,
-    prepared: ClonePlan,
+    prepared: BranchPlan,
 }
 
 fn trip(stack_toml: &str) -> Result<Trip> {
@@ -52,7 +52,7 @@ fn trip(stack_toml: &str) -> Result<Trip> {
     })
 }
 
-fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<ClonePlan> {
+fn make_stack(ws: &Workspace, repo: &Repository, existing: Existing) -> Result<BranchPlan> {
     let dir = ws.layout.patches();
     let all = xtask::series::Series::load(&dir)?;
     let (proposed, _) = all.stack.split_carried(all.patches.clone());

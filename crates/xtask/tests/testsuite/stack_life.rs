@@ -6,9 +6,9 @@ use crate::common::*;
 use anyhow::Result;
 use git2::Repository;
 use xtask::cherry_pick::{Stop, Stopped};
-use xtask::pr::{self, ClonePlan, Existing};
+use xtask::pr::{self, BranchPlan, Existing};
 
-fn stack(repo: &Repository, existing: Existing) -> Result<ClonePlan> {
+fn stack(repo: &Repository, existing: Existing) -> Result<BranchPlan> {
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
     pr::prepare(

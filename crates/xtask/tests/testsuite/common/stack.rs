@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use tempfile::TempDir;
-use xtask::pr::{self, ClonePlan};
+use xtask::pr::{self, BranchPlan};
 use xtask::series::stack_file::StackFile;
 use xtask::series::{self, Patch};
 
@@ -81,7 +81,7 @@ pub fn series(
 }
 
 /// `planned`'s branches written into `repo`, as `pr` writes them; `planned` back, to look at.
-pub fn made(repo: &Repository, planned: ClonePlan) -> Result<ClonePlan> {
+pub fn made(repo: &Repository, planned: BranchPlan) -> Result<BranchPlan> {
     let writes = planned
         .writes
         .as_ref()
@@ -90,7 +90,7 @@ pub fn made(repo: &Repository, planned: ClonePlan) -> Result<ClonePlan> {
     Ok(planned)
 }
 
-pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<ClonePlan> {
+pub fn prepare(repo: &Repository, base: &str, force: bool) -> Result<BranchPlan> {
     // The second patch changes the line the first wrote.
     let series = series(stack_patches()?, "", &[("0002", "0001")])?;
     let contributor = pr::contributor(repo, None)?;
