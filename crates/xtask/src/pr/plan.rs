@@ -233,8 +233,8 @@ fn folder(inputs: &Inputs<'_>, index: usize, checks: Option<&[Check]>) -> Result
 /// Writes `plan`: `target/pr/` aside, its branches into the clone, then `target/pr/` in place.
 pub fn write(layout: &Layout, plan: Plan) -> Result<Written> {
     // `target/pr/` is built aside first: a failure there leaves the clone as it was.
-    let target = layout.target();
-    let temp = temp_in(&target, "pr")?;
+    let out = plan.summary.next.out.clone();
+    let temp = temp_in(&layout.target(), "pr")?;
     let new = temp.path().join("pr");
     // Made here, not by the first branch's folder: when every patch has landed there is none.
     fs::create_dir(&new)?;
@@ -250,7 +250,6 @@ pub fn write(layout: &Layout, plan: Plan) -> Result<Written> {
         Some(writes) => clone::write_branches(&plan.repo, writes)?,
         None => Vec::new(),
     };
-    let out = target.join("pr");
     swap_in(&[(new, out.clone())])?;
     Ok(Written {
         branches,

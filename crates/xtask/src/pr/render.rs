@@ -119,8 +119,7 @@ fn sentence(name: &str, args: &[Value]) -> String {
 
 /// The calls of `from_sampling` in the base, counted in words and listed by who guards them.
 fn call_sites(sites: &[CallSite]) -> String {
-    let text = template::call("body", "call_sites", &[Value::from_serialize(sites)]);
-    text.trim_end().to_string()
+    sentence("call_sites", &[Value::from_serialize(sites)])
 }
 
 /// The cases whose outcome this branch changes, against the branch it builds on.
